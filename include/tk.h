@@ -1,0 +1,166 @@
+/*
+ * tk.h — the public C API of libtk: compile tile kernels written in .tk and run them, on
+ * an NVIDIA GPU through the CUDA driver or on the CPU through the reference interpreter.
+ *
+ * Contract:
+ *  - Every function that can fail returns a tk_status; TK_OK is 0. After a failure,
+ *    tk_last_error(ctx) (or tk_last_error(NULL) for failures with no context) returns a
+ *    readable message that stays valid until the next call on that context.
+ *  - Bad arguments (NULL where an object is needed, a wrong argument count or type at
+ *    launch, an unknown kernel name) are errors with a message, never crashes.
+ *  - Objects belong to their context; tk_context_destroy releases everything it owns.
+ *  - A context is used by one thread at a time.
+ * Prefix: tk_ / TK_.
+ */
+#ifndef TK_H
+#define TK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types of the language, as the API sees them (launch arguments, buffers). */
+typedef enum {
+  TK_I1, TK_I8, TK_I16, TK_I32, TK_I64,
+  TK_U8, TK_U16, TK_U32, TK_U64,
+  TK_F16, TK_BF16, TK_F32, TK_F64,
+  TK_PTR,   /* a pointer argument (a tk_devptr) */
+  TK_NDTYPE
+} tk_dtype;
+
+typedef enum {
+  TK_OK = 0,
+  TK_ERR_INVALID,     /* bad argument to an API call */
+  TK_ERR_IO,          /* a file could not be read or written */
+  TK_ERR_COMPILE,     /* the .tk source has errors (the message holds the diagnostics) */
+  TK_ERR_NOT_FOUND,   /* no kernel of that name */
+  TK_ERR_ARGS,        /* launch arguments do not match the kernel's signature */
+  TK_ERR_RUNTIME,     /* a kernel faulted: out-of-bounds access, failed device_assert, ... */
+  TK_ERR_NO_DEVICE,   /* no CUDA driver or device */
+  TK_ERR_DRIVER,      /* the CUDA driver reported an error */
+  TK_ERR_MEMORY,      /* an allocation failed */
+  TK_ERR_UNSUPPORTED  /* the backend cannot do this (yet) */
+} tk_status;
+
+typedef enum {
+  TK_BACKEND_AUTO = 0, /* CUDA when a device is there and TK_INTERPRET is unset, else interpreter */
+  TK_BACKEND_CUDA,
+  TK_BACKEND_INTERP
+} tk_backend;
+
+typedef struct tk_context tk_context;
+typedef struct tk_module tk_module;
+typedef struct tk_kernel tk_kernel;
+
+/* A device address: a CUdeviceptr on CUDA, an interpreter buffer address otherwise. */
+typedef uint64_t tk_devptr;
+
+typedef struct {
+  tk_backend backend;
+  int device;          /* CUDA device ordinal */
+} tk_context_options;
+
+/* Creates a context. opts may be NULL (TK_BACKEND_AUTO, device 0). With TK_INTERPRET=1 in
+ * the environment, AUTO selects the interpreter. */
+tk_status tk_context_create(tk_context **out, const tk_context_options *opts);
+/* Destroys the context and all modules and buffers it owns. NULL is ignored. */
+void tk_context_destroy(tk_context *ctx);
+/* The backend the context runs on. */
+tk_backend tk_context_backend(const tk_context *ctx);
+/* The message of the last failure on ctx (NULL: the last failure with no context, e.g. of
+ * tk_context_create). Never NULL; "" when nothing failed. */
+const char *tk_last_error(const tk_context *ctx);
+/* A static name for a status ("TK_ERR_ARGS", ...). */
+const char *tk_status_name(tk_status s);
+
+/* ---- memory --------------------------------------------------------------------------- */
+
+/* Allocates bytes of device memory (interpreter: host memory, bounds-checked). */
+tk_status tk_malloc(tk_context *ctx, tk_devptr *out, size_t bytes);
+/* Frees a buffer from tk_malloc. 0 is ignored. */
+tk_status tk_free(tk_context *ctx, tk_devptr p);
+/* Copies bytes host -> device. */
+tk_status tk_memcpy_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes);
+/* Copies bytes device -> host (waits for prior work). */
+tk_status tk_memcpy_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes);
+/* Waits for all work on the context. */
+tk_status tk_synchronize(tk_context *ctx);
+
+/* ---- compiling ------------------------------------------------------------------------ */
+
+/* A compile-time parameter binding: NAME=VALUE, as with tkc -D. The value is parsed as a
+ * .tk literal (integer, float or true/false). */
+typedef struct {
+  const char *name;
+  const char *value;
+} tk_define;
+
+typedef struct {
+  const tk_define *defines;
+  int ndefines;
+  int opt_level;       /* 0..3; default (when the struct is zeroed) is treated as 3 */
+  const char *arch;    /* "sm_90a" when NULL */
+  int no_cache;        /* 1: neither read nor write the on-disk cache */
+} tk_compile_options;
+
+/* Compiles .tk source text. name is used in diagnostics (e.g. "softmax.tk"). opts may be
+ * NULL. On TK_ERR_COMPILE, tk_last_error holds every diagnostic, rendered. */
+tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source, size_t len,
+                            const char *name, const tk_compile_options *opts);
+/* Reads and compiles a .tk file. */
+tk_status tk_module_compile_file(tk_context *ctx, tk_module **out, const char *path,
+                                 const tk_compile_options *opts);
+/* Loads an ahead-of-time compiled PTX module (CUDA backend only). */
+tk_status tk_module_load_ptx(tk_context *ctx, tk_module **out, const char *ptx, size_t len);
+/* Releases a module (its kernels become invalid). NULL is ignored. */
+void tk_module_destroy(tk_module *m);
+/* Looks a kernel up by name. */
+tk_status tk_module_get_kernel(tk_module *m, const char *name, tk_kernel **out);
+
+/* The kernel's parameters, in order: how many, and each one's type. */
+int tk_kernel_num_params(const tk_kernel *k);
+tk_dtype tk_kernel_param_type(const tk_kernel *k, int i);
+/* The pointee type of a pointer parameter (TK_NDTYPE for a scalar parameter). */
+tk_dtype tk_kernel_param_pointee(const tk_kernel *k, int i);
+const char *tk_kernel_param_name(const tk_kernel *k, int i);
+/* Threads per program (32 x warps). */
+int tk_kernel_num_threads(const tk_kernel *k);
+
+/* ---- launching ------------------------------------------------------------------------ */
+
+/* A typed launch argument. Build them with the tk_arg_* helpers. */
+typedef struct {
+  tk_dtype type;
+  union {
+    int64_t i;
+    uint64_t u;
+    double f;
+    tk_devptr p;
+  } v;
+} tk_arg;
+
+static inline tk_arg tk_arg_ptr(tk_devptr p) { tk_arg a; a.type = TK_PTR; a.v.p = p; return a; }
+static inline tk_arg tk_arg_i32(int32_t x) { tk_arg a; a.type = TK_I32; a.v.i = x; return a; }
+static inline tk_arg tk_arg_i64(int64_t x) { tk_arg a; a.type = TK_I64; a.v.i = x; return a; }
+static inline tk_arg tk_arg_u32(uint32_t x) { tk_arg a; a.type = TK_U32; a.v.u = x; return a; }
+static inline tk_arg tk_arg_u64(uint64_t x) { tk_arg a; a.type = TK_U64; a.v.u = x; return a; }
+static inline tk_arg tk_arg_f32(float x) { tk_arg a; a.type = TK_F32; a.v.f = x; return a; }
+static inline tk_arg tk_arg_f64(double x) { tk_arg a; a.type = TK_F64; a.v.f = x; return a; }
+static inline tk_arg tk_arg_bool(int x) { tk_arg a; a.type = TK_I1; a.v.i = x != 0; return a; }
+
+typedef struct {
+  unsigned x, y, z;
+} tk_grid;
+
+/* Launches k on grid (programs along x, y, z; 0 counts as 1) on stream (a CUstream; NULL
+ * for the default stream; ignored by the interpreter, which runs to completion). The
+ * arguments must match the kernel's parameters in number and type exactly. */
+tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args, int nargs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

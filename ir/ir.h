@@ -1,0 +1,242 @@
+/*
+ * ir/ — the Tile IR: types (scalars, pointers, tiles with an optional thread layout), SSA
+ * values, ops from one opcode table (ops.def), structured control flow (for with
+ * loop-carried values, if with results), kernels and modules; the builder, the verifier,
+ * the text printer and the text parser.
+ *
+ * Contract:
+ *  - Everything lives in the module's arena; types are interned per module, so two types
+ *    are equal exactly when their pointers are.
+ *  - Every op carries the source location (line:col in module->source_name) it came from.
+ *  - ir_verify checks the invariants documented in ops.def and returns false after
+ *    reporting each violation, located, to the diagnostics.
+ *  - ir_print writes the text form; ir_parse reads it back; print(parse(t)) == t for any
+ *    t that ir_print produced. Value names are renumbered %0, %1, ... in print order.
+ * Prefix: ir_ / IR_.
+ */
+#ifndef TK_IR_H
+#define TK_IR_H
+
+#include "../include/tk.h"
+#include "../support/support.h"
+
+enum { IR_MAX_RANK = 4 };
+
+/* ---- types ---------------------------------------------------------------------------- */
+
+typedef enum { IR_SCALAR, IR_PTR, IR_TILE } ir_type_kind;
+
+typedef enum {
+  IR_LAYOUT_BLOCKED, /* Triton's blocked layout */
+  IR_LAYOUT_SLICE,   /* parent layout with dim slice_dim removed (reduction results) */
+  IR_LAYOUT_MMA      /* tensor-core operand/result layout (later) */
+} ir_layout_kind;
+
+/* How a tile's elements are spread over a CTA's threads. For BLOCKED: each thread holds
+ * size_per_thread[d] contiguous elements along d, a warp spans threads_per_warp[d] threads
+ * along d, the CTA warps_per_cta[d] warps; the pattern repeats to cover the shape. order
+ * lists dims from fastest-varying to slowest. Interned like types. */
+typedef struct ir_layout {
+  ir_layout_kind kind;
+  int rank;
+  int size_per_thread[IR_MAX_RANK];
+  int threads_per_warp[IR_MAX_RANK];
+  int warps_per_cta[IR_MAX_RANK];
+  int order[IR_MAX_RANK];
+  const struct ir_layout *parent; /* SLICE */
+  int slice_dim;                  /* SLICE */
+} ir_layout;
+
+typedef struct ir_type {
+  ir_type_kind kind;
+  tk_dtype dtype;              /* SCALAR: its dtype; PTR: TK_PTR; TILE: the element's dtype */
+  const struct ir_type *elem;  /* PTR: the pointee (a scalar); TILE: the element (scalar or ptr) */
+  int rank;                    /* TILE */
+  int shape[IR_MAX_RANK];      /* TILE */
+  const ir_layout *layout;     /* TILE: NULL until the tiling pass */
+} ir_type;
+
+typedef struct ir_module ir_module;
+
+/* Interned type constructors. */
+const ir_type *ir_type_scalar(ir_module *m, tk_dtype dt);
+const ir_type *ir_type_ptr(ir_module *m, const ir_type *pointee);
+const ir_type *ir_type_tile(ir_module *m, const ir_type *elem, int rank, const int *shape);
+/* The same tile type with layout l (NULL removes it). */
+const ir_type *ir_type_with_layout(ir_module *m, const ir_type *tile, const ir_layout *l);
+/* Interns a layout. */
+const ir_layout *ir_layout_intern(ir_module *m, const ir_layout *l);
+/* The element type of a tile, or t itself for a scalar or pointer. */
+const ir_type *ir_type_elem(const ir_type *t);
+/* A tile of shape like's shape (none if like is not a tile) with element elem. */
+const ir_type *ir_type_like(ir_module *m, const ir_type *like, const ir_type *elem);
+/* Number of elements (1 for non-tiles). */
+int64_t ir_type_numel(const ir_type *t);
+/* Writes the type's text form ("f32", "ptr<f16>", "tile<128x64xf32>", with "#layout" when
+ * set) to b. */
+void ir_type_print(su_buf *b, const ir_type *t);
+/* dtype helpers */
+bool ir_dtype_is_int(tk_dtype d);      /* i1..i64, u8..u64 */
+bool ir_dtype_is_signed(tk_dtype d);   /* i8..i64 (i1 is not) */
+bool ir_dtype_is_float(tk_dtype d);    /* f16 bf16 f32 f64 */
+int ir_dtype_bits(tk_dtype d);         /* i1: 1; ptr: 64 */
+int ir_dtype_bytes(tk_dtype d);        /* storage size: i1 is 1 byte */
+const char *ir_dtype_name(tk_dtype d); /* "f32", "ptr" */
+/* Parses a dtype name; returns false if s (n bytes) is none. */
+bool ir_dtype_parse(const char *s, size_t n, tk_dtype *out);
+
+/* ---- ops ------------------------------------------------------------------------------ */
+
+typedef enum {
+#define X(e, name, nopnd, nres, traits) IR_##e,
+#include "ops.def"
+#undef X
+  IR_NOPCODES
+} ir_opcode;
+
+enum { IR_PURE = 1, IR_ELEM = 2, IR_MEM = 4, IR_TERM = 8, IR_REGION = 16, IR_COMMUT = 32 };
+
+typedef enum { IR_CMP_EQ, IR_CMP_NE, IR_CMP_LT, IR_CMP_LE, IR_CMP_GT, IR_CMP_GE } ir_cmp;
+typedef enum { IR_RED_SUM, IR_RED_MAX, IR_RED_MIN } ir_reduce_kind;
+typedef enum {
+  IR_ATOM_ADD, IR_ATOM_MAX, IR_ATOM_MIN, IR_ATOM_AND, IR_ATOM_OR, IR_ATOM_XOR, IR_ATOM_XCHG
+} ir_atomic_kind;
+
+typedef struct {
+  const char *name;
+  int noperands, nresults, traits;
+} ir_opinfo;
+
+/* The table row of an opcode. */
+const ir_opinfo *ir_op_info(ir_opcode op);
+
+typedef struct { uint32_t line, col; } ir_loc;
+
+typedef struct ir_op ir_op;
+typedef struct ir_block ir_block;
+
+typedef struct ir_value {
+  const ir_type *type;
+  ir_op *def;        /* the defining op, NULL for a block argument */
+  ir_block *owner;   /* for a block argument: its block */
+  int index;         /* result index in def, or argument index in owner */
+  int id;            /* scratch number (printer, passes) */
+  const char *name;  /* optional hint (a .tk variable name), printed as a comment */
+} ir_value;
+
+struct ir_op {
+  ir_opcode opc;
+  ir_loc loc;
+  ir_value **operands;
+  int noperands;
+  ir_value **results;
+  int nresults;
+  ir_block **regions;
+  int nregions;
+  int64_t attr, attr2;
+  union {
+    int64_t i;   /* integer / i1 constants (unsigned ones stored in the same bits) */
+    double f;    /* float constants, in f64 */
+  } cval;
+  const int *ints; /* TRANS permutation */
+  int nints;
+  const char *str; /* PRINT prefix, ASSERT message */
+  ir_op *prev, *next;
+  ir_block *parent;
+};
+
+struct ir_block {
+  ir_value **args;
+  int nargs;
+  ir_op *first, *last;
+  ir_op *parent; /* the op owning this region (NULL for a kernel body) */
+};
+
+typedef struct {
+  const char *name;
+  int64_t ival;
+  double fval;
+  bool is_float;
+} ir_binding; /* a compile-time parameter's bound value, kept for reports */
+
+typedef struct ir_func {
+  const char *name;
+  ir_loc loc;
+  ir_block *body;           /* args = the kernel's parameters, in order */
+  const char **param_names; /* parallel to body->args */
+  int num_warps, num_stages;
+  ir_binding *bindings;
+  int nbindings;
+} ir_func;
+
+struct ir_module {
+  su_arena *arena;
+  const char *source_name; /* the .tk file the locations refer to */
+  ir_func **funcs;
+  int nfuncs, capfuncs;
+  void *types; /* interning tables (private to types.c) */
+};
+
+/* ---- building ------------------------------------------------------------------------- */
+
+/* A new empty module whose memory lives in a. */
+ir_module *ir_module_new(su_arena *a, const char *source_name);
+/* Appends a kernel with an empty body (no params). num_warps defaults to 4, stages to 1. */
+ir_func *ir_func_new(ir_module *m, const char *name, ir_loc loc);
+/* Appends a parameter to the kernel and returns its value. */
+ir_value *ir_func_add_param(ir_module *m, ir_func *f, const char *name, const ir_type *t);
+/* Finds a kernel by name. */
+ir_func *ir_module_find(const ir_module *m, const char *name);
+
+/* Where new ops go: at the end of block, or before `before` when it is set. */
+typedef struct {
+  ir_module *m;
+  ir_block *block;
+  ir_op *before;
+  ir_loc loc; /* stamped on every op built */
+} ir_builder;
+
+/* Creates an op with the given operands and nres results of the given types (regions are
+ * added by ir_op_add_region) and inserts it at the builder's point. */
+ir_op *ir_build(ir_builder *b, ir_opcode opc, int nopnds, ir_value *const *opnds, int nres,
+                const ir_type *const *restypes);
+/* Single-result shorthands; each returns the result value. */
+ir_value *ir_build1(ir_builder *b, ir_opcode opc, const ir_type *t, int nopnds, ir_value *const *opnds);
+ir_value *ir_const_int(ir_builder *b, const ir_type *t, int64_t v);
+ir_value *ir_const_float(ir_builder *b, const ir_type *t, double v);
+ir_value *ir_unary(ir_builder *b, ir_opcode opc, ir_value *x);           /* result type = x's */
+ir_value *ir_binary(ir_builder *b, ir_opcode opc, ir_value *x, ir_value *y); /* result type = x's */
+ir_value *ir_cmp_build(ir_builder *b, ir_cmp pred, ir_value *x, ir_value *y);
+/* Adds an empty region (block) with the given argument types to op. */
+ir_block *ir_op_add_region(ir_module *m, ir_op *op, int nargs, const ir_type *const *argtypes);
+/* Builds `for` with lb, ub, step and the initial carried values; its region's args are
+ * (iv of lb's type, one per init). The body is empty: fill it and end it with yield. */
+ir_op *ir_build_for(ir_builder *b, ir_value *lb, ir_value *ub, ir_value *step, int ninit,
+                    ir_value *const *inits);
+/* Builds `if` with nres results; two empty regions, each to be ended with yield. */
+ir_op *ir_build_if(ir_builder *b, ir_value *cond, int nres, const ir_type *const *restypes);
+
+/* ---- editing (for passes) ------------------------------------------------------------- */
+
+/* Unlinks op from its block (it must have no remaining uses). */
+void ir_op_erase(ir_op *op);
+/* Moves op to just before `before` (another block allowed). */
+void ir_op_move_before(ir_op *op, ir_op *before);
+/* Replaces every use of from by to inside the whole function f. */
+void ir_replace_all_uses(ir_func *f, ir_value *from, ir_value *to);
+/* Calls fn on every op of block and of the regions nested in it, in pre-order. */
+void ir_walk(ir_block *block, void (*fn)(ir_op *op, void *ctx), void *ctx);
+/* Counts uses of each value of f into an array indexed by value id after numbering
+ * every value of f (ids are renumbered); returns the array (arena) and its length. */
+int *ir_count_uses(ir_module *m, ir_func *f, int *nvalues);
+
+/* ---- checking, text ------------------------------------------------------------------- */
+
+/* Checks every invariant; reports each violation (with the op's loc) to d. */
+bool ir_verify(const ir_module *m, su_diags *d);
+/* Writes the text form of the whole module. */
+void ir_print(su_buf *out, const ir_module *m);
+/* Parses the text form (a .tkir source); errors located in src go to d. NULL on error. */
+ir_module *ir_parse(su_arena *a, const su_source *src, su_diags *d);
+
+#endif

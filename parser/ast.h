@@ -1,0 +1,106 @@
+/*
+ * parser/ — the bison grammar (parser.y) that builds the AST of a .tk file, and the AST
+ * itself with its printer (--emit=ast).
+ *
+ * Contract:
+ *  - ast_parse parses a whole source into an ast_file allocated in the arena. It never
+ *    fails hard: syntax errors are reported through the diagnostics (located, with what was
+ *    expected), the parser recovers at statement and declaration boundaries, and the tree
+ *    it returns holds every declaration it could build. Callers check d->nerrors.
+ *  - Nesting deeper than AST_MAX_DEPTH is reported as an error, not a stack overflow.
+ *  - Every node has a source range (loc) covering its whole text.
+ *  - Fields named "sema" are left zero by the parser and filled by sema/.
+ * Prefix: ast_ / AST_.
+ */
+#ifndef TK_AST_H
+#define TK_AST_H
+
+#include "../include/tk.h"
+#include "../support/support.h"
+
+enum { AST_MAX_DEPTH = 256 };
+
+typedef struct ast_node ast_node;
+struct ir_type; /* sema's result types live in ir/ */
+
+typedef enum {
+  /* expressions */
+  AST_INT,      /* ival; suffix type in type (NULL: untyped literal) */
+  AST_FLOAT,    /* fval */
+  AST_BOOL,     /* ival 0/1 */
+  AST_STRING,   /* str (decoded) */
+  AST_NAME,     /* name */
+  AST_UNARY,    /* op (TOK_MINUS, TOK_BANG, TOK_TILDE, TOK_PLUS), lhs */
+  AST_BINARY,   /* op (a TOK_ binary operator), lhs, rhs */
+  AST_CALL,     /* name, targs (types, may be empty), args (AST_ARG) */
+  AST_ARG,      /* name (NULL if positional), lhs = value */
+  AST_INDEX,    /* lhs = base, args = items (AST_SLICE / AST_NONE) */
+  AST_SLICE,    /* ':' in an index */
+  AST_NONE,     /* 'None' in an index */
+  AST_CAST,     /* lhs as type */
+  /* types (syntax) */
+  AST_TYPE,     /* dtype (a tk_dtype, not TK_PTR) */
+  AST_PTR_TYPE, /* *lhs */
+  /* statements */
+  AST_BLOCK,    /* stmts */
+  AST_LET,      /* name, type (optional annotation), rhs = init; ival 1 for 'var' */
+  AST_ASSIGN,   /* name, op (TOK_ASSIGN or TOK_PLUS_ASSIGN ...), rhs */
+  AST_EXPR_STMT,/* lhs */
+  AST_FOR,      /* name = induction variable, lhs = iterator call (range/static_range), body */
+  AST_IF,       /* cond = lhs, body = then block, els = else block or nested AST_IF (or NULL) */
+  AST_RETURN,   /* lhs (may be NULL) */
+  /* declarations */
+  AST_PARAM,    /* name, type (NULL for an untyped helper parameter), rhs = default (constexpr) */
+  AST_ATTR,     /* name, rhs = value: a launch attribute in @launch(...) */
+  AST_KERNEL,   /* name, cparams (AST_PARAM, compile-time), params (AST_PARAM), attrs, body */
+  AST_FUNC,     /* name, params, type = return annotation (optional), body */
+  AST_CONST,    /* name, type (optional), rhs: a file-level compile-time constant */
+} ast_kind;
+
+/* A list of nodes (arena array). */
+typedef struct {
+  ast_node **items;
+  int len;
+} ast_list;
+
+struct ast_node {
+  ast_kind kind;
+  su_loc loc;       /* the whole construct */
+  su_loc name_loc;  /* where name is written, for notes ("declared here") */
+  const char *name; /* interned */
+  int op;           /* lex_kind of the operator */
+  uint64_t ival;
+  double fval;
+  const char *str;
+  tk_dtype dtype;
+  ast_node *lhs, *rhs, *type, *body, *els;
+  ast_list args, targs, stmts, params, cparams, attrs;
+
+  /* sema results */
+  const struct ir_type *sema_type; /* the value's type (expressions) */
+  bool sema_is_const;              /* a compile-time constant */
+  union {
+    int64_t i;
+    double f;
+  } sema_const;                    /* its value when sema_is_const (ints and bools in i) */
+  void *sema_ref;                  /* resolved declaration or builtin */
+};
+
+typedef struct {
+  const su_source *src;
+  ast_list decls; /* AST_KERNEL, AST_FUNC, AST_CONST in source order */
+} ast_file;
+
+/* Parses src. Never returns NULL. Errors go to d. Names are interned in names. */
+ast_file *ast_parse(su_arena *a, const su_source *src, su_diags *d, su_map *names);
+
+/* Prints the tree as indented S-expressions with line:col of each node (--emit=ast).
+ * With sema results present, each expression also shows its type. */
+void ast_print(FILE *out, const ast_file *f);
+
+/* Node constructors used by the grammar and by tests. */
+ast_node *ast_new(su_arena *a, ast_kind k, su_loc loc);
+/* The name of a node kind ("call", "binary", ...). */
+const char *ast_kind_name(ast_kind k);
+
+#endif
