@@ -1,0 +1,48 @@
+/* The stage sequence shared by tkc and libtk. */
+#include "driver.h"
+
+#include <string.h>
+
+#include "../passes/passes.h"
+
+bool drv_is_ir_source(const su_source *src) {
+  size_t n = strlen(src->name);
+  return n >= 5 && strcmp(src->name + n - 5, ".tkir") == 0;
+}
+
+ast_file *drv_parse(su_arena *a, const su_source *src, su_map *names, su_diags *d) {
+  return ast_parse(a, src, d, names);
+}
+
+ir_module *drv_frontend(su_arena *a, const su_source *src, const drv_options *o, su_diags *d) {
+  if (drv_is_ir_source(src)) {
+    ir_module *m = ir_parse(a, src, d);
+    if (!m || d->nerrors) return NULL;
+    return ir_verify(m, d) ? m : NULL;
+  }
+  su_map *names = su_map_new(a);
+  ast_file *f = drv_parse(a, src, names, d);
+  if (d->nerrors) return NULL;
+  ir_module *m = ir_module_new(a, src->name);
+  sema_options so = {o ? o->defines : NULL, o ? o->ndefines : 0};
+  if (!sema_check(a, f, m, &so, d)) return NULL;
+  sema_lower(f, m);
+  /* Lowering a checked file must give valid IR; anything else is our bug, not the user's. */
+  su_diags vd;
+  su_diags_init(&vd, a, stderr);
+  if (!ir_verify(m, &vd)) su_fatal("lowering produced invalid IR for '%s'", src->name);
+  return m;
+}
+
+bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d) {
+  pass_options po = {
+      .opt_level = o->opt_level,
+      .verify_each = o->verify_each,
+      .print_after_all = o->print_after_all,
+      .print_after = o->print_after,
+      .only = o->only_passes,
+      .time_passes = o->time_passes,
+      .log = o->log,
+  };
+  return pass_run(m, &po, d);
+}

@@ -1,0 +1,43 @@
+/*
+ * driver/ — runs the compiler's stages in order for tkc and libtk: source → AST → checked
+ * AST → Tile IR (or .tkir text → Tile IR) → optimized IR → LLVM IR / PTX.
+ *
+ * Contract:
+ *  - Every stage reports user errors to the diagnostics and returns false/NULL; the caller
+ *    prints or renders them. No stage exits the process.
+ *  - A source whose name ends in ".tkir" is read as textual IR; anything else as .tk.
+ * Prefix: drv_.
+ */
+#ifndef TK_DRIVER_H
+#define TK_DRIVER_H
+
+#include "../ir/ir.h"
+#include "../parser/ast.h"
+#include "../sema/sema.h"
+
+typedef struct {
+  const sema_define *defines;
+  int ndefines;
+  int opt_level;            /* 0..3 */
+  const char *arch;         /* sm_80, sm_90, sm_90a (default) */
+  bool verify_each;         /* verify the IR after every pass */
+  bool print_after_all;
+  const char *print_after;  /* comma-separated pass names, or NULL */
+  const char *only_passes;  /* comma-separated: run exactly these passes, or NULL */
+  bool time_passes;
+  FILE *log;                /* where --print-after / --time-passes write (stderr if NULL) */
+} drv_options;
+
+/* True if the source is textual IR (by name). */
+bool drv_is_ir_source(const su_source *src);
+/* Parses src (.tk) into an AST; NULL only if nothing could be parsed is never the case:
+ * returns the tree and leaves errors in d. */
+ast_file *drv_parse(su_arena *a, const su_source *src, su_map *names, su_diags *d);
+/* Parses and checks a .tk source, then lowers it: the unoptimized module, or NULL on any
+ * error. For a .tkir source, parses and verifies the IR instead. */
+ir_module *drv_frontend(su_arena *a, const su_source *src, const drv_options *o, su_diags *d);
+/* Runs the pass pipeline (per o) over m; false if a pass left invalid IR or an option
+ * named an unknown pass. */
+bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d);
+
+#endif

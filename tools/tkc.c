@@ -1,0 +1,298 @@
+/* tkc — the command-line compiler: .tk (or .tkir) in; AST, IR, LLVM IR, PTX or C out.
+ *
+ * Exit status: 0 on success, 1 when the input has errors (every one reported), 2 for a
+ * usage error or a stage that does not exist yet. Outputs are written to a temporary file
+ * and renamed into place, so a failed run never leaves a half-written file. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../codegen/codegen.h"
+#include "../driver/driver.h"
+#include "../passes/passes.h"
+
+typedef enum { EMIT_CHECK, EMIT_AST, EMIT_IR, EMIT_IR_OPT, EMIT_LLVM, EMIT_PTX, EMIT_C } emit_kind;
+
+static const char *const emit_names[] = {"check", "ast", "ir", "ir-opt", "llvm", "ptx", "c"};
+
+typedef struct {
+  const char *input, *output;
+  emit_kind emit;
+  drv_options drv;
+  su_vec defines; /* sema_define* */
+} options;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: tkc FILE.tk|FILE.tkir [options]\n"
+          "\n"
+          "Compiles tk kernels. With no --emit, writes PTX with every kernel of the file to\n"
+          "-o (default: FILE's base name + .ptx).\n"
+          "\n"
+          "  -o PATH              output path ('-' for standard output)\n"
+          "  --check              parse and type-check only\n"
+          "  --emit=KIND          ast | ir | ir-opt | llvm | ptx | c\n"
+          "                         ast     the checked syntax tree, with types\n"
+          "                         ir      Tile IR straight from the front end\n"
+          "                         ir-opt  Tile IR after the pass pipeline\n"
+          "                         llvm    LLVM IR for the NVPTX target\n"
+          "                         ptx     PTX assembly (the default)\n"
+          "                         c       -o NAME writes NAME.h and NAME.c: the PTX embedded,\n"
+          "                                 a load function and a typed launcher per kernel\n"
+          "  -D NAME=VALUE        set a compile-time parameter (or the launch attributes\n"
+          "                       'warps' and 'stages') for every kernel that has it\n"
+          "  --arch=ARCH          sm_80 | sm_90 | sm_90a (default sm_90a); '--arch ARCH' too\n"
+          "  -O0 .. -O3           optimization level (default -O3; -O0 runs no IR pass)\n"
+          "  --passes=A,B         run exactly these IR passes, in order (for testing a pass)\n"
+          "  --print-after-all    print the IR after every pass (to standard error)\n"
+          "  --print-after=A,B    print the IR after the named passes\n"
+          "  --time-passes        print the time each pass took\n"
+          "  --verify-each        verify the IR after every pass (always on in debug builds)\n"
+          "  -fno-fuse            materialize every op (the fusion baseline) [not implemented yet]\n"
+          "  --roofline           print bytes, FLOPs, bound and predicted time per kernel\n"
+          "                       [not implemented yet]\n"
+          "  --list-passes        list the IR passes\n"
+          "  --version            print the version\n"
+          "  -h, --help           this text\n"
+          "\n"
+          "Exit status: 0 success, 1 errors in the input, 2 usage error.\n");
+}
+
+static _Noreturn void usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "tkc: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(run 'tkc --help' for usage)\n");
+  exit(2);
+}
+
+static _Noreturn void not_yet(const char *what) {
+  fprintf(stderr, "tkc: error: %s is not implemented yet in this version of tk\n", what);
+  exit(2);
+}
+
+static void add_define(options *o, su_arena *a, const char *arg) {
+  const char *eq = strchr(arg, '=');
+  if (!eq || eq == arg || !eq[1]) usage_error("-D expects NAME=VALUE, got '%s'", arg);
+  sema_define *d = SU_NEW(a, sema_define);
+  d->name = su_strndup(a, arg, (size_t)(eq - arg));
+  d->value = su_strdup(a, eq + 1);
+  su_vec_push(&o->defines, d);
+}
+
+static bool set_emit(options *o, const char *kind) {
+  for (size_t i = 0; i < sizeof emit_names / sizeof *emit_names; i++)
+    if (strcmp(kind, emit_names[i]) == 0) {
+      o->emit = (emit_kind)i;
+      return true;
+    }
+  return false;
+}
+
+static void set_arch(options *o, const char *arch) {
+  if (strcmp(arch, "sm_80") && strcmp(arch, "sm_90") && strcmp(arch, "sm_90a"))
+    usage_error("unknown --arch '%s' (expected sm_80, sm_90 or sm_90a)", arch);
+  o->drv.arch = arch;
+}
+
+static void parse_args(options *o, su_arena *a, int argc, char **argv) {
+  o->emit = EMIT_PTX;
+  o->drv.opt_level = 3;
+  o->drv.arch = "sm_90a";
+  o->drv.log = stderr;
+#ifndef NDEBUG
+  o->drv.verify_each = true;
+#endif
+  for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+      usage(stdout);
+      exit(0);
+    } else if (!strcmp(s, "--version")) {
+      printf("tkc %s (LLVM NVPTX back end)\n", TK_VERSION);
+      exit(0);
+    } else if (!strcmp(s, "--list-passes")) {
+      for (const char *const *p = pass_names(); *p; p++) printf("%s\n", *p);
+      exit(0);
+    } else if (!strcmp(s, "-o")) {
+      if (!next) usage_error("%s needs an argument", s);
+      o->output = next;
+      i++;
+    } else if (!strcmp(s, "--check")) {
+      o->emit = EMIT_CHECK;
+    } else if (!strncmp(s, "--emit=", 7)) {
+      if (!set_emit(o, s + 7)) usage_error("unknown --emit kind '%s'", s + 7);
+    } else if (!strcmp(s, "--emit")) {
+      if (!next || !set_emit(o, next)) usage_error("unknown --emit kind '%s'", next ? next : "");
+      i++;
+    } else if (!strcmp(s, "-D")) {
+      if (!next) usage_error("%s needs NAME=VALUE", s);
+      add_define(o, a, next);
+      i++;
+    } else if (!strncmp(s, "-D", 2)) {
+      add_define(o, a, s + 2);
+    } else if (!strncmp(s, "--arch=", 7)) {
+      set_arch(o, s + 7);
+    } else if (!strcmp(s, "--arch")) {
+      if (!next) usage_error("%s needs an argument", s);
+      set_arch(o, next);
+      i++;
+    } else if (s[0] == '-' && s[1] == 'O' && s[2] >= '0' && s[2] <= '3' && !s[3]) {
+      o->drv.opt_level = s[2] - '0';
+    } else if (!strncmp(s, "--passes=", 9)) {
+      o->drv.only_passes = s + 9;
+    } else if (!strcmp(s, "--print-after-all")) {
+      o->drv.print_after_all = true;
+    } else if (!strncmp(s, "--print-after=", 14)) {
+      o->drv.print_after = s + 14;
+    } else if (!strcmp(s, "--time-passes")) {
+      o->drv.time_passes = true;
+    } else if (!strcmp(s, "--verify-each")) {
+      o->drv.verify_each = true;
+    } else if (!strcmp(s, "-fno-fuse")) {
+      not_yet("-fno-fuse (the fusion pass)");
+    } else if (!strcmp(s, "--roofline")) {
+      not_yet("--roofline (the roofline report)");
+    } else if (s[0] == '-' && s[1]) {
+      usage_error("unknown option '%s'", s);
+    } else {
+      if (o->input) usage_error("more than one input file ('%s')", s);
+      o->input = s;
+    }
+  }
+  if (!o->input) usage_error("%s", "no input file");
+}
+
+/* Copies the define pointers into a flat array the driver takes. */
+static void freeze_defines(options *o, su_arena *a) {
+  sema_define *flat = SU_NEW_ARRAY(a, sema_define, o->defines.len + 1);
+  for (int i = 0; i < o->defines.len; i++) flat[i] = *(sema_define *)o->defines.data[i];
+  o->drv.defines = flat;
+  o->drv.ndefines = o->defines.len;
+  su_vec_free(&o->defines);
+}
+
+/* Writes data to path through a temporary file and rename, or to stdout for "-". */
+static bool write_file(const char *path, const char *data, size_t len) {
+  if (!strcmp(path, "-")) return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0;
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+    fprintf(stderr, "tkc: error: output path too long: %s\n", path);
+    return false;
+  }
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    fprintf(stderr, "tkc: error: cannot write '%s': %s\n", path, strerror(errno));
+    return false;
+  }
+  bool ok = fwrite(data, 1, len, f) == len;
+  ok = (fclose(f) == 0) && ok;
+  if (ok && rename(tmp, path) != 0) ok = false;
+  if (!ok) {
+    fprintf(stderr, "tkc: error: cannot write '%s': %s\n", path, strerror(errno));
+    remove(tmp);
+  }
+  return ok;
+}
+
+/* The default output: the input's base name with ext, in the current directory. */
+static const char *default_output(su_arena *a, const char *input, const char *ext) {
+  const char *base = strrchr(input, '/');
+  base = base ? base + 1 : input;
+  const char *dot = strrchr(base, '.');
+  size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+  return su_fmt(a, "%.*s%s", (int)n, base, ext);
+}
+
+static int run(options *o, su_arena *a) {
+  su_diags d;
+  su_diags_init(&d, a, stderr);
+  d.max_errors = 100;
+  const char *err = NULL;
+  su_source *src = !strcmp(o->input, "-") ? NULL : su_source_read(a, o->input, &err);
+  if (!strcmp(o->input, "-")) {
+    su_buf b = {0};
+    char tmp[65536];
+    size_t n;
+    while ((n = fread(tmp, 1, sizeof tmp, stdin)) > 0) su_buf_put(&b, tmp, n);
+    src = su_source_new(a, "<stdin>", b.data ? b.data : "", b.len);
+    su_buf_free(&b);
+  }
+  if (!src) {
+    fprintf(stderr, "tkc: error: cannot read '%s': %s\n", o->input, err);
+    return 1;
+  }
+
+  su_buf out = {0};
+  int status = 0;
+  if (o->emit == EMIT_AST) {
+    if (drv_is_ir_source(src)) usage_error("--emit=ast needs a .tk input, not '%s'", o->input);
+    /* The AST is printed even when checking fails, so users can see what was parsed. */
+    su_map *names = su_map_new(a);
+    ast_file *f = drv_parse(a, src, names, &d);
+    if (!d.nerrors) {
+      ir_module *m = ir_module_new(a, src->name);
+      sema_options so = {o->drv.defines, o->drv.ndefines};
+      sema_check(a, f, m, &so, &d);
+    }
+    if (d.nerrors) return 1;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem) su_fatal("open_memstream failed");
+    ast_print(mem, f);
+    fclose(mem);
+    bool ok = write_file(o->output ? o->output : "-", text, len);
+    free(text);
+    return ok ? 0 : 1;
+  }
+
+  ir_module *m = drv_frontend(a, src, &o->drv, &d);
+  if (!m) return 1;
+  if (o->emit == EMIT_CHECK) return 0;
+  if (o->emit == EMIT_IR) {
+    ir_print(&out, m);
+  } else {
+    if (!drv_optimize(m, &o->drv, &d)) return 1;
+    if (o->emit == EMIT_IR_OPT) {
+      ir_print(&out, m);
+    } else {
+      cg_options co = {.arch = o->drv.arch, .opt_level = o->drv.opt_level, .libdevice = NULL};
+      if (!cg_emit(m, &co, o->emit == EMIT_LLVM ? CG_LLVM_IR : CG_PTX, &out, &d)) status = 1;
+      if (!status && o->emit == EMIT_C) {
+        const char *name = o->output ? o->output : default_output(a, o->input, "");
+        su_buf h = {0}, c = {0};
+        const char *base = strrchr(name, '/');
+        base = base ? base + 1 : name;
+        if (!cg_emit_c(m, su_buf_str(&out), base, &h, &c, &d) ||
+            !write_file(su_fmt(a, "%s.h", name), h.data, h.len) ||
+            !write_file(su_fmt(a, "%s.c", name), c.data, c.len))
+          status = 1;
+        su_buf_free(&h);
+        su_buf_free(&c);
+        su_buf_free(&out);
+        return status;
+      }
+    }
+  }
+  if (!status) {
+    const char *path = o->output ? o->output
+                       : o->emit == EMIT_PTX ? default_output(a, o->input, ".ptx")
+                                             : "-";
+    if (!write_file(path, out.data ? out.data : "", out.len)) status = 1;
+  }
+  su_buf_free(&out);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  su_arena *a = su_arena_new();
+  options o = {0};
+  parse_args(&o, a, argc, argv);
+  freeze_defines(&o, a);
+  int status = run(&o, a);
+  su_arena_free(a);
+  return status;
+}
