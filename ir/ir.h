@@ -75,6 +75,9 @@ int64_t ir_type_numel(const ir_type *t);
 /* Writes the type's text form ("f32", "ptr<f16>", "tile<128x64xf32>", with "#layout" when
  * set) to b. */
 void ir_type_print(su_buf *b, const ir_type *t);
+/* Writes a layout's text form ("#blocked<spt=[1,4], tpw=[8,4], wpc=[4,1], order=[1,0]>",
+ * "#slice<dim=1, parent=#blocked<...>>", "#mma<...>") to b. */
+void ir_layout_print(su_buf *b, const ir_layout *l);
 /* dtype helpers */
 bool ir_dtype_is_int(tk_dtype d);      /* i1..i64, u8..u64 */
 bool ir_dtype_is_signed(tk_dtype d);   /* i8..i64 (i1 is not) */
@@ -109,6 +112,14 @@ typedef struct {
 
 /* The table row of an opcode. */
 const ir_opinfo *ir_op_info(ir_opcode op);
+/* Text names of predicates and kinds ("lt", "sum", "xchg"); NULL when out of range. */
+const char *ir_cmp_name(ir_cmp c);
+const char *ir_reduce_name(ir_reduce_kind k);
+const char *ir_atomic_name(ir_atomic_kind k);
+/* The inverse lookups on the n bytes at s; -1 when s names none. */
+int ir_cmp_parse(const char *s, size_t n);
+int ir_reduce_parse(const char *s, size_t n);
+int ir_atomic_parse(const char *s, size_t n);
 
 typedef struct { uint32_t line, col; } ir_loc;
 
@@ -218,6 +229,16 @@ ir_op *ir_build_if(ir_builder *b, ir_value *cond, int nres, const ir_type *const
 
 /* ---- editing (for passes) ------------------------------------------------------------- */
 
+/* Creates an op like ir_build but inserts it nowhere (op->parent is NULL). */
+ir_op *ir_op_new(ir_module *m, ir_opcode opc, ir_loc loc, int nopnds, ir_value *const *opnds,
+                 int nres, const ir_type *const *restypes);
+/* Links the unlinked op into blk just before `before` (at the end when before is NULL). */
+void ir_block_insert_before(ir_block *blk, ir_op *op, ir_op *before);
+/* Appends an argument of type t to block b and returns it. */
+ir_value *ir_block_add_arg(ir_module *m, ir_block *b, const ir_type *t);
+/* Numbers f's values (ir_value.id) 0.. in print order: params, then per op in pre-order
+ * its results followed by its regions' arguments. Returns how many. */
+int ir_number_values(ir_func *f);
 /* Unlinks op from its block (it must have no remaining uses). */
 void ir_op_erase(ir_op *op);
 /* Moves op to just before `before` (another block allowed). */

@@ -90,7 +90,10 @@ char *su_fmt(su_arena *a, const char *fmt, ...) {
   va_list ap, ap2;
   va_start(ap, fmt);
   va_copy(ap2, ap);
+  /* Checking fmt first also stops GCC (with sanitizers) from warning that it may be NULL. */
+  if (!fmt) su_fatal("NULL format string");
   int n = vsnprintf(NULL, 0, fmt, ap);
+  if (n < 0) su_fatal("bad format string '%s'", fmt);
   va_end(ap);
   char *s = su_alloc(a, (size_t)n + 1);
   vsnprintf(s, (size_t)n + 1, fmt, ap2);

@@ -47,7 +47,10 @@ void su_buf_puts(su_buf *b, const char *s) { su_buf_put(b, s, strlen(s)); }
 void su_buf_vprintf(su_buf *b, const char *fmt, va_list ap) {
   va_list ap2;
   va_copy(ap2, ap);
+  /* Checking fmt first also stops GCC (with sanitizers) from warning that it may be NULL. */
+  if (!fmt) su_fatal("NULL format string");
   int n = vsnprintf(NULL, 0, fmt, ap);
+  if (n < 0) su_fatal("bad format string '%s'", fmt);
   reserve(b, (size_t)n);
   vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap2);
   va_end(ap2);

@@ -1,0 +1,61 @@
+/* The spelling of op attributes in the text form, and the names of predicates and
+ * kinds. */
+#include "syntax.h"
+
+#include <string.h>
+
+static const char *const cmp_names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+static const char *const reduce_names[] = {"sum", "max", "min"};
+static const char *const atomic_names[] = {"add", "max", "min", "and", "or", "xor", "xchg"};
+
+const char *ir_cmp_name(ir_cmp c) {
+  return c >= 0 && c <= IR_CMP_GE ? cmp_names[c] : NULL;
+}
+
+const char *ir_reduce_name(ir_reduce_kind k) {
+  return k >= 0 && k <= IR_RED_MIN ? reduce_names[k] : NULL;
+}
+
+const char *ir_atomic_name(ir_atomic_kind k) {
+  return k >= 0 && k <= IR_ATOM_XCHG ? atomic_names[k] : NULL;
+}
+
+static int lookup(const char *const *names, int n, const char *s, size_t len) {
+  for (int i = 0; i < n; i++)
+    if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0) return i;
+  return -1;
+}
+
+int ir_cmp_parse(const char *s, size_t n) { return lookup(cmp_names, 6, s, n); }
+int ir_reduce_parse(const char *s, size_t n) { return lookup(reduce_names, 3, s, n); }
+int ir_atomic_parse(const char *s, size_t n) { return lookup(atomic_names, 7, s, n); }
+
+const ir_syntax *ir_op_syntax(ir_opcode op) {
+  static const ir_syntax none = {IR_MOD_NONE, 0, {{0}}};
+  static const ir_syntax konst = {IR_MOD_CONST, 0, {{0}}};
+  static const ir_syntax axis = {IR_MOD_NONE, 1, {{"axis", IR_SLOT_ATTR}}};
+  static const ir_syntax axis2 = {IR_MOD_NONE, 1, {{"axis", IR_SLOT_ATTR2}}};
+  static const ir_syntax range = {IR_MOD_NONE, 2, {{"start", IR_SLOT_ATTR}, {"end", IR_SLOT_ATTR2}}};
+  static const ir_syntax perm = {IR_MOD_NONE, 1, {{"perm", IR_SLOT_INTS}}};
+  static const ir_syntax cmp = {IR_MOD_CMP, 0, {{0}}};
+  static const ir_syntax reduce = {IR_MOD_REDUCE, 1, {{"axis", IR_SLOT_ATTR2}}};
+  static const ir_syntax atomic = {IR_MOD_ATOMIC, 0, {{0}}};
+  static const ir_syntax prefix = {IR_MOD_NONE, 1, {{"prefix", IR_SLOT_STR}}};
+  static const ir_syntax msg = {IR_MOD_NONE, 1, {{"msg", IR_SLOT_STR}}};
+  switch (op) {
+  case IR_CONST: return &konst;
+  case IR_PROGRAM_ID:
+  case IR_NUM_PROGRAMS: return &axis;
+  case IR_ARANGE: return &range;
+  case IR_EXPAND_DIMS: return &axis2;
+  case IR_TRANS: return &perm;
+  case IR_CMP: return &cmp;
+  case IR_REDUCE:
+  case IR_ARGREDUCE:
+  case IR_SCAN: return &reduce;
+  case IR_ATOMIC: return &atomic;
+  case IR_PRINT: return &prefix;
+  case IR_ASSERT: return &msg;
+  default: return &none;
+  }
+}

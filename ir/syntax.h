@@ -1,0 +1,34 @@
+/* Private to ir/: how each op's attributes are spelled in the text form, shared by the
+ * printer and the parser so that the two cannot drift apart. */
+#ifndef TK_IR_SYNTAX_H
+#define TK_IR_SYNTAX_H
+
+#include "ir.h"
+
+/* A keyword or literal written right after the op name. */
+typedef enum {
+  IR_MOD_NONE,
+  IR_MOD_CMP,    /* cmp lt ...        (attr: ir_cmp) */
+  IR_MOD_REDUCE, /* reduce sum ...    (attr: ir_reduce_kind) */
+  IR_MOD_ATOMIC, /* atomic add ...    (attr: ir_atomic_kind) */
+  IR_MOD_CONST   /* const 1.5 : f32   (cval) */
+} ir_modifier;
+
+/* Which op field a `{key = value}` attribute fills. */
+typedef enum { IR_SLOT_ATTR, IR_SLOT_ATTR2, IR_SLOT_INTS, IR_SLOT_STR } ir_slot;
+
+typedef struct {
+  const char *key;
+  ir_slot slot;
+} ir_attr_spec;
+
+typedef struct {
+  ir_modifier mod;
+  int nattrs;
+  ir_attr_spec attrs[2];
+} ir_syntax;
+
+/* The text syntax of op. */
+const ir_syntax *ir_op_syntax(ir_opcode op);
+
+#endif

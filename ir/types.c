@@ -1,0 +1,211 @@
+/* Types and layouts of the Tile IR, interned per module so that equality is pointer
+ * equality; dtype helpers; the text form of types. */
+#include "ir.h"
+
+#include <string.h>
+
+/* The module's interning tables. Keys are the raw bytes of a canonical (zero-padded)
+ * struct: the pointers inside (elem, layout, parent) are themselves interned, so equal
+ * bytes mean equal types. */
+typedef struct {
+  su_map *types;
+  su_map *layouts;
+} tables;
+
+static tables *tables_of(ir_module *m) {
+  if (!m->types) {
+    tables *t = SU_NEW(m->arena, tables);
+    t->types = su_map_new(m->arena);
+    t->layouts = su_map_new(m->arena);
+    m->types = t;
+  }
+  return m->types;
+}
+
+static const ir_type *intern(ir_module *m, const ir_type *key) {
+  tables *t = tables_of(m);
+  const ir_type *found = su_map_get(t->types, (const char *)key, sizeof *key);
+  if (found) return found;
+  ir_type *fresh = su_memdup(m->arena, key, sizeof *key);
+  su_map_put(t->types, (const char *)key, sizeof *key, fresh);
+  return fresh;
+}
+
+const ir_type *ir_type_scalar(ir_module *m, tk_dtype dt) {
+  SU_ASSERT(dt >= 0 && dt < TK_PTR);
+  ir_type k;
+  memset(&k, 0, sizeof k);
+  k.kind = IR_SCALAR;
+  k.dtype = dt;
+  return intern(m, &k);
+}
+
+const ir_type *ir_type_ptr(ir_module *m, const ir_type *pointee) {
+  SU_ASSERT(pointee && pointee->kind == IR_SCALAR);
+  ir_type k;
+  memset(&k, 0, sizeof k);
+  k.kind = IR_PTR;
+  k.dtype = TK_PTR;
+  k.elem = pointee;
+  return intern(m, &k);
+}
+
+static const ir_type *tile(ir_module *m, const ir_type *elem, int rank, const int *shape,
+                           const ir_layout *l) {
+  SU_ASSERT(elem && elem->kind != IR_TILE);
+  SU_ASSERT(rank >= 1 && rank <= IR_MAX_RANK);
+  ir_type k;
+  memset(&k, 0, sizeof k);
+  k.kind = IR_TILE;
+  k.dtype = elem->dtype;
+  k.elem = elem;
+  k.rank = rank;
+  for (int i = 0; i < rank; i++) {
+    SU_ASSERT(shape[i] >= 1);
+    k.shape[i] = shape[i];
+  }
+  k.layout = l;
+  return intern(m, &k);
+}
+
+const ir_type *ir_type_tile(ir_module *m, const ir_type *elem, int rank, const int *shape) {
+  return tile(m, elem, rank, shape, NULL);
+}
+
+const ir_type *ir_type_with_layout(ir_module *m, const ir_type *t, const ir_layout *l) {
+  SU_ASSERT(t->kind == IR_TILE);
+  return tile(m, t->elem, t->rank, t->shape, l);
+}
+
+const ir_layout *ir_layout_intern(ir_module *m, const ir_layout *l) {
+  ir_layout k;
+  memset(&k, 0, sizeof k);
+  k.kind = l->kind;
+  if (l->kind == IR_LAYOUT_SLICE) {
+    /* A slice is fully described by its parent and the removed dim: the per-dim arrays
+     * stay zero so that equal slices intern to one pointer. */
+    SU_ASSERT(l->parent && l->parent->rank >= 2);
+    SU_ASSERT(l->slice_dim >= 0 && l->slice_dim < l->parent->rank);
+    k.parent = ir_layout_intern(m, l->parent);
+    k.slice_dim = l->slice_dim;
+    k.rank = l->parent->rank - 1;
+  } else {
+    SU_ASSERT(l->rank >= 1 && l->rank <= IR_MAX_RANK);
+    k.rank = l->rank;
+    for (int i = 0; i < l->rank; i++) {
+      k.size_per_thread[i] = l->size_per_thread[i];
+      k.threads_per_warp[i] = l->threads_per_warp[i];
+      k.warps_per_cta[i] = l->warps_per_cta[i];
+      k.order[i] = l->order[i];
+    }
+  }
+  tables *t = tables_of(m);
+  const ir_layout *found = su_map_get(t->layouts, (const char *)&k, sizeof k);
+  if (found) return found;
+  ir_layout *fresh = su_memdup(m->arena, &k, sizeof k);
+  su_map_put(t->layouts, (const char *)&k, sizeof k, fresh);
+  return fresh;
+}
+
+const ir_type *ir_type_elem(const ir_type *t) { return t->kind == IR_TILE ? t->elem : t; }
+
+const ir_type *ir_type_like(ir_module *m, const ir_type *like, const ir_type *elem) {
+  if (like->kind != IR_TILE) return elem;
+  return ir_type_tile(m, elem, like->rank, like->shape);
+}
+
+int64_t ir_type_numel(const ir_type *t) {
+  if (t->kind != IR_TILE) return 1;
+  int64_t n = 1;
+  for (int i = 0; i < t->rank; i++) n *= t->shape[i];
+  return n;
+}
+
+/* ---- dtypes ------------------------------------------------------------------------- */
+
+static const struct {
+  const char *name;
+  int bits;
+} dtypes[TK_NDTYPE] = {
+    [TK_I1] = {"i1", 1},     [TK_I8] = {"i8", 8},     [TK_I16] = {"i16", 16},
+    [TK_I32] = {"i32", 32},  [TK_I64] = {"i64", 64},  [TK_U8] = {"u8", 8},
+    [TK_U16] = {"u16", 16},  [TK_U32] = {"u32", 32},  [TK_U64] = {"u64", 64},
+    [TK_F16] = {"f16", 16},  [TK_BF16] = {"bf16", 16}, [TK_F32] = {"f32", 32},
+    [TK_F64] = {"f64", 64},  [TK_PTR] = {"ptr", 64},
+};
+
+bool ir_dtype_is_int(tk_dtype d) { return d >= TK_I1 && d <= TK_U64; }
+bool ir_dtype_is_signed(tk_dtype d) { return d >= TK_I8 && d <= TK_I64; }
+bool ir_dtype_is_float(tk_dtype d) { return d >= TK_F16 && d <= TK_F64; }
+
+int ir_dtype_bits(tk_dtype d) {
+  SU_ASSERT(d >= 0 && d < TK_NDTYPE);
+  return dtypes[d].bits;
+}
+
+int ir_dtype_bytes(tk_dtype d) {
+  int bits = ir_dtype_bits(d);
+  return bits < 8 ? 1 : bits / 8;
+}
+
+const char *ir_dtype_name(tk_dtype d) {
+  SU_ASSERT(d >= 0 && d < TK_NDTYPE);
+  return dtypes[d].name;
+}
+
+bool ir_dtype_parse(const char *s, size_t n, tk_dtype *out) {
+  for (int d = 0; d < TK_NDTYPE; d++) {
+    if (strlen(dtypes[d].name) == n && memcmp(dtypes[d].name, s, n) == 0) {
+      *out = (tk_dtype)d;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* ---- text form ---------------------------------------------------------------------- */
+
+static void print_ints(su_buf *b, const char *key, const int *v, int n) {
+  su_buf_printf(b, "%s=[", key);
+  for (int i = 0; i < n; i++) su_buf_printf(b, "%s%d", i ? "," : "", v[i]);
+  su_buf_puts(b, "]");
+}
+
+void ir_layout_print(su_buf *b, const ir_layout *l) {
+  if (l->kind == IR_LAYOUT_SLICE) {
+    su_buf_printf(b, "#slice<dim=%d, parent=", l->slice_dim);
+    ir_layout_print(b, l->parent);
+    su_buf_puts(b, ">");
+    return;
+  }
+  su_buf_puts(b, l->kind == IR_LAYOUT_MMA ? "#mma<" : "#blocked<");
+  print_ints(b, "spt", l->size_per_thread, l->rank);
+  print_ints(b, ", tpw", l->threads_per_warp, l->rank);
+  print_ints(b, ", wpc", l->warps_per_cta, l->rank);
+  print_ints(b, ", order", l->order, l->rank);
+  su_buf_puts(b, ">");
+}
+
+void ir_type_print(su_buf *b, const ir_type *t) {
+  switch (t->kind) {
+  case IR_SCALAR:
+    su_buf_puts(b, ir_dtype_name(t->dtype));
+    return;
+  case IR_PTR:
+    su_buf_puts(b, "ptr<");
+    ir_type_print(b, t->elem);
+    su_buf_puts(b, ">");
+    return;
+  case IR_TILE:
+    su_buf_puts(b, "tile<");
+    for (int i = 0; i < t->rank; i++) su_buf_printf(b, "%dx", t->shape[i]);
+    ir_type_print(b, t->elem);
+    if (t->layout) {
+      su_buf_puts(b, ", ");
+      ir_layout_print(b, t->layout);
+    }
+    su_buf_puts(b, ">");
+    return;
+  }
+  SU_UNREACHABLE();
+}

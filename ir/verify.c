@@ -1,0 +1,463 @@
+/* The verifier: every invariant of ops.def and ir.h, one located error per violation.
+ * It keeps going after an error so that one run shows everything wrong, but skips the
+ * type rules of an op whose operand or result counts are already wrong (they would only
+ * repeat the problem, or read past the arrays). */
+#include "syntax.h"
+
+#include <string.h>
+
+typedef struct {
+  const ir_module *m;
+  su_diags *d;
+  const su_source *src; /* no text: only the name, for file:line:col */
+  ir_value **byid;      /* id -> value of the kernel being checked */
+  bool *visible;        /* id -> defined in an enclosing scope, before this point */
+  int nvalues;
+  ir_value **defined;   /* stack of visible values, popped when a region closes */
+  int ndefined;
+  bool ok;
+} verifier;
+
+__attribute__((format(printf, 3, 4)))
+static void err(verifier *v, const ir_op *op, const char *fmt, ...) {
+  /* off lies past the (empty) text, so the diagnostic shows file:line:col without a
+   * source line: the .tk text is not at hand here. */
+  su_loc loc = {v->src, 1, 0, op->loc.line, op->loc.col};
+  su_buf b = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  su_buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  su_error(v->d, loc, "'%s': %s", ir_op_info(op->opc)->name, su_buf_str(&b));
+  su_buf_free(&b);
+  v->ok = false;
+}
+
+/* An arena string of t's text form, for messages. */
+static const char *ts(verifier *v, const ir_type *t) {
+  su_buf b = {0};
+  ir_type_print(&b, t);
+  const char *s = su_strdup(v->d->arena, su_buf_str(&b));
+  su_buf_free(&b);
+  return s;
+}
+
+static bool same_shape(const ir_type *a, const ir_type *b) {
+  if ((a->kind == IR_TILE) != (b->kind == IR_TILE)) return false;
+  if (a->kind != IR_TILE) return true;
+  return a->rank == b->rank && memcmp(a->shape, b->shape, sizeof(int) * (size_t)a->rank) == 0;
+}
+
+static bool is_i1(const ir_type *t) { return ir_type_elem(t)->kind == IR_SCALAR && t->dtype == TK_I1; }
+static bool is_int(const ir_type *t) { return ir_type_elem(t)->kind == IR_SCALAR && ir_dtype_is_int(t->dtype); }
+static bool is_float(const ir_type *t) { return ir_dtype_is_float(t->dtype); }
+static bool is_ptr(const ir_type *t) { return ir_type_elem(t)->kind == IR_PTR; }
+
+/* ---- structure: counts and scopes --------------------------------------------------- */
+
+static bool check_counts(verifier *v, const ir_op *op) {
+  const ir_opinfo *info = ir_op_info(op->opc);
+  int n = op->noperands, lo = info->noperands, hi = info->noperands;
+  switch (op->opc) {
+  case IR_LOAD: lo = 1, hi = 3; break;
+  case IR_STORE:
+  case IR_ATOMIC: lo = 2, hi = 3; break;
+  case IR_PRINT:
+  case IR_YIELD: lo = 0, hi = 1 << 30; break;
+  case IR_FOR: lo = 3, hi = 1 << 30; break;
+  default: break;
+  }
+  bool ok = true;
+  if (n < lo || n > hi) {
+    if (lo == hi)
+      err(v, op, "expects %d operand%s, has %d", lo, lo == 1 ? "" : "s", n);
+    else
+      err(v, op, "expects %d to %d operands, has %d", lo, hi, n);
+    ok = false;
+  }
+  int res = info->nresults;
+  if (op->opc == IR_FOR) res = n >= 3 ? n - 3 : op->nresults;
+  if (res >= 0 && op->nresults != res) {
+    err(v, op, "expects %d result%s, has %d", res, res == 1 ? "" : "s", op->nresults);
+    ok = false;
+  }
+  int regions = op->opc == IR_FOR ? 1 : op->opc == IR_IF ? 2 : 0;
+  if (op->nregions != regions) {
+    err(v, op, "expects %d region%s, has %d", regions, regions == 1 ? "" : "s", op->nregions);
+    ok = false;
+  }
+  for (int i = 0; i < op->noperands; i++)
+    if (!op->operands[i]) {
+      err(v, op, "operand %d is null", i);
+      ok = false;
+    }
+  for (int i = 0; i < op->nresults; i++)
+    if (!op->results[i] || !op->results[i]->type || op->results[i]->def != op) {
+      err(v, op, "result %d is malformed", i);
+      ok = false;
+    }
+  return ok;
+}
+
+static bool in_kernel(const verifier *v, const ir_value *x) {
+  return x->id >= 0 && x->id < v->nvalues && v->byid[x->id] == x;
+}
+
+static void make_visible(verifier *v, ir_value *x) {
+  /* Already visible only when the IR links one op twice; pushing it again could overrun
+   * the stack. */
+  if (!in_kernel(v, x) || v->visible[x->id]) return;
+  v->visible[x->id] = true;
+  v->defined[v->ndefined++] = x;
+}
+
+static void check_dominance(verifier *v, const ir_op *op) {
+  for (int i = 0; i < op->noperands; i++) {
+    const ir_value *x = op->operands[i];
+    if (x && !(in_kernel(v, x) && v->visible[x->id]))
+      err(v, op, "operand %d is not defined before this use in an enclosing scope", i);
+  }
+}
+
+/* ---- type rules --------------------------------------------------------------------- */
+
+static void check_layout(verifier *v, const ir_op *op, const ir_type *t) {
+  if (t->kind == IR_TILE && t->layout && t->layout->rank != t->rank)
+    err(v, op, "layout of rank %d on %s", t->layout->rank, ts(v, t));
+}
+
+static void check_elementwise(verifier *v, const ir_op *op) {
+  const ir_type *r = op->results[0]->type;
+  for (int i = 0; i < op->noperands; i++)
+    if (!same_shape(op->operands[i]->type, r)) {
+      err(v, op, "operand %d has shape of %s, result is %s", i, ts(v, op->operands[i]->type), ts(v, r));
+      return;
+    }
+  const ir_type *a = op->operands[0]->type;
+  switch (op->opc) {
+  case IR_CAST: return;
+  case IR_CMP:
+    if (op->operands[1]->type != a) err(v, op, "operand types differ (%s vs %s)", ts(v, a), ts(v, op->operands[1]->type));
+    if (!is_i1(r)) err(v, op, "result must be i1, is %s", ts(v, r));
+    if (!ir_cmp_name((ir_cmp)op->attr)) err(v, op, "bad predicate %lld", (long long)op->attr);
+    return;
+  case IR_SELECT:
+    if (!is_i1(a)) err(v, op, "condition must be i1, is %s", ts(v, a));
+    if (op->operands[1]->type != r || op->operands[2]->type != r)
+      err(v, op, "both choices must have the result type %s", ts(v, r));
+    return;
+  case IR_ADDPTR:
+    if (!is_ptr(a) || a != r) err(v, op, "first operand and result must be one pointer type");
+    if (!is_int(op->operands[1]->type)) err(v, op, "offset must be an integer, is %s", ts(v, op->operands[1]->type));
+    return;
+  default: break;
+  }
+  for (int i = 0; i < op->noperands; i++)
+    if (op->operands[i]->type != r) {
+      err(v, op, "operand %d has type %s, result is %s", i, ts(v, op->operands[i]->type), ts(v, r));
+      return;
+    }
+  if (is_ptr(r)) err(v, op, "does not take pointers");
+  switch (op->opc) {
+  case IR_NOT: case IR_AND: case IR_OR: case IR_XOR: case IR_SHL: case IR_SHR:
+    if (!is_int(r)) err(v, op, "needs integer operands, has %s", ts(v, r));
+    break;
+  case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2: case IR_SQRT: case IR_RSQRT:
+  case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF: case IR_FLOOR: case IR_CEIL:
+  case IR_SIGMOID: case IR_FMA:
+    if (!is_float(r)) err(v, op, "needs float operands, has %s", ts(v, r));
+    break;
+  default: break;
+  }
+}
+
+/* The pointer operand p and the accessed value type x must agree: x's element is p's
+ * pointee and the shapes are equal. mask, when present, is i1 of that shape. */
+static void check_access(verifier *v, const ir_op *op, const ir_type *x, int mask_index) {
+  const ir_type *p = op->operands[0]->type;
+  if (!is_ptr(p)) {
+    err(v, op, "first operand must be a pointer, is %s", ts(v, p));
+    return;
+  }
+  if (ir_type_elem(p)->elem != ir_type_elem(x) || !same_shape(p, x))
+    err(v, op, "value type %s does not match pointer type %s", ts(v, x), ts(v, p));
+  if (mask_index < op->noperands) {
+    const ir_type *mk = op->operands[mask_index]->type;
+    if (!is_i1(mk) || !same_shape(mk, p)) err(v, op, "mask must be i1 shaped like %s, is %s", ts(v, p), ts(v, mk));
+  }
+}
+
+static void check_reduce(verifier *v, const ir_op *op) {
+  const ir_type *a = op->operands[0]->type, *r = op->results[0]->type;
+  const char *kind = ir_reduce_name((ir_reduce_kind)op->attr);
+  if (!kind || (op->opc == IR_ARGREDUCE && op->attr == IR_RED_SUM) ||
+      (op->opc == IR_SCAN && op->attr != IR_RED_SUM))
+    err(v, op, "bad kind %lld", (long long)op->attr);
+  if (a->kind != IR_TILE) {
+    err(v, op, "operand must be a tile, is %s", ts(v, a));
+    return;
+  }
+  if (op->attr2 < 0 || op->attr2 >= a->rank) {
+    err(v, op, "axis %lld out of range for %s", (long long)op->attr2, ts(v, a));
+    return;
+  }
+  if (op->opc == IR_SCAN) {
+    if (!same_shape(a, r) || a->elem != r->elem) err(v, op, "result must be %s, is %s", ts(v, a), ts(v, r));
+    return;
+  }
+  int shape[IR_MAX_RANK], n = 0;
+  for (int i = 0; i < a->rank; i++)
+    if (i != op->attr2) shape[n++] = a->shape[i];
+  const ir_type *re = ir_type_elem(r);
+  bool elem_ok = op->opc == IR_ARGREDUCE ? re->kind == IR_SCALAR && re->dtype == TK_I32 : re == a->elem;
+  bool good = elem_ok && (n == 0 ? r->kind != IR_TILE
+                                 : r->kind == IR_TILE && r->rank == n &&
+                                       memcmp(r->shape, shape, sizeof(int) * (size_t)n) == 0);
+  if (!good) err(v, op, "result %s does not match %s reduced along axis %lld", ts(v, r), ts(v, a), (long long)op->attr2);
+}
+
+static void check_dot(verifier *v, const ir_op *op) {
+  const ir_type *a = op->operands[0]->type, *b = op->operands[1]->type, *c = op->operands[2]->type;
+  if (a->kind != IR_TILE || b->kind != IR_TILE || c->kind != IR_TILE || a->rank != 2 || b->rank != 2 ||
+      c->rank != 2) {
+    err(v, op, "operands must be rank-2 tiles");
+    return;
+  }
+  if (a->shape[1] != b->shape[0] || c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1])
+    err(v, op, "shapes %s x %s do not give %s", ts(v, a), ts(v, b), ts(v, c));
+  if (a->dtype != b->dtype) err(v, op, "a and b element types differ");
+  if (op->results[0]->type != c) err(v, op, "result must have the accumulator type %s", ts(v, c));
+}
+
+static void check_shape_op(verifier *v, const ir_op *op) {
+  const ir_type *a = op->operands[0]->type, *r = op->results[0]->type;
+  if (r->kind != IR_TILE) {
+    err(v, op, "result must be a tile, is %s", ts(v, r));
+    return;
+  }
+  if (op->opc == IR_SPLAT) {
+    if (a->kind == IR_TILE || r->elem != a) err(v, op, "cannot splat %s to %s", ts(v, a), ts(v, r));
+    return;
+  }
+  if (a->kind != IR_TILE || a->elem != r->elem) {
+    err(v, op, "operand %s and result %s must be tiles of one element type", ts(v, a), ts(v, r));
+    return;
+  }
+  switch (op->opc) {
+  case IR_BROADCAST:
+    if (a->rank != r->rank) {
+      err(v, op, "rank changes from %d to %d", a->rank, r->rank);
+      return;
+    }
+    for (int i = 0; i < a->rank; i++)
+      if (a->shape[i] != r->shape[i] && a->shape[i] != 1) err(v, op, "dim %d cannot stretch from %d to %d", i, a->shape[i], r->shape[i]);
+    return;
+  case IR_EXPAND_DIMS: {
+    int ax = (int)op->attr2;
+    bool good = op->attr2 >= 0 && op->attr2 <= a->rank && r->rank == a->rank + 1 && r->shape[ax] == 1;
+    for (int i = 0, j = 0; good && i < r->rank; i++)
+      if (i != ax) good = r->shape[i] == a->shape[j++];
+    if (!good) err(v, op, "%s with a 1 at axis %lld is not %s", ts(v, a), (long long)op->attr2, ts(v, r));
+    return;
+  }
+  case IR_RESHAPE:
+    if (ir_type_numel(a) != ir_type_numel(r)) err(v, op, "element count changes (%s to %s)", ts(v, a), ts(v, r));
+    return;
+  case IR_TRANS: {
+    bool good = op->ints && op->nints == a->rank && r->rank == a->rank;
+    unsigned seen = 0;
+    for (int i = 0; good && i < a->rank; i++) {
+      int p = op->ints[i];
+      good = p >= 0 && p < a->rank && !(seen & (1u << p)) && r->shape[i] == a->shape[p];
+      if (good) seen |= 1u << p;
+    }
+    if (!good) err(v, op, "permutation does not take %s to %s", ts(v, a), ts(v, r));
+    return;
+  }
+  case IR_CONVERT_LAYOUT:
+    if (!same_shape(a, r)) err(v, op, "shape changes (%s to %s)", ts(v, a), ts(v, r));
+    return;
+  default: SU_UNREACHABLE();
+  }
+}
+
+static void check_yield(verifier *v, const ir_op *owner, const ir_block *blk, const char *which) {
+  const ir_op *y = blk->last;
+  if (!y || y->opc != IR_YIELD) {
+    err(v, owner, "%s region must end with yield", which);
+    return;
+  }
+  if (y->noperands != owner->nresults) {
+    err(v, y, "yields %d value%s, the enclosing %s has %d result%s", y->noperands, y->noperands == 1 ? "" : "s",
+        ir_op_info(owner->opc)->name, owner->nresults, owner->nresults == 1 ? "" : "s");
+    return;
+  }
+  for (int i = 0; i < y->noperands; i++)
+    if (y->operands[i] && y->operands[i]->type != owner->results[i]->type)
+      err(v, y, "value %d has type %s, the enclosing %s's result is %s", i, ts(v, y->operands[i]->type),
+          ir_op_info(owner->opc)->name, ts(v, owner->results[i]->type));
+}
+
+static void check_control(verifier *v, const ir_op *op) {
+  if (op->opc == IR_IF) {
+    const ir_type *c = op->operands[0]->type;
+    if (c->kind != IR_SCALAR || c->dtype != TK_I1) err(v, op, "condition must be scalar i1, is %s", ts(v, c));
+    for (int r = 0; r < 2; r++) {
+      if (op->regions[r]->nargs) err(v, op, "regions take no arguments");
+      check_yield(v, op, op->regions[r], r ? "else" : "then");
+    }
+    return;
+  }
+  const ir_type *lb = op->operands[0]->type;
+  if (lb->kind != IR_SCALAR || !ir_dtype_is_int(lb->dtype) || lb->dtype == TK_I1)
+    err(v, op, "bounds must be scalar integers, are %s", ts(v, lb));
+  if (op->operands[1]->type != lb || op->operands[2]->type != lb) err(v, op, "lb, ub and step must have one type");
+  const ir_block *body = op->regions[0];
+  if (body->nargs != op->nresults + 1) {
+    err(v, op, "body takes %d arguments, expected %d (the induction variable and each carried value)",
+        body->nargs, op->nresults + 1);
+    return;
+  }
+  if (body->args[0]->type != lb) err(v, op, "induction variable has type %s, bounds %s", ts(v, body->args[0]->type), ts(v, lb));
+  for (int i = 0; i < op->nresults; i++) {
+    const ir_type *t = op->results[i]->type;
+    if (op->operands[3 + i]->type != t || body->args[1 + i]->type != t)
+      err(v, op, "carried value %d: initial %s, argument %s and result %s must agree", i,
+          ts(v, op->operands[3 + i]->type), ts(v, body->args[1 + i]->type), ts(v, t));
+  }
+  check_yield(v, op, body, "body");
+}
+
+static void check_types(verifier *v, const ir_op *op) {
+  for (int i = 0; i < op->nresults; i++) check_layout(v, op, op->results[i]->type);
+  const ir_opinfo *info = ir_op_info(op->opc);
+  if (info->traits & IR_ELEM) {
+    check_elementwise(v, op);
+    return;
+  }
+  const ir_type *r = op->nresults == 1 ? op->results[0]->type : NULL;
+  switch (op->opc) {
+  case IR_CONST:
+    if (is_ptr(r)) err(v, op, "cannot be a pointer");
+    return;
+  case IR_PROGRAM_ID:
+  case IR_NUM_PROGRAMS:
+    if (op->attr < 0 || op->attr > 2) err(v, op, "axis %lld is not 0, 1 or 2", (long long)op->attr);
+    if (r->kind != IR_SCALAR || r->dtype != TK_I32) err(v, op, "result must be i32, is %s", ts(v, r));
+    return;
+  case IR_ARANGE: {
+    bool good = op->attr < op->attr2 && r->kind == IR_TILE && r->rank == 1 && r->dtype == TK_I32 &&
+                r->elem->kind == IR_SCALAR && r->shape[0] == op->attr2 - op->attr;
+    if (!good) err(v, op, "range [%lld, %lld) does not give %s", (long long)op->attr, (long long)op->attr2, ts(v, r));
+    return;
+  }
+  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS:
+  case IR_CONVERT_LAYOUT:
+    check_shape_op(v, op);
+    return;
+  case IR_LOAD:
+    check_access(v, op, r, 1);
+    if (op->noperands == 3 && op->operands[2]->type != r) err(v, op, "'other' must have the result type %s", ts(v, r));
+    return;
+  case IR_STORE:
+    check_access(v, op, op->operands[1]->type, 2);
+    return;
+  case IR_ATOMIC:
+    if (!ir_atomic_name((ir_atomic_kind)op->attr)) err(v, op, "bad kind %lld", (long long)op->attr);
+    check_access(v, op, op->operands[1]->type, 2);
+    if (op->operands[1]->type != r) err(v, op, "result must have the value's type");
+    return;
+  case IR_ATOMIC_CAS:
+    check_access(v, op, op->operands[2]->type, 3);
+    if (op->operands[1]->type != op->operands[2]->type || r != op->operands[2]->type)
+      err(v, op, "compare, value and result must have one type");
+    return;
+  case IR_REDUCE: case IR_ARGREDUCE: case IR_SCAN:
+    check_reduce(v, op);
+    return;
+  case IR_DOT:
+    check_dot(v, op);
+    return;
+  case IR_ASSERT:
+    if (!is_i1(op->operands[0]->type)) err(v, op, "condition must be i1, is %s", ts(v, op->operands[0]->type));
+    return;
+  case IR_FOR: case IR_IF:
+    check_control(v, op);
+    return;
+  case IR_PRINT: case IR_YIELD: case IR_RETURN:
+    return;
+  default: break;
+  }
+  SU_UNREACHABLE();
+}
+
+/* ---- walking ------------------------------------------------------------------------ */
+
+static void check_block(verifier *v, ir_block *blk);
+
+static void check_op(verifier *v, ir_op *op) {
+  bool counts_ok = check_counts(v, op);
+  check_dominance(v, op);
+  if (counts_ok) check_types(v, op);
+  for (int r = 0; r < op->nregions; r++) {
+    if (op->regions[r]->parent != op) err(v, op, "region %d does not point back to its op", r);
+    check_block(v, op->regions[r]);
+  }
+  for (int i = 0; i < op->nresults; i++)
+    if (op->results[i]) make_visible(v, op->results[i]);
+}
+
+static void check_block(verifier *v, ir_block *blk) {
+  int mark = v->ndefined;
+  for (int i = 0; i < blk->nargs; i++) make_visible(v, blk->args[i]);
+  for (ir_op *op = blk->first; op; op = op->next) {
+    if (op->opc < 0 || op->opc >= IR_NOPCODES) {
+      su_loc loc = {v->src, 1, 0, op->loc.line, op->loc.col};
+      su_error(v->d, loc, "invalid opcode %d", (int)op->opc);
+      v->ok = false;
+      continue;
+    }
+    if (op->parent != blk) err(v, op, "op is linked into a block it does not belong to");
+    if ((ir_op_info(op->opc)->traits & IR_TERM) && op->next) err(v, op, "terminator is not the last op of its block");
+    if (op->opc == IR_YIELD && !blk->parent) err(v, op, "yield outside a for or if region");
+    if (op->opc == IR_RETURN && blk->parent) err(v, op, "return inside a for or if region");
+    check_op(v, op);
+  }
+  while (v->ndefined > mark) v->visible[v->defined[--v->ndefined]->id] = false;
+}
+
+static void collect(ir_op *op, void *ctx) {
+  verifier *v = ctx;
+  for (int i = 0; i < op->nresults; i++)
+    if (op->results[i]) v->byid[op->results[i]->id] = op->results[i];
+  for (int r = 0; r < op->nregions; r++)
+    for (int i = 0; i < op->regions[r]->nargs; i++) v->byid[op->regions[r]->args[i]->id] = op->regions[r]->args[i];
+}
+
+static void check_func(verifier *v, ir_func *f) {
+  v->nvalues = ir_number_values(f);
+  su_arena *a = v->d->arena;
+  v->byid = SU_NEW_ARRAY(a, ir_value *, v->nvalues + 1);
+  v->visible = SU_NEW_ARRAY(a, bool, v->nvalues + 1);
+  v->defined = SU_NEW_ARRAY(a, ir_value *, v->nvalues + 1);
+  v->ndefined = 0;
+  for (int i = 0; i < f->body->nargs; i++) v->byid[f->body->args[i]->id] = f->body->args[i];
+  ir_walk(f->body, collect, v);
+  check_block(v, f->body);
+  if (!f->body->last || f->body->last->opc != IR_RETURN) {
+    su_loc loc = {v->src, 1, 0, f->loc.line, f->loc.col};
+    su_error(v->d, loc, "kernel '%s' does not end with return", f->name);
+    v->ok = false;
+  }
+}
+
+bool ir_verify(const ir_module *m, su_diags *d) {
+  verifier v;
+  memset(&v, 0, sizeof v);
+  v.m = m;
+  v.d = d;
+  v.src = su_source_new(d->arena, m->source_name, "", 0);
+  v.ok = true;
+  for (int i = 0; i < m->nfuncs; i++) check_func(&v, m->funcs[i]);
+  return v.ok;
+}
