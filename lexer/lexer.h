@@ -105,6 +105,8 @@ lex_state *lex_new(su_arena *a, const su_source *src, su_diags *d);
 lex_token lex_next(lex_state *l);
 /* The printable spelling of a token kind ("identifier", "+", "kernel"). */
 const char *lex_kind_name(lex_kind k);
+/* The type keyword that spells a tk_dtype ("i1", "bf16"; "ptr" for TK_PTR, "?" outside). */
+const char *lex_dtype_name(int dtype);
 /* Decodes the body of a STRING token (escapes \n \t \\ \" \0 \xHH) into an arena string. */
 const char *lex_string_value(su_arena *a, const lex_token *t);
 

@@ -75,6 +75,10 @@ struct ast_node {
   tk_dtype dtype;
   ast_node *lhs, *rhs, *type, *body, *els;
   ast_list args, targs, stmts, params, cparams, attrs;
+  /* Nesting height of the subtree as the parser measured it: for expressions and types
+   * the height counting parentheses, for statements the nesting of blocks. The parser
+   * keeps it at most AST_MAX_DEPTH, so recursive stages need no depth checks. */
+  int depth;
 
   /* sema results */
   const struct ir_type *sema_type; /* the value's type (expressions) */
@@ -102,5 +106,9 @@ void ast_print(FILE *out, const ast_file *f);
 ast_node *ast_new(su_arena *a, ast_kind k, su_loc loc);
 /* The name of a node kind ("call", "binary", ...). */
 const char *ast_kind_name(ast_kind k);
+/* Appends n to the arena list l (amortized: the storage doubles when full). */
+void ast_list_push(su_arena *a, ast_list *l, ast_node *n);
+/* True for the statement kinds (AST_BLOCK .. AST_RETURN). */
+bool ast_is_stmt(ast_kind k);
 
 #endif

@@ -1,0 +1,105 @@
+/* Syntax error messages in a C compiler's voice: "expected expression before ')'",
+ * "unexpected identifier 'foo', expected ';'". The grammar hands over every token kind it
+ * would have accepted; this file turns that set into the one or two the user most likely
+ * meant. */
+#include "build.h"
+
+enum { MAX_QUOTED = 32 }; /* characters of an identifier or number quoted in a message */
+
+static bool starts_expression(lex_kind k) {
+  switch (k) {
+  case TOK_IDENT: case TOK_INT: case TOK_FLOAT: case TOK_STRING: case TOK_TRUE:
+  case TOK_FALSE: case TOK_LPAREN: case TOK_MINUS: case TOK_PLUS: case TOK_BANG:
+  case TOK_TILDE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool contains(const lex_kind *ks, int n, lex_kind k) {
+  for (int i = 0; i < n; i++)
+    if (ks[i] == k) return true;
+  return false;
+}
+
+/* How the offending token reads in a message: "identifier 'foo'", "'}'", "end of file". */
+static void describe(su_buf *b, const ps_state *ps) {
+  const lex_token *t = &ps->look;
+  const char *text = ps->src->text + t->loc.off;
+  int n = t->loc.len > MAX_QUOTED ? MAX_QUOTED : (int)t->loc.len;
+  const char *more = t->loc.len > MAX_QUOTED ? "..." : "";
+  switch (t->kind) {
+  case TOK_EOF: su_buf_puts(b, "end of file"); break;
+  case TOK_IDENT: case TOK_INT: case TOK_FLOAT:
+    su_buf_printf(b, "%s '%.*s%s'", lex_kind_name(t->kind), n, text, more);
+    break;
+  case TOK_STRING: case TOK_ERROR: su_buf_puts(b, lex_kind_name(t->kind)); break;
+  case TOK_TYPE: su_buf_printf(b, "type '%.*s'", n, text); break;
+  default: su_buf_printf(b, "'%s'", lex_kind_name(t->kind)); break;
+  }
+}
+
+/* How an expected kind reads: "identifier", "';'". */
+static void spell(su_buf *b, lex_kind k) {
+  switch (k) {
+  case TOK_IDENT: case TOK_INT: case TOK_FLOAT: case TOK_STRING: su_buf_puts(b, lex_kind_name(k)); break;
+  case TOK_TYPE: su_buf_puts(b, "type"); break;
+  default: su_buf_printf(b, "'%s'", lex_kind_name(k)); break;
+  }
+}
+
+/* "a", "a or b", "a, b or c". */
+static void spell_list(su_buf *b, const lex_kind *ks, int n) {
+  for (int i = 0; i < n; i++) {
+    if (i) su_buf_puts(b, i == n - 1 ? " or " : ", ");
+    spell(b, ks[i]);
+  }
+}
+
+void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nexpected) {
+  if (ps->nsyntax >= PS_MAX_SYNTAX_ERRORS) return;
+  ps->nsyntax++;
+
+  /* End of file is acceptable in many places and almost never what was meant. */
+  bool expr = contains(expected, nexpected, TOK_INT);
+  lex_kind rest[TOK_COUNT];
+  int nrest = 0;
+  for (int i = 0; i < nexpected && nrest < TOK_COUNT; i++)
+    if (expected[i] != TOK_EOF && !(expr && starts_expression(expected[i])))
+      rest[nrest++] = expected[i];
+
+  su_buf tok = {0}, msg = {0};
+  describe(&tok, ps);
+  if (contains(expected, nexpected, TOK_LET)) {
+    su_buf_printf(&msg, "expected statement before %s", su_buf_str(&tok));
+  } else if (expr) {
+    su_buf_puts(&msg, "expected expression");
+    if (nrest > 0 && nrest <= 2) {
+      su_buf_puts(&msg, " or ");
+      spell_list(&msg, rest, nrest);
+    }
+    su_buf_printf(&msg, " before %s", su_buf_str(&tok));
+  } else {
+    su_buf_printf(&msg, "unexpected %s", su_buf_str(&tok));
+    if (nrest > 0 && nrest <= 4) {
+      su_buf_puts(&msg, ", expected ");
+      spell_list(&msg, rest, nrest);
+    } else {
+      /* A long list means "an operator or the end of this construct": name the end. */
+      static const lex_kind closers[] = {TOK_SEMI,  TOK_RPAREN, TOK_RBRACKET, TOK_RBRACE,
+                                         TOK_LBRACE, TOK_COMMA, TOK_GT};
+      for (size_t i = 0; i < sizeof closers / sizeof closers[0]; i++)
+        if (contains(rest, nrest, closers[i])) {
+          su_buf_puts(&msg, ", expected ");
+          spell(&msg, closers[i]);
+          break;
+        }
+    }
+  }
+  su_error(ps->d, loc, "%s", su_buf_str(&msg));
+  if (ps->nsyntax == PS_MAX_SYNTAX_ERRORS)
+    su_note(ps->d, loc, "too many syntax errors; the rest of the file is not parsed");
+  su_buf_free(&tok);
+  su_buf_free(&msg);
+}
