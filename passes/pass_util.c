@@ -1,0 +1,91 @@
+/* Constant arithmetic shared by the passes. Integers are kept in int64_t in a canonical
+ * form per dtype so that two equal constants have equal bits (CSE compares bits) and
+ * folding can use plain 64-bit arithmetic followed by one wrap. */
+#include "pass_util.h"
+
+#include <math.h>
+
+bool pass_is_const(const ir_value *v) { return v->def && v->def->opc == IR_CONST; }
+
+int64_t pass_int_wrap(tk_dtype d, int64_t v) {
+  int bits = ir_dtype_bits(d);
+  if (bits >= 64) return v;
+  uint64_t mask = (UINT64_C(1) << bits) - 1;
+  uint64_t u = (uint64_t)v & mask;
+  if (ir_dtype_is_signed(d) && (u >> (bits - 1)) & 1) u |= ~mask;
+  /* Converting an out-of-range uint64_t is implementation-defined in C11; do it by hand. */
+  return u <= INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
+}
+
+/* Rounds x to a binary format with p significand bits (implicit bit included) whose
+ * normal exponents span [emin, emax]: scale so that one unit in the last place becomes
+ * 1, round to an integer in the default (nearest-even) mode, scale back. Below emin the
+ * unit stays at emin's, which is exactly how subnormals lose precision. */
+static double round_to_format(double x, int p, int emin, int emax) {
+  if (x == 0 || isnan(x) || isinf(x)) return x;
+  int e = ilogb(x);
+  if (e < emin) e = emin;
+  int q = e - (p - 1);
+  double r = ldexp(nearbyint(ldexp(x, -q)), q);
+  double max = ldexp(2.0 - ldexp(1.0, 1 - p), emax);
+  return fabs(r) > max ? copysign(INFINITY, x) : r;
+}
+
+double pass_float_round(tk_dtype d, double x) {
+  switch (d) {
+  case TK_F16: return round_to_format(x, 11, -14, 15);
+  case TK_BF16: return round_to_format(x, 8, -126, 127);
+  /* Not (float)x: converting an out-of-range double to float is undefined in C. */
+  case TK_F32: return round_to_format(x, 24, -126, 127);
+  case TK_F64: return x;
+  default: SU_UNREACHABLE();
+  }
+}
+
+int64_t pass_const_int(const ir_value *v) {
+  SU_ASSERT(pass_is_const(v));
+  return pass_int_wrap(ir_type_elem(v->type)->dtype, v->def->cval.i);
+}
+
+double pass_const_float(const ir_value *v) {
+  SU_ASSERT(pass_is_const(v));
+  return pass_float_round(ir_type_elem(v->type)->dtype, v->def->cval.f);
+}
+
+bool pass_const_eq(const ir_value *v, double k) {
+  if (!pass_is_const(v)) return false;
+  tk_dtype d = ir_type_elem(v->type)->dtype;
+  if (ir_dtype_is_float(d)) {
+    double x = pass_const_float(v);
+    return x == k && signbit(x) == signbit(k);
+  }
+  if (!ir_dtype_is_int(d)) return false;
+  return pass_const_int(v) == pass_int_wrap(d, (int64_t)k);
+}
+
+bool pass_const_all_ones(const ir_value *v) {
+  if (!pass_is_const(v)) return false;
+  tk_dtype d = ir_type_elem(v->type)->dtype;
+  return ir_dtype_is_int(d) && pass_const_int(v) == pass_int_wrap(d, -1);
+}
+
+static ir_builder builder_before(ir_module *m, ir_op *op) {
+  ir_builder b = {m, op->parent, op, op->loc};
+  return b;
+}
+
+ir_value *pass_const_int_before(ir_module *m, ir_op *op, const ir_type *t, int64_t v) {
+  ir_builder b = builder_before(m, op);
+  return ir_const_int(&b, t, pass_int_wrap(ir_type_elem(t)->dtype, v));
+}
+
+ir_value *pass_const_float_before(ir_module *m, ir_op *op, const ir_type *t, double v) {
+  ir_builder b = builder_before(m, op);
+  return ir_const_float(&b, t, pass_float_round(ir_type_elem(t)->dtype, v));
+}
+
+void pass_replace_op(ir_func *f, ir_op *op, ir_value *v) {
+  SU_ASSERT(op->nresults == 1 && op->results[0] != v);
+  ir_replace_all_uses(f, op->results[0], v);
+  ir_op_erase(op);
+}

@@ -1,0 +1,55 @@
+/*
+ * passes/ — the optimization passes over the Tile IR, one file a pass, and the pipeline
+ * that orders them (pipeline.c).
+ *
+ * Contract:
+ *  - Every pass has one entry point `bool pass_NAME(ir_module *m, ir_func *f)` that
+ *    rewrites one kernel in place and returns whether it changed anything. A pass takes
+ *    valid IR and leaves valid IR; it never reports user errors (the input was checked).
+ *  - Passes preserve the program's observable behaviour: stores, atomics, loads (they may
+ *    fault), prints and asserts are never removed, reordered or duplicated; an op that may
+ *    fault at run time (integer division) is never evaluated where the program would not.
+ *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
+ *    fixed point with a bound), licm, canonicalize again. `only` replaces it.
+ * Prefix: pass_.
+ */
+#ifndef TK_PASSES_H
+#define TK_PASSES_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../ir/ir.h"
+
+typedef struct {
+  int opt_level;             /* 0: run nothing */
+  bool verify_each;          /* ir_verify after every pass; on failure report which pass broke it */
+  bool print_after_all;      /* print the module (ir_print) to log after every pass, headed "// -----// IR after NAME //----- //" */
+  const char *print_after;   /* comma-separated pass names to print after, or NULL */
+  const char *only;          /* comma-separated pass names to run (in that order) instead of the pipeline, or NULL */
+  bool time_passes;          /* print a table of per-pass wall time to log at the end */
+  FILE *log;                 /* NULL means stderr */
+} pass_options;
+
+/* Runs the pipeline (or o->only) over every kernel of m. False if verification failed
+ * after a pass or a name in only/print_after is unknown (reported to d). An explicit
+ * `only` list runs even at opt_level 0: asking for a pass by name is a request to run it. */
+bool pass_run(ir_module *m, const pass_options *o, su_diags *d);
+/* The names of all passes, NULL-terminated (for --help). "canonicalize" names the
+ * fixed-point group and is accepted wherever a pass name is. */
+const char *const *pass_names(void);
+
+/* ---- the passes (each: one kernel, returns whether it changed anything) --------------- */
+
+/* Folds ops whose operands are all constants into constants (constfold.c). */
+bool pass_constfold(ir_module *m, ir_func *f);
+/* Algebraic identities: x+0, x*1, x-x, double negation, select on a constant, ... (simplify.c). */
+bool pass_simplify(ir_module *m, ir_func *f);
+/* Common subexpression elimination of pure ops, scoped by regions (cse.c). */
+bool pass_cse(ir_module *m, ir_func *f);
+/* Removes pure ops, loop-carried values and if results that nothing observable needs (dce.c). */
+bool pass_dce(ir_module *m, ir_func *f);
+/* Hoists loop-invariant pure ops out of for bodies (licm.c). */
+bool pass_licm(ir_module *m, ir_func *f);
+
+#endif
