@@ -31,7 +31,7 @@ typedef enum {
   AST_STRING,   /* str (decoded) */
   AST_NAME,     /* name */
   AST_UNARY,    /* op (TOK_MINUS, TOK_BANG, TOK_TILDE, TOK_PLUS), lhs */
-  AST_BINARY,   /* op (a TOK_ binary operator), lhs, rhs */
+  AST_BINARY,   /* op (a TOK_ binary operator), lhs, rhs; name_loc = the operator */
   AST_CALL,     /* name, targs (types, may be empty), args (AST_ARG) */
   AST_ARG,      /* name (NULL if positional), lhs = value */
   AST_INDEX,    /* lhs = base, args = items (AST_SLICE / AST_NONE) */

@@ -70,6 +70,7 @@ ast_node *ps_binary(ps_state *ps, int op, ast_node *l, ast_node *r, su_loc loc, 
     su_error(ps->d, op_loc, "comparison operators cannot be chained; use '&&' or parentheses");
   ast_node *n = ps_node(ps, AST_BINARY, loc);
   n->op = op;
+  n->name_loc = op_loc; /* type errors point at the operator, as C compilers do */
   n->lhs = l;
   n->rhs = r;
   return ps_done(ps, n);

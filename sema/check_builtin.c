@@ -1,0 +1,456 @@
+/* sema/check_builtin.c — the typing rule of each builtin (docs/language.md, "Builtins").
+ * Arguments arrive sorted into parameter order (check_call.c); each rule checks them and
+ * returns the call's type. The lowering re-derives every conversion from the types left
+ * here, so a rule only has to accept or reject and name the result. */
+#include "sema_int.h"
+
+enum { MAX_NUMEL = 1 << 20 };
+
+static const char *tstr(sema_ctx *c, const ir_type *t) { return sema_type_quoted(c->a, t); }
+static const ir_type *scalar(sema_ctx *c, tk_dtype d) { return ir_type_scalar(c->m, d); }
+static const int *shape_of(const ir_type *t) { return t->kind == IR_TILE ? t->shape : NULL; }
+static bool numeric(const ir_type *t) {
+  return sema_elem(t)->kind == IR_SCALAR && sema_is_numeric(sema_elem(t)->dtype);
+}
+
+/* Is a string allowed as argument i of b? */
+static bool string_arg(const sema_builtin *b, int i) {
+  return (b->kind == B_DEVICE_PRINT && i == 0) ||
+         ((b->kind == B_STATIC_ASSERT || b->kind == B_DEVICE_ASSERT) && i == 1);
+}
+
+/* A tile shape from compile-time dims argv[from..argc): powers of two, bounded. */
+static bool const_dims(sema_ctx *c, ast_node *e, sema_call *cl, int from, int *rank, int *shape) {
+  int n = cl->argc - from;
+  if (n > IR_MAX_RANK) {
+    su_error(c->d, e->loc, "a tile has at most %d dimensions", IR_MAX_RANK);
+    return false;
+  }
+  int64_t numel = 1;
+  for (int i = 0; i < n; i++) {
+    int64_t v;
+    ast_node *a = cl->argv[from + i];
+    if (!sema_const_int(c, a, su_fmt(c->a, "dimension of '%s'", e->name), &v)) return false;
+    if (!sema_is_pow2(v) || v > MAX_NUMEL) {
+      su_error(c->d, a->loc, "dimension %lld of a tile must be a power of two", (long long)v);
+      return false;
+    }
+    shape[i] = (int)v;
+    numel *= v;
+  }
+  if (numel > MAX_NUMEL) {
+    su_error(c->d, e->loc, "a tile of %lld elements exceeds the limit of %d", (long long)numel,
+             MAX_NUMEL);
+    return false;
+  }
+  *rank = n;
+  return true;
+}
+
+/* A compile-time axis in [-rank, rank), normalized. */
+static bool axis_arg(sema_ctx *c, ast_node *e, ast_node *a, const ir_type *t, int rank, int *axis) {
+  int64_t v;
+  if (!sema_const_int(c, a, su_fmt(c->a, "axis of '%s'", e->name), &v)) return false;
+  if (v < -rank || v >= rank) {
+    su_error(c->d, a->loc, "axis %lld is out of range for %s (rank %d)", (long long)v, tstr(c, t),
+             sema_rank(t));
+    return false;
+  }
+  *axis = (int)(v < 0 ? v + rank : v);
+  return true;
+}
+
+/* Checks that a (type t) broadcasts to the shape of `to`, naming it `what`. */
+static bool to_shape(sema_ctx *c, ast_node *a, const ir_type *t, const ir_type *to, const char *what) {
+  int rank, shape[IR_MAX_RANK];
+  bool ok = sema_broadcast_shapes(t, to, &rank, shape) && rank == sema_rank(to);
+  for (int i = 0; ok && i < rank; i++) ok = shape[i] == to->shape[i];
+  if (!ok)
+    su_error(c->d, a->loc, "cannot broadcast %s %s to the shape of %s", what, tstr(c, t), tstr(c, to));
+  return ok;
+}
+
+/* A value stored or compared through a pointer to `elem`: a weak constant adapts, anything
+ * else must already have that dtype. */
+static bool value_for(sema_ctx *c, ast_node *e, ast_node *a, const ir_type *t, const ir_type *elem,
+                      const char *what) {
+  const ir_type *te = sema_elem(t);
+  if (te == elem) return true;
+  if (sema_is_weak(a) && te->kind == IR_SCALAR && elem->kind == IR_SCALAR &&
+      (ir_dtype_is_int(te->dtype) ? elem->dtype != TK_I1 : ir_dtype_is_float(elem->dtype)))
+    return true;
+  su_error(c->d, a->loc, "%s of '%s' has type %s, expected %s; convert it with 'as %s'", what,
+           e->name, tstr(c, t), tstr(c, elem), tstr(c, elem));
+  return false;
+}
+
+static bool mask_arg(sema_ctx *c, ast_node *e, ast_node *m, const ir_type *ptr) {
+  if (!m) return true;
+  if (sema_elem(m->sema_type)->dtype != TK_I1 || sema_elem(m->sema_type)->kind != IR_SCALAR) {
+    su_error(c->d, m->loc, "mask of '%s' must be i1, got %s", e->name, tstr(c, m->sema_type));
+    return false;
+  }
+  return to_shape(c, m, m->sema_type, ptr, "mask");
+}
+
+static const ir_type *pointee_of(sema_ctx *c, ast_node *e, ast_node *p) {
+  const ir_type *el = sema_elem(p->sema_type);
+  if (el->kind != IR_PTR) {
+    su_error(c->d, p->loc, "'%s' expects a pointer or a tile of pointers, got %s", e->name,
+             tstr(c, p->sema_type));
+    return NULL;
+  }
+  return el->elem;
+}
+
+/* Common type of n numeric operands after promotion and broadcasting. */
+static const ir_type *common(sema_ctx *c, ast_node *e, ast_node **v, int n, bool want_float) {
+  for (int i = 0; i < n; i++)
+    if (!numeric(v[i]->sema_type)) {
+      su_error(c->d, v[i]->loc, "argument of '%s' must be numeric, got %s", e->name,
+               tstr(c, v[i]->sema_type));
+      return NULL;
+    }
+  const ir_type *acc = v[0]->sema_type;
+  tk_dtype d = sema_elem(acc)->dtype;
+  bool weak = sema_is_weak(v[0]);
+  int rank = sema_rank(acc), shape[IR_MAX_RANK];
+  for (int i = 0; i < rank; i++) shape[i] = acc->shape[i];
+  for (int i = 1; i < n; i++) {
+    const ir_type *t = v[i]->sema_type;
+    d = sema_promote(d, weak, sema_elem(t)->dtype, sema_is_weak(v[i]));
+    weak = weak && sema_is_weak(v[i]);
+    const ir_type *cur = sema_with_shape(c, scalar(c, d), rank, shape);
+    if (!sema_broadcast(c, e->loc, v[i - 1], cur, v[i], t, &rank, shape)) return NULL;
+  }
+  if (want_float && !ir_dtype_is_float(d)) d = TK_F32;
+  return sema_with_shape(c, scalar(c, d), rank, shape);
+}
+
+static tk_dtype sum_dtype(tk_dtype d) {
+  if (d == TK_I1) return TK_I32;
+  if (d == TK_F16 || d == TK_BF16) return TK_F32;
+  return d;
+}
+
+static const ir_type *check_reduce(sema_ctx *c, ast_node *e, sema_call *cl) {
+  const sema_builtin *b = cl->builtin;
+  const ir_type *t = cl->argv[0]->sema_type;
+  if (t->kind != IR_TILE || !numeric(t)) {
+    su_error(c->d, cl->argv[0]->loc, "'%s' expects a tile of numbers, got %s", e->name, tstr(c, t));
+    return NULL;
+  }
+  tk_dtype d = t->elem->dtype;
+  if (b->kind == B_ARGREDUCE) d = TK_I32;
+  else if (b->kind == B_CUMSUM || b->sub == IR_RED_SUM) d = sum_dtype(d);
+  ast_node *ax = cl->argc > 1 ? cl->argv[1] : NULL;
+  if (!ax) return scalar(c, d);
+  int axis, rank = 0, shape[IR_MAX_RANK];
+  if (!axis_arg(c, e, ax, t, t->rank, &axis)) return NULL;
+  if (b->kind == B_CUMSUM) return sema_with_shape(c, scalar(c, d), t->rank, t->shape);
+  for (int i = 0; i < t->rank; i++)
+    if (i != axis) shape[rank++] = t->shape[i];
+  return sema_with_shape(c, scalar(c, d), rank, shape);
+}
+
+static const ir_type *check_dot(sema_ctx *c, ast_node *e, sema_call *cl) {
+  const ir_type *a = cl->argv[0]->sema_type, *b = cl->argv[1]->sema_type;
+  for (int i = 0; i < 2; i++) {
+    const ir_type *t = cl->argv[i]->sema_type;
+    if (t->kind != IR_TILE || t->rank != 2) {
+      su_error(c->d, cl->argv[i]->loc, "'dot' expects 2-D tiles, got %s", tstr(c, t));
+      return NULL;
+    }
+  }
+  if (a->elem != b->elem) {
+    su_error(c->d, e->loc, "operands of 'dot' must have the same dtype, got %s and %s",
+             tstr(c, a->elem), tstr(c, b->elem));
+    return NULL;
+  }
+  tk_dtype d = a->elem->dtype, acc;
+  if (d == TK_F16 || d == TK_BF16 || d == TK_F32) acc = TK_F32;
+  else if (d == TK_I8) acc = TK_I32;
+  else {
+    su_error(c->d, e->loc, "'dot' does not support %s operands (f16, bf16, f32 or i8)",
+             ir_dtype_name(d));
+    return NULL;
+  }
+  if (a->shape[1] != b->shape[0]) {
+    su_error(c->d, e->loc, "inner dimensions of 'dot' do not match: %s and %s", tstr(c, a), tstr(c, b));
+    return NULL;
+  }
+  int shape[2] = {a->shape[0], b->shape[1]};
+  if (shape[0] < 16 || shape[1] < 16 || a->shape[1] < 16) {
+    su_error(c->d, e->loc, "dimensions of 'dot' must be at least 16, got %s and %s", tstr(c, a),
+             tstr(c, b));
+    return NULL;
+  }
+  const ir_type *r = ir_type_tile(c->m, scalar(c, acc), 2, shape);
+  ast_node *ac = cl->argc > 2 ? cl->argv[2] : NULL;
+  if (ac && ac->sema_type != r) {
+    su_error(c->d, ac->loc, "accumulator of 'dot' must have type %s, got %s", tstr(c, r),
+             tstr(c, ac->sema_type));
+    return NULL;
+  }
+  return r;
+}
+
+static const ir_type *check_shape_op(sema_ctx *c, ast_node *e, sema_call *cl) {
+  const ir_type *t = cl->argv[0]->sema_type;
+  int rank, shape[IR_MAX_RANK];
+  switch (cl->builtin->kind) {
+  case B_RESHAPE:
+    if (!const_dims(c, e, cl, 1, &rank, shape)) return NULL;
+    {
+      const ir_type *r = sema_with_shape(c, t, rank, shape);
+      if (ir_type_numel(r) != ir_type_numel(t)) {
+        su_error(c->d, e->loc, "cannot reshape %s (%lld elements) to %s (%lld elements)", tstr(c, t),
+                 (long long)ir_type_numel(t), tstr(c, r), (long long)ir_type_numel(r));
+        return NULL;
+      }
+      return r;
+    }
+  case B_BROADCAST_TO:
+    if (!const_dims(c, e, cl, 1, &rank, shape)) return NULL;
+    {
+      const ir_type *r = sema_with_shape(c, t, rank, shape);
+      return to_shape(c, cl->argv[0], t, r, "value") ? r : NULL;
+    }
+  case B_EXPAND_DIMS: {
+    int axis, r = sema_rank(t);
+    if (!axis_arg(c, e, cl->argv[1], t, r + 1, &axis)) return NULL;
+    if (r + 1 > IR_MAX_RANK) {
+      su_error(c->d, e->loc, "a tile has at most %d dimensions", IR_MAX_RANK);
+      return NULL;
+    }
+    for (int i = 0, k = 0; i <= r; i++) shape[i] = i == axis ? 1 : t->shape[k++];
+    return sema_with_shape(c, t, r + 1, shape);
+  }
+  case B_TRANS: {
+    int r = sema_rank(t), perm[IR_MAX_RANK];
+    bool seen[IR_MAX_RANK] = {0};
+    if (cl->argc == 1) {
+      if (r != 2) {
+        su_error(c->d, e->loc, "'trans' without a permutation needs a 2-D tile, got %s", tstr(c, t));
+        return NULL;
+      }
+      perm[0] = 1, perm[1] = 0;
+    } else {
+      if (cl->argc - 1 != r) {
+        su_error(c->d, e->loc, "permutation of 'trans' must list each of the %d axes of %s once",
+                 r, tstr(c, t));
+        return NULL;
+      }
+      for (int i = 0; i < r; i++) {
+        int64_t v;
+        if (!sema_const_int(c, cl->argv[i + 1], "axis of 'trans'", &v)) return NULL;
+        if (v < 0 || v >= r || seen[v]) {
+          su_error(c->d, cl->argv[i + 1]->loc,
+                   "permutation of 'trans' must list each of the %d axes of %s once", r, tstr(c, t));
+          return NULL;
+        }
+        seen[v] = true;
+        perm[i] = (int)v;
+      }
+    }
+    for (int i = 0; i < r; i++) shape[i] = t->shape[perm[i]];
+    return sema_with_shape(c, t, r, shape);
+  }
+  default: SU_UNREACHABLE();
+  }
+}
+
+static const ir_type *check_memory(sema_ctx *c, ast_node *e, sema_call *cl) {
+  ast_node *p = cl->argv[0];
+  const ir_type *elem = pointee_of(c, e, p);
+  if (!elem) return NULL;
+  const ir_type *pt = p->sema_type;
+  const ir_type *res = sema_with_shape(c, elem, sema_rank(pt), shape_of(pt));
+  switch (cl->builtin->kind) {
+  case B_LOAD: {
+    ast_node *o = cl->argc > 2 ? cl->argv[2] : NULL;
+    if (!mask_arg(c, e, cl->argv[1], pt)) return NULL;
+    if (o && (!value_for(c, e, o, o->sema_type, elem, "other") ||
+              !to_shape(c, o, o->sema_type, pt, "other")))
+      return NULL;
+    return res;
+  }
+  case B_STORE:
+  case B_ATOMIC: {
+    ast_node *v = cl->argv[1];
+    if (cl->builtin->kind == B_ATOMIC && cl->builtin->sub >= IR_ATOM_AND &&
+        cl->builtin->sub <= IR_ATOM_XOR && !ir_dtype_is_int(elem->dtype)) {
+      su_error(c->d, p->loc, "'%s' needs a pointer to integers, got %s", e->name, tstr(c, pt));
+      return NULL;
+    }
+    if (!value_for(c, e, v, v->sema_type, elem, "value") || !to_shape(c, v, v->sema_type, pt, "value") ||
+        !mask_arg(c, e, cl->argc > 2 ? cl->argv[2] : NULL, pt))
+      return NULL;
+    return cl->builtin->kind == B_STORE ? SEMA_VOID : res;
+  }
+  case B_ATOMIC_CAS:
+    for (int i = 1; i < 3; i++) {
+      ast_node *v = cl->argv[i];
+      if (!value_for(c, e, v, v->sema_type, elem, i == 1 ? "cmp" : "value") ||
+          !to_shape(c, v, v->sema_type, pt, i == 1 ? "cmp" : "value"))
+        return NULL;
+    }
+    return res;
+  default: SU_UNREACHABLE();
+  }
+}
+
+static const ir_type *check_static_assert(sema_ctx *c, ast_node *e, sema_call *cl) {
+  ast_node *cond = cl->argv[0], *msg = cl->argc > 1 ? cl->argv[1] : NULL;
+  if (msg && msg->kind != AST_STRING) {
+    su_error(c->d, msg->loc, "message of '%s' must be a string literal", e->name);
+    return NULL;
+  }
+  if (cl->builtin->kind == B_DEVICE_ASSERT) {
+    if (sema_elem(cond->sema_type)->dtype != TK_I1 || sema_elem(cond->sema_type)->kind != IR_SCALAR) {
+      su_error(c->d, cond->loc, "condition of 'device_assert' must be i1, got %s",
+               tstr(c, cond->sema_type));
+      return NULL;
+    }
+    return SEMA_VOID;
+  }
+  if (cond->sema_type->kind != IR_SCALAR || cond->sema_type->dtype != TK_I1 || !cond->sema_is_const) {
+    su_error(c->d, cond->loc, "condition of 'static_assert' must be a compile-time i1");
+    return NULL;
+  }
+  if (!cond->sema_const.i) {
+    if (msg) su_error(c->d, e->loc, "static assertion failed: %s", msg->str);
+    else su_error(c->d, e->loc, "static assertion failed");
+  }
+  return SEMA_VOID;
+}
+
+static const ir_type *check_cdiv(sema_ctx *c, ast_node *e, sema_call *cl) {
+  const ir_type *t = common(c, e, cl->argv, 2, false);
+  if (!t) return NULL;
+  if (!ir_dtype_is_int(sema_elem(t)->dtype) || sema_elem(t)->dtype == TK_I1) {
+    su_error(c->d, e->loc, "arguments of 'cdiv' must be integers, got %s and %s",
+             tstr(c, cl->argv[0]->sema_type), tstr(c, cl->argv[1]->sema_type));
+    return NULL;
+  }
+  ast_node *a = cl->argv[0], *b = cl->argv[1];
+  if (t->kind == IR_SCALAR && a->sema_is_const && b->sema_is_const) {
+    /* (a + b - 1) / b, folded in the common type like the runtime computes it */
+    sema_cval x = sema_const_as(a, t->dtype), y = sema_const_as(b, t->dtype), r;
+    const char *why = NULL;
+    sema_cval one = {.i = 1}, s;
+    if (!sema_fold_binary(TOK_PLUS, t->dtype, x, y, t->dtype, &s, &why) ||
+        !sema_fold_binary(TOK_MINUS, t->dtype, s, one, t->dtype, &s, &why) ||
+        !sema_fold_binary(TOK_SLASH, t->dtype, s, y, t->dtype, &r, &why)) {
+      su_error(c->d, e->loc, "%s in constant expression", why);
+      return NULL;
+    }
+    sema_set_const(e, t, r);
+  }
+  return t;
+}
+
+const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
+  const sema_builtin *b = cl->builtin;
+  if (b->kind == B_RANGE || b->kind == B_STATIC_RANGE) {
+    su_error(c->d, e->loc, "'%s' can only be the iterator of a 'for' loop", e->name);
+    return NULL;
+  }
+  bool ok = true;
+  for (int i = 0; i < cl->argc; i++) {
+    ast_node *a = cl->argv[i];
+    if (!a) continue;
+    if (a->kind == AST_STRING && string_arg(b, i)) continue;
+    ok &= sema_check_value(c, a) != NULL;
+  }
+  if (!ok) return NULL;
+  ast_node **v = cl->argv;
+  int rank, shape[IR_MAX_RANK];
+  switch (b->kind) {
+  case B_PROGRAM_ID:
+  case B_NUM_PROGRAMS: {
+    int64_t ax;
+    if (!sema_const_int(c, v[0], su_fmt(c->a, "axis of '%s'", e->name), &ax)) return NULL;
+    if (ax < 0 || ax > 2) {
+      su_error(c->d, v[0]->loc, "axis of '%s' must be 0, 1 or 2, got %lld", e->name, (long long)ax);
+      return NULL;
+    }
+    return scalar(c, TK_I32);
+  }
+  case B_ARANGE: {
+    int64_t lo, hi;
+    if (!sema_const_int(c, v[0], "start of 'arange'", &lo) ||
+        !sema_const_int(c, v[1], "end of 'arange'", &hi))
+      return NULL;
+    if (hi <= lo) {
+      su_error(c->d, e->loc, "'arange' needs end > start, got [%lld, %lld)", (long long)lo, (long long)hi);
+      return NULL;
+    }
+    if (!sema_is_pow2(hi - lo) || hi - lo > MAX_NUMEL || lo < INT32_MIN || hi > INT32_MAX) {
+      su_error(c->d, e->loc, "length of 'arange' must be a power of two up to %d, got %lld",
+               MAX_NUMEL, (long long)(hi - lo));
+      return NULL;
+    }
+    int n = (int)(hi - lo);
+    return ir_type_tile(c->m, scalar(c, TK_I32), 1, &n);
+  }
+  case B_ZEROS:
+  case B_FULL: {
+    int from = b->kind == B_FULL ? 1 : 0;
+    if (b->kind == B_FULL && (v[0]->sema_type->kind != IR_SCALAR || !numeric(v[0]->sema_type))) {
+      su_error(c->d, v[0]->loc, "value of 'full' must be a numeric scalar, got %s",
+               tstr(c, v[0]->sema_type));
+      return NULL;
+    }
+    if (!const_dims(c, e, cl, from, &rank, shape)) return NULL;
+    if (rank == 0) {
+      su_error(c->d, e->loc, "'%s' needs at least one dimension", e->name);
+      return NULL;
+    }
+    return sema_with_shape(c, cl->targ ? cl->targ : scalar(c, TK_F32), rank, shape);
+  }
+  case B_LOAD: case B_STORE: case B_ATOMIC: case B_ATOMIC_CAS:
+    return check_memory(c, e, cl);
+  case B_WHERE: {
+    const ir_type *cd = v[0]->sema_type;
+    if (sema_elem(cd)->kind != IR_SCALAR || sema_elem(cd)->dtype != TK_I1) {
+      su_error(c->d, v[0]->loc, "condition of 'where' must be i1, got %s", tstr(c, cd));
+      return NULL;
+    }
+    const ir_type *t;
+    if (sema_elem(v[1]->sema_type)->kind == IR_PTR || sema_elem(v[2]->sema_type)->kind == IR_PTR) {
+      if (sema_elem(v[1]->sema_type) != sema_elem(v[2]->sema_type)) {
+        su_error(c->d, e->loc, "'where' cannot choose between %s and %s", tstr(c, v[1]->sema_type),
+                 tstr(c, v[2]->sema_type));
+        return NULL;
+      }
+      if (!sema_broadcast(c, e->loc, v[1], v[1]->sema_type, v[2], v[2]->sema_type, &rank, shape))
+        return NULL;
+      t = sema_with_shape(c, v[1]->sema_type, rank, shape);
+    } else {
+      t = common(c, e, v + 1, 2, false);
+    }
+    if (!t || !sema_broadcast(c, e->loc, v[0], cd, v[2], t, &rank, shape)) return NULL;
+    return sema_with_shape(c, t, rank, shape);
+  }
+  case B_MATH1: return common(c, e, v, 1, true);
+  case B_ABS: return common(c, e, v, 1, false);
+  case B_FMA: return common(c, e, v, 3, true);
+  case B_MINIMUM: case B_MAXIMUM: return common(c, e, v, 2, false);
+  case B_CLAMP: return common(c, e, v, 3, false);
+  case B_REDUCE: case B_ARGREDUCE: case B_CUMSUM: return check_reduce(c, e, cl);
+  case B_DOT: return check_dot(c, e, cl);
+  case B_RESHAPE: case B_TRANS: case B_BROADCAST_TO: case B_EXPAND_DIMS:
+    return check_shape_op(c, e, cl);
+  case B_CDIV: return check_cdiv(c, e, cl);
+  case B_STATIC_ASSERT: case B_DEVICE_ASSERT: return check_static_assert(c, e, cl);
+  case B_DEVICE_PRINT:
+    if (v[0]->kind != AST_STRING) {
+      su_error(c->d, v[0]->loc, "first argument of 'device_print' must be a string literal");
+      return NULL;
+    }
+    return SEMA_VOID;
+  case B_RANGE: case B_STATIC_RANGE: break;
+  }
+  SU_UNREACHABLE();
+}

@@ -1,0 +1,278 @@
+/* sema/check_stmt.c — statements: bindings, assignments, loops, ifs, returns. Runtime loops
+ * and ifs record which outer vars they assign (sema_flow): those become the loop-carried
+ * values and the if results of the IR. */
+#include <string.h>
+
+#include "sema_int.h"
+
+static const char *tstr(sema_ctx *c, const ir_type *t) { return sema_type_quoted(c->a, t); }
+
+/* Adds s to every enclosing runtime construct it was declared outside of. */
+static void record_assign(sema_ctx *c, sema_sym *s) {
+  for (sema_flow_frame *f = c->flow; f && s->depth <= f->depth; f = f->outer) {
+    sema_flow *fl = f->flow;
+    bool seen = false;
+    for (int i = 0; i < fl->nsyms; i++) seen |= fl->syms[i] == s;
+    if (seen) continue;
+    if (fl->nsyms == fl->cap) {
+      int cap = fl->cap ? fl->cap * 2 : 4;
+      sema_sym **ns = SU_NEW_ARRAY(c->a, sema_sym *, cap);
+      for (int i = 0; i < fl->nsyms; i++) ns[i] = fl->syms[i];
+      fl->syms = ns;
+      fl->cap = cap;
+    }
+    fl->syms[fl->nsyms++] = s;
+  }
+}
+
+/* Checks an annotation (the element type; the shape comes from the value). */
+static const ir_type *annotate(sema_ctx *c, ast_node *ann, ast_node *val, const ir_type *t,
+                               const char *what) {
+  const ir_type *want = sema_resolve_type(c, ann);
+  if (!want || !sema_check_assignable(c, val, sema_elem(t), want, what)) return NULL;
+  return sema_with_shape(c, want, sema_rank(t), t->kind == IR_TILE ? t->shape : NULL);
+}
+
+static void check_let(sema_ctx *c, ast_node *s) {
+  const ir_type *t = s->rhs ? sema_check_value(c, s->rhs) : NULL;
+  if (!s->rhs) su_error(c->d, s->loc, "'%s' needs an initial value", s->name);
+  if (t && s->type) t = annotate(c, s->type, s->rhs, t, su_fmt(c->a, "'%s'", s->name));
+  bool is_var = s->ival != 0;
+  /* an immutable scalar bound to a constant is itself a compile-time constant */
+  bool is_const = t && !is_var && t->kind == IR_SCALAR && s->rhs->sema_is_const;
+  sema_sym *y = sema_declare(c, is_const ? SYM_CONST : SYM_LOCAL, s->name, s);
+  y->type = t;
+  y->is_var = is_var;
+  if (is_const) {
+    y->cval = sema_const_as(s->rhs, t->dtype);
+    y->weak = !s->type && sema_is_weak(s->rhs);
+  }
+  s->sema_ref = y;
+}
+
+static int compound_op(int op) {
+  switch (op) {
+  case TOK_PLUS_ASSIGN: return TOK_PLUS;
+  case TOK_MINUS_ASSIGN: return TOK_MINUS;
+  case TOK_STAR_ASSIGN: return TOK_STAR;
+  case TOK_SLASH_ASSIGN: return TOK_SLASH;
+  default: return 0;
+  }
+}
+
+static void check_assign(sema_ctx *c, ast_node *s) {
+  sema_sym *v = sema_lookup(c, s->name);
+  const ir_type *rt = sema_check_value(c, s->rhs);
+  if (!v) {
+    su_error(c->d, s->name_loc, "use of undeclared name '%s'", s->name);
+    return;
+  }
+  s->sema_ref = v;
+  if (!v->is_var) {
+    static const char *const what[] = {
+        [SYM_PARAM] = "parameter", [SYM_CONST] = "constant", [SYM_LOOPVAR] = "loop variable",
+        [SYM_FUNC] = "function", [SYM_KERNEL] = "kernel"};
+    if (v->kind == SYM_LOCAL || (v->kind == SYM_CONST && v->decl && v->decl->kind == AST_LET))
+      su_error(c->d, s->name_loc, "'%s' is immutable; declare it with 'var' to assign", s->name);
+    else
+      su_error(c->d, s->name_loc, "cannot assign to %s '%s'", what[v->kind], s->name);
+    if (v->decl) su_note(c->d, v->decl->name_loc, "'%s' is declared here", s->name);
+    return;
+  }
+  if (!v->type || !rt) return;
+  ast_node *val = s->rhs;
+  const ir_type *t = rt;
+  int op = compound_op(s->op);
+  if (op) {
+    ast_node *x = ast_new(c->a, AST_NAME, s->name_loc);
+    x->name = s->name;
+    x->sema_ref = v;
+    x->sema_type = v->type;
+    ast_node *bin = ast_new(c->a, AST_BINARY, s->loc);
+    bin->op = op;
+    bin->lhs = x;
+    bin->rhs = s->rhs;
+    const ir_type *opd;
+    t = sema_binary_type(c, op, s->loc, x, v->type, s->rhs, rt, &opd);
+    if (!t) return;
+    bin->sema_type = t;
+    s->lhs = val = bin;
+  }
+  if (sema_check_assignable(c, val, t, v->type, su_fmt(c->a, "'%s'", s->name))) record_assign(c, v);
+}
+
+/* The induction variable's type: the common integer type of the bounds. */
+static const ir_type *range_type(sema_ctx *c, ast_node *it, bool *weak) {
+  if (it->args.len < 1 || it->args.len > 3) {
+    su_error(c->d, it->loc, "expected 1 to 3 arguments to '%s', got %d", it->name, it->args.len);
+    return NULL;
+  }
+  tk_dtype d = TK_I32;
+  bool ok = true;
+  *weak = true;
+  for (int i = 0; i < it->args.len; i++) {
+    ast_node *a = it->args.items[i];
+    if (a->kind == AST_ARG && a->name) {
+      su_error(c->d, a->loc, "'%s' takes no named arguments", it->name);
+      ok = false;
+      continue;
+    }
+    ast_node *v = a->kind == AST_ARG ? a->lhs : a;
+    const ir_type *t = sema_check_value(c, v);
+    if (!t) {
+      ok = false;
+      continue;
+    }
+    if (t->kind != IR_SCALAR || !ir_dtype_is_int(t->dtype) || t->dtype == TK_I1) {
+      su_error(c->d, v->loc, "%s bound must be an integer, not %s", it->name, tstr(c, t));
+      ok = false;
+      continue;
+    }
+    bool w = sema_is_weak(v);
+    d = i == 0 ? t->dtype : sema_promote(d, *weak, t->dtype, w);
+    *weak = *weak && w;
+  }
+  return ok ? ir_type_scalar(c->m, d) : NULL;
+}
+
+static ast_node *range_arg(ast_node *it, int i) {
+  ast_node *a = it->args.items[i];
+  return a->kind == AST_ARG ? a->lhs : a;
+}
+
+static void check_static_for(sema_ctx *c, ast_node *s, const ir_type *ivt, bool weak) {
+  int n = s->lhs->args.len;
+  int64_t b[3] = {0, 0, 1};
+  for (int i = 0; i < n; i++) {
+    ast_node *a = range_arg(s->lhs, i);
+    if (!a->sema_is_const) {
+      su_error(c->d, a->loc, "bounds of 'static_range' must be compile-time constants");
+      return;
+    }
+    b[n == 1 ? 1 : i] = sema_const_as(a, ivt->dtype).i;
+  }
+  if (b[2] <= 0) {
+    su_error(c->d, s->lhs->loc, "step of 'static_range' must be positive, got %lld", (long long)b[2]);
+    return;
+  }
+  int64_t count = 0;
+  for (int64_t v = b[0]; b[2] > 0 ? v < b[1] : v > b[1]; v += b[2])
+    if (++count > SEMA_MAX_STATIC_ITERS) {
+      su_error(c->d, s->lhs->loc, "'static_range' unrolls more than %d iterations",
+               SEMA_MAX_STATIC_ITERS);
+      return;
+    }
+  s->stmts.items = SU_NEW_ARRAY(c->a, ast_node *, count ? count : 1);
+  s->stmts.len = (int)count;
+  for (int64_t k = 0; k < count; k++) {
+    ast_node *copy = sema_clone(c->a, s->body);
+    sema_scope_push(c);
+    sema_sym *iv = sema_declare(c, SYM_CONST, s->name, s);
+    iv->type = ivt;
+    iv->weak = weak;
+    iv->cval.i = sema_wrap_int(ivt->dtype, b[0] + k * b[2]);
+    sema_check_block(c, copy);
+    sema_scope_pop(c);
+    s->stmts.items[k] = copy;
+  }
+}
+
+static void check_for(sema_ctx *c, ast_node *s) {
+  ast_node *it = s->lhs;
+  const ir_type *ivt = NULL;
+  bool is_static = false, weak = false;
+  if (!it || it->kind != AST_CALL ||
+      (strcmp(it->name, "range") != 0 && strcmp(it->name, "static_range") != 0)) {
+    su_error(c->d, it ? it->loc : s->loc, "expected 'range(...)' or 'static_range(...)' after 'in'");
+  } else {
+    is_static = strcmp(it->name, "static_range") == 0;
+    ivt = range_type(c, it, &weak);
+    it->sema_type = ivt;
+  }
+  if (is_static) {
+    if (ivt) check_static_for(c, s, ivt, weak);
+    return;
+  }
+  ast_node *step = ivt && it->args.len == 3 ? range_arg(it, 2) : NULL;
+  if (step && step->sema_is_const && step->sema_const.i <= 0 && ir_dtype_is_signed(ivt->dtype))
+    su_error(c->d, step->loc, "step of 'range' must be positive, got %lld", (long long)step->sema_const.i);
+  else if (step && step->sema_is_const && step->sema_const.i == 0)
+    su_error(c->d, step->loc, "step of 'range' must be positive, got 0");
+  sema_flow *fl = SU_NEW(c->a, sema_flow);
+  s->sema_ref = fl;
+  sema_flow_frame fr = {c->flow, fl, c->scope->depth};
+  c->flow = &fr;
+  sema_scope_push(c);
+  fl->iv = sema_declare(c, SYM_LOOPVAR, s->name, s);
+  fl->iv->type = ivt;
+  sema_check_block(c, s->body);
+  sema_scope_pop(c);
+  c->flow = fr.outer;
+}
+
+static void check_branch(sema_ctx *c, ast_node *b) {
+  if (!b) return;
+  if (b->kind == AST_IF) sema_check_stmt(c, b);
+  else sema_check_block(c, b);
+}
+
+static void check_if(sema_ctx *c, ast_node *s) {
+  const ir_type *t = sema_check_value(c, s->lhs);
+  if (t && (t->kind != IR_SCALAR || t->dtype != TK_I1)) {
+    su_error(c->d, s->lhs->loc, "condition of 'if' must be a scalar i1, got %s", tstr(c, t));
+    t = NULL;
+  }
+  if (t && s->lhs->sema_is_const) {
+    /* compile-time if: the branch not taken is not checked (it may be invalid for this
+     * instance, as in Triton's constexpr if) */
+    check_branch(c, s->lhs->sema_const.i ? s->body : s->els);
+    return;
+  }
+  sema_flow *fl = SU_NEW(c->a, sema_flow);
+  s->sema_ref = fl;
+  sema_flow_frame fr = {c->flow, fl, c->scope->depth};
+  c->flow = &fr;
+  check_branch(c, s->body);
+  check_branch(c, s->els);
+  c->flow = fr.outer;
+}
+
+static void check_return(sema_ctx *c, ast_node *s) {
+  const ir_type *t = s->lhs ? sema_check_value(c, s->lhs) : SEMA_VOID;
+  if (!c->in_helper) {
+    su_error(c->d, s->loc, "'return' is only allowed in helpers");
+    return;
+  }
+  if (s != c->ret_stmt) {
+    su_error(c->d, s->loc, "'return' must be the last statement of a helper");
+    c->ret_type = NULL;
+    return;
+  }
+  if (t && t != SEMA_VOID && c->func->type)
+    t = annotate(c, c->func->type, s->lhs, t, "the result");
+  c->ret_type = t;
+}
+
+void sema_check_stmt(sema_ctx *c, ast_node *s) {
+  switch (s->kind) {
+  case AST_LET: check_let(c, s); break;
+  case AST_ASSIGN: check_assign(c, s); break;
+  case AST_EXPR_STMT: if (s->lhs) sema_check_expr(c, s->lhs); break;
+  case AST_FOR: check_for(c, s); break;
+  case AST_IF: check_if(c, s); break;
+  case AST_RETURN: check_return(c, s); break;
+  case AST_BLOCK: sema_check_block(c, s); break;
+  default: su_error(c->d, s->loc, "expected a statement"); break;
+  }
+}
+
+void sema_check_body(sema_ctx *c, ast_node *blk) {
+  for (int i = 0; blk && i < blk->stmts.len; i++) sema_check_stmt(c, blk->stmts.items[i]);
+}
+
+void sema_check_block(sema_ctx *c, ast_node *blk) {
+  if (!blk) return;
+  sema_scope_push(c);
+  sema_check_body(c, blk);
+  sema_scope_pop(c);
+}

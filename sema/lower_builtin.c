@@ -1,0 +1,177 @@
+/* sema/lower_builtin.c — calls: helper instances are inlined (their parameters bound to the
+ * argument values, their body lowered in place); builtins become their ops. A reduction
+ * without an axis reshapes its operand to 1-D and reduces axis 0, one op instead of one
+ * per axis. */
+#include "sema_int.h"
+
+static ir_value *build(sema_lowerer *l, ir_opcode opc, const ir_type *t, int n, ir_value **ops,
+                       int64_t attr, int64_t attr2) {
+  ir_value *v = ir_build1(&l->b, opc, t, n, ops);
+  v->def->attr = attr;
+  v->def->attr2 = attr2;
+  return v;
+}
+
+static ir_value *lower_helper(sema_lowerer *l, ast_node *e, sema_call *cl) {
+  ast_node *inst = cl->helper;
+  for (int i = 0; i < inst->params.len; i++) {
+    sema_sym *s = inst->params.items[i]->sema_ref;
+    if (s->kind != SYM_CONST) s->val = sema_lower_as(l, cl->argv[i], s->type);
+  }
+  ir_value *save = l->ret;
+  const ir_type *save_t = l->ret_type;
+  l->ret = NULL;
+  l->ret_type = e->sema_type;
+  sema_lower_block(l, inst->body);
+  ir_value *r = l->ret;
+  l->ret = save;
+  l->ret_type = save_t;
+  return r;
+}
+
+static int axis_of(const ast_node *a, int rank) {
+  int64_t v = a->sema_const.i;
+  return (int)(v < 0 ? v + rank : v);
+}
+
+static ir_value *lower_reduce(sema_lowerer *l, ast_node *e, sema_call *cl) {
+  const ir_type *res = e->sema_type;
+  ir_value *x = sema_lower_expr(l, cl->argv[0]);
+  sema_lower_at(l, e);
+  int kind = cl->builtin->kind;
+  if (kind != B_ARGREDUCE) /* sum of i1/f16/bf16 accumulates in the wider result type */
+    x = sema_lower_convert(l, x, ir_type_like(l->m, x->type, sema_elem(res)));
+  int axis = 0;
+  if (cl->argc > 1 && cl->argv[1]) {
+    axis = axis_of(cl->argv[1], x->type->rank);
+  } else if (x->type->rank > 1) {
+    int n = (int)ir_type_numel(x->type);
+    x = ir_build1(&l->b, IR_RESHAPE, ir_type_tile(l->m, x->type->elem, 1, &n), 1, &x);
+  }
+  ir_opcode opc = kind == B_ARGREDUCE ? IR_ARGREDUCE : kind == B_CUMSUM ? IR_SCAN : IR_REDUCE;
+  return build(l, opc, res, 1, &x, cl->builtin->sub, axis);
+}
+
+static ir_value *lower_memory(sema_lowerer *l, ast_node *e, sema_call *cl) {
+  ir_value *ops[3];
+  int n = 0, kind = cl->builtin->kind;
+  ops[n++] = sema_lower_expr(l, cl->argv[0]);
+  const ir_type *pt = ops[0]->type;
+  const ir_type *vt = ir_type_like(l->m, pt, sema_elem(pt)->elem);
+  const ir_type *mt = ir_type_like(l->m, pt, ir_type_scalar(l->m, TK_I1));
+  ast_node *mask = kind == B_LOAD ? cl->argv[1] : kind == B_ATOMIC_CAS ? NULL : cl->argc > 2 ? cl->argv[2] : NULL;
+  if (kind == B_ATOMIC_CAS) ops[n++] = sema_lower_as(l, cl->argv[1], vt);
+  if (kind != B_LOAD) ops[n++] = sema_lower_as(l, cl->argv[kind == B_ATOMIC_CAS ? 2 : 1], vt);
+  if (mask) ops[n++] = sema_lower_as(l, mask, mt);
+  /* `other` only means something under a mask */
+  if (kind == B_LOAD && mask && cl->argc > 2 && cl->argv[2]) ops[n++] = sema_lower_as(l, cl->argv[2], vt);
+  sema_lower_at(l, e);
+  switch (kind) {
+  case B_LOAD: return ir_build1(&l->b, IR_LOAD, vt, n, ops);
+  case B_STORE: ir_build(&l->b, IR_STORE, n, ops, 0, NULL); return NULL;
+  case B_ATOMIC: return build(l, IR_ATOMIC, vt, n, ops, cl->builtin->sub, 0);
+  default: return ir_build1(&l->b, IR_ATOMIC_CAS, vt, n, ops);
+  }
+}
+
+static ir_value *lower_shape(sema_lowerer *l, ast_node *e, sema_call *cl) {
+  const ir_type *res = e->sema_type;
+  ir_value *x = sema_lower_expr(l, cl->argv[0]);
+  sema_lower_at(l, e);
+  if (x->type->kind != IR_TILE) return sema_lower_convert(l, x, res); /* a scalar: splat */
+  switch (cl->builtin->kind) {
+  case B_RESHAPE: return ir_build1(&l->b, IR_RESHAPE, res, 1, &x);
+  case B_BROADCAST_TO: return sema_lower_convert(l, x, res);
+  case B_EXPAND_DIMS: return build(l, IR_EXPAND_DIMS, res, 1, &x, 0, axis_of(cl->argv[1], x->type->rank + 1));
+  case B_TRANS: {
+    int r = x->type->rank, *perm = SU_NEW_ARRAY(l->m->arena, int, r);
+    for (int i = 0; i < r; i++) perm[i] = cl->argc == 1 ? r - 1 - i : (int)cl->argv[i + 1]->sema_const.i;
+    ir_value *v = ir_build1(&l->b, IR_TRANS, res, 1, &x);
+    v->def->ints = perm;
+    v->def->nints = r;
+    return v;
+  }
+  default: SU_UNREACHABLE();
+  }
+}
+
+static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
+  const ir_type *t = e->sema_type;
+  ast_node **v = cl->argv;
+  ir_value *ops[4];
+  switch (cl->builtin->kind) {
+  case B_PROGRAM_ID: case B_NUM_PROGRAMS:
+    sema_lower_at(l, e);
+    return build(l, cl->builtin->kind == B_PROGRAM_ID ? IR_PROGRAM_ID : IR_NUM_PROGRAMS, t, 0, NULL,
+                 v[0]->sema_const.i, 0);
+  case B_ARANGE:
+    sema_lower_at(l, e);
+    return build(l, IR_ARANGE, t, 0, NULL, v[0]->sema_const.i, v[0]->sema_const.i + t->shape[0]);
+  case B_ZEROS:
+    sema_lower_at(l, e);
+    return ir_dtype_is_float(t->dtype) ? ir_const_float(&l->b, t, 0.0) : ir_const_int(&l->b, t, 0);
+  case B_FULL: case B_BROADCAST_TO:
+    return sema_lower_as(l, v[0], t);
+  case B_LOAD: case B_STORE: case B_ATOMIC: case B_ATOMIC_CAS:
+    return lower_memory(l, e, cl);
+  case B_WHERE:
+    ops[0] = sema_lower_as(l, v[0], ir_type_like(l->m, t, ir_type_scalar(l->m, TK_I1)));
+    ops[1] = sema_lower_as(l, v[1], t);
+    ops[2] = sema_lower_as(l, v[2], t);
+    sema_lower_at(l, e);
+    return ir_build1(&l->b, IR_SELECT, t, 3, ops);
+  case B_MATH1: case B_ABS: case B_FMA: case B_MINIMUM: case B_MAXIMUM: {
+    int n = cl->argc;
+    for (int i = 0; i < n; i++) ops[i] = sema_lower_as(l, v[i], t);
+    sema_lower_at(l, e);
+    return ir_build1(&l->b, (ir_opcode)cl->builtin->sub, t, n, ops);
+  }
+  case B_CLAMP:
+    for (int i = 0; i < 3; i++) ops[i] = sema_lower_as(l, v[i], t);
+    sema_lower_at(l, e);
+    return ir_binary(&l->b, IR_MIN, ir_binary(&l->b, IR_MAX, ops[0], ops[1]), ops[2]);
+  case B_REDUCE: case B_ARGREDUCE: case B_CUMSUM:
+    return lower_reduce(l, e, cl);
+  case B_DOT:
+    ops[0] = sema_lower_expr(l, v[0]);
+    ops[1] = sema_lower_expr(l, v[1]);
+    sema_lower_at(l, e);
+    ops[2] = cl->argc > 2 && v[2] ? sema_lower_expr(l, v[2])
+             : ir_dtype_is_float(t->dtype) ? ir_const_float(&l->b, t, 0.0) : ir_const_int(&l->b, t, 0);
+    sema_lower_at(l, e);
+    return ir_build1(&l->b, IR_DOT, t, 3, ops);
+  case B_RESHAPE: case B_TRANS: case B_EXPAND_DIMS:
+    return lower_shape(l, e, cl);
+  case B_CDIV: {
+    /* (a + b - 1) / b */
+    ir_value *a = sema_lower_as(l, v[0], t), *b = sema_lower_as(l, v[1], t);
+    sema_lower_at(l, e);
+    ir_value *one = ir_const_int(&l->b, t, 1);
+    return ir_binary(&l->b, IR_DIV, ir_binary(&l->b, IR_SUB, ir_binary(&l->b, IR_ADD, a, b), one), b);
+  }
+  case B_STATIC_ASSERT: return NULL;
+  case B_DEVICE_PRINT: {
+    ir_value **vals = SU_NEW_ARRAY(l->m->arena, ir_value *, cl->argc);
+    for (int i = 1; i < cl->argc; i++) vals[i - 1] = sema_lower_expr(l, v[i]);
+    sema_lower_at(l, e);
+    ir_op *op = ir_build(&l->b, IR_PRINT, cl->argc - 1, vals, 0, NULL);
+    op->str = v[0]->str;
+    return NULL;
+  }
+  case B_DEVICE_ASSERT: {
+    ir_value *c = sema_lower_expr(l, v[0]);
+    sema_lower_at(l, e);
+    ir_op *op = ir_build(&l->b, IR_ASSERT, 1, &c, 0, NULL);
+    op->str = cl->argc > 1 && v[1] ? v[1]->str : "device_assert failed";
+    return NULL;
+  }
+  case B_RANGE: case B_STATIC_RANGE: break;
+  }
+  SU_UNREACHABLE();
+}
+
+ir_value *sema_lower_call(sema_lowerer *l, ast_node *e) {
+  sema_call *cl = e->sema_ref;
+  SU_ASSERT(cl);
+  return cl->builtin ? lower_builtin(l, e, cl) : lower_helper(l, e, cl);
+}

@@ -1,0 +1,270 @@
+/*
+ * sema/sema_int.h — what the checker's files share with each other and with the lowering.
+ *
+ * Where sema leaves its results in the AST (the lowering reads exactly these):
+ *  - every expression: sema_type (NULL for a call that yields nothing, and for an
+ *    erroneous expression), sema_is_const/sema_const for compile-time scalars;
+ *  - AST_NAME, AST_LET, AST_PARAM, AST_CONST, AST_FOR (its induction variable):
+ *    sema_ref = the sema_sym declared or referenced;
+ *  - AST_ASSIGN: sema_ref = the sema_sym assigned; for `x op= e`, lhs = a synthetic
+ *    checked AST_BINARY `x op e` (so the value to assign is always lhs ? lhs : rhs);
+ *  - AST_CALL: sema_ref = a sema_call (builtin or helper, arguments in parameter order);
+ *    for a helper call, body = the checked per-call clone of the AST_FUNC (the instance);
+ *  - AST_FOR over static_range: stmts = one checked clone of the body per iteration;
+ *    AST_FOR over range and a runtime AST_IF: sema_ref of the *statement* is a sema_flow
+ *    listing the outer vars assigned inside (the loop-carried values / if results);
+ *    the induction variable's symbol is in that sema_flow too, and the iterator call's
+ *    sema_type is the induction variable's type (both kinds of loop);
+ *  - a compile-time AST_IF: its condition is sema_is_const; only the taken branch was
+ *    checked and only it is lowered;
+ *  - AST_KERNEL: sema_ref = a sema_kernel (launch attributes).
+ */
+#ifndef TK_SEMA_INT_H
+#define TK_SEMA_INT_H
+
+#include "../lexer/lexer.h"
+#include "sema.h"
+
+/* ---- symbols and scopes ----------------------------------------------------------------- */
+
+typedef enum {
+  SYM_LOCAL,   /* let / var */
+  SYM_PARAM,   /* a kernel's runtime parameter, or a helper parameter bound to a runtime value */
+  SYM_CONST,   /* a compile-time value: const, compile-time parameter, static_range variable,
+                  helper parameter bound to a compile-time argument */
+  SYM_LOOPVAR, /* a runtime loop's induction variable */
+  SYM_FUNC,    /* a helper (decl = its AST_FUNC) */
+  SYM_KERNEL
+} sema_sym_kind;
+
+typedef union {
+  int64_t i; /* ints and i1; unsigned values in the same bits */
+  double f;
+} sema_cval;
+
+typedef struct sema_sym {
+  sema_sym_kind kind;
+  const char *name;
+  ast_node *decl;       /* the declaring node (notes point at its name_loc) */
+  const ir_type *type;  /* NULL: erroneous declaration (uses stay silent) */
+  bool is_var;          /* assignable */
+  bool weak;            /* an untyped constant: adapts to the other operand */
+  sema_cval cval;       /* SYM_CONST's value */
+  int state;            /* file-level consts/funcs: 0 unchecked, 1 checking, 2 done */
+  int depth;            /* scope depth of the declaration */
+  struct sema_sym *next;/* next symbol of the same scope */
+  ir_value *val;        /* lowering: the symbol's current SSA value */
+} sema_sym;
+
+typedef struct sema_scope {
+  struct sema_scope *parent;
+  sema_sym *syms;
+  int depth;
+} sema_scope;
+
+/* ---- builtins --------------------------------------------------------------------------- */
+
+typedef enum {
+  B_PROGRAM_ID, B_NUM_PROGRAMS, B_ARANGE, B_ZEROS, B_FULL,
+  B_LOAD, B_STORE, B_ATOMIC, B_ATOMIC_CAS, B_WHERE,
+  B_MATH1, B_ABS, B_FMA, B_MINIMUM, B_MAXIMUM, B_CLAMP,
+  B_REDUCE, B_ARGREDUCE, B_CUMSUM, B_DOT,
+  B_RESHAPE, B_TRANS, B_BROADCAST_TO, B_EXPAND_DIMS,
+  B_CDIV, B_STATIC_ASSERT, B_DEVICE_PRINT, B_DEVICE_ASSERT,
+  B_RANGE, B_STATIC_RANGE
+} sema_builtin_kind;
+
+enum { SEMA_VARIADIC = -1, SEMA_MAX_STATIC_ITERS = 4096 };
+
+typedef struct {
+  const char *name;
+  sema_builtin_kind kind;
+  int min_args, max_args;        /* max SEMA_VARIADIC: any number */
+  const char *params[4];         /* names for named arguments (fixed-arity builtins) */
+  bool type_arg;                 /* accepts <T> */
+  int sub;                       /* ir_opcode (math), ir_reduce_kind, ir_atomic_kind */
+} sema_builtin;
+
+/* The builtin called name, or NULL. */
+const sema_builtin *sema_builtin_find(const char *name);
+
+/* A checked call: the arguments sorted into parameter order (absent optional ones NULL). */
+typedef struct {
+  const sema_builtin *builtin; /* NULL for a helper call */
+  ast_node *helper;            /* the helper's instance (also the call's body) */
+  ast_node **argv;             /* the argument values (not the AST_ARG wrappers) */
+  int argc;
+  const ir_type *targ;         /* <T>, when given (else the default) */
+} sema_call;
+
+/* Outer vars assigned inside a runtime for/if. */
+typedef struct {
+  sema_sym **syms;
+  int nsyms, cap;
+  sema_sym *iv; /* for: the induction variable */
+} sema_flow;
+
+typedef struct {
+  int warps, stages;
+} sema_kernel;
+
+/* ---- the checker's context -------------------------------------------------------------- */
+
+typedef struct sema_flow_frame {
+  struct sema_flow_frame *outer;
+  sema_flow *flow;
+  int depth; /* scope depth just outside the construct */
+} sema_flow_frame;
+
+typedef struct sema_inst {
+  struct sema_inst *outer;
+  ast_node *func; /* the helper being instantiated (the original AST_FUNC) */
+  ast_node *call;
+} sema_inst;
+
+typedef struct {
+  su_arena *a;
+  ir_module *m;
+  su_diags *d;
+  const sema_options *opt;
+  sema_scope *global;
+  sema_scope *scope;
+  sema_flow_frame *flow;
+  sema_inst *inst;       /* helpers being instantiated, innermost first */
+  int inst_depth;
+  ast_node *func;        /* the kernel or helper instance whose body is checked */
+  bool in_helper;
+  const ir_type *ret_type; /* a helper instance's result: SEMA_VOID until `return e;`,
+                              NULL after an erroneous return */
+  ast_node *ret_stmt;      /* the one place a `return` may appear: a helper's last statement */
+} sema_ctx;
+
+/* ---- scope.c ---------------------------------------------------------------------------- */
+
+/* Opens a block scope below the current one. */
+void sema_scope_push(sema_ctx *c);
+/* Closes the innermost scope. */
+void sema_scope_pop(sema_ctx *c);
+/* Declares name in the current scope; reports a redeclaration in that scope (with a note
+ * at the earlier one) and still returns the new symbol so checking can go on. */
+sema_sym *sema_declare(sema_ctx *c, sema_sym_kind k, const char *name, ast_node *decl);
+/* The innermost visible symbol called name, or NULL. */
+sema_sym *sema_lookup(sema_ctx *c, const char *name);
+
+/* ---- types.c ---------------------------------------------------------------------------- */
+
+/* Rank and shape of t (0 for scalars and pointers). */
+int sema_rank(const ir_type *t);
+/* The element type: t for scalars and pointers. */
+const ir_type *sema_elem(const ir_type *t);
+/* The type with t's element and the given shape (rank 0: the element itself). */
+const ir_type *sema_with_shape(sema_ctx *c, const ir_type *elem, int rank, const int *shape);
+/* The language's spelling of t ("f32", "*f16", "tile<128x64xf32>") in the arena. */
+const char *sema_type_str(su_arena *a, const ir_type *t);
+/* The same in quotes, as diagnostics write types ("'tile<128xf32>'"). */
+const char *sema_type_quoted(su_arena *a, const ir_type *t);
+/* Broadcasts the shapes of a and b into *rank/shape; false if they do not broadcast. */
+bool sema_broadcast_shapes(const ir_type *a, const ir_type *b, int *rank, int *shape);
+/* Broadcasts a with b and reports a mismatch at loc, with a note per operand. */
+bool sema_broadcast(sema_ctx *c, su_loc loc, ast_node *x, const ir_type *a, ast_node *y,
+                    const ir_type *b, int *rank, int *shape);
+/* True for an untyped constant (a literal, or a constant built only from them). */
+bool sema_is_weak(const ast_node *e);
+/* The common element dtype of two numeric operands per the promotion rules. */
+tk_dtype sema_promote(tk_dtype a, bool weak_a, tk_dtype b, bool weak_b);
+/* True for ints (i1 included) and floats. */
+bool sema_is_numeric(tk_dtype d);
+/* True if n is a power of two (n > 0). */
+bool sema_is_pow2(int64_t n);
+
+/* ---- consteval.c ------------------------------------------------------------------------ */
+
+/* Wraps v to dtype's width (two's complement), sign- or zero-extending back to 64 bits. */
+int64_t sema_wrap_int(tk_dtype d, int64_t v);
+/* Rounds v to dtype's precision (f32: to float). */
+double sema_round_float(tk_dtype d, double v);
+/* Converts a constant of dtype from to dtype to (the `as` rules). */
+sema_cval sema_const_convert(tk_dtype from, tk_dtype to, sema_cval v);
+/* Folds `x op y` with operands already converted to dtype opd; result dtype res. False
+ * (with *why set) for division by zero or an out-of-range shift. */
+bool sema_fold_binary(int op, tk_dtype opd, sema_cval x, sema_cval y, tk_dtype res,
+                      sema_cval *out, const char **why);
+/* Folds a unary operator. */
+sema_cval sema_fold_unary(int op, tk_dtype d, sema_cval x);
+/* The constant value of a checked compile-time expression e converted to dtype d. */
+sema_cval sema_const_as(const ast_node *e, tk_dtype d);
+/* Marks e as a compile-time constant of value v. */
+void sema_set_const(ast_node *e, const ir_type *t, sema_cval v);
+
+/* ---- clone.c ---------------------------------------------------------------------------- */
+
+/* A deep copy of a subtree in the arena with the sema fields cleared (a fresh instance). */
+ast_node *sema_clone(su_arena *a, const ast_node *n);
+
+/* ---- check_*.c -------------------------------------------------------------------------- */
+
+/* Checks e and returns its type: NULL after an error (silently for follow-ons), and
+ * SEMA_VOID for a call that yields nothing. */
+const ir_type *sema_check_expr(sema_ctx *c, ast_node *e);
+/* Like sema_check_expr, but a value is required (void is reported). */
+const ir_type *sema_check_value(sema_ctx *c, ast_node *e);
+/* Checks e and requires a compile-time integer (what names the use in messages). */
+bool sema_const_int(sema_ctx *c, ast_node *e, const char *what, int64_t *out);
+/* The type of `x op y` (tx, ty their types), with the operand type both sides are
+ * converted to in *opd; NULL after reporting invalid operands or a broadcast mismatch. */
+const ir_type *sema_binary_type(sema_ctx *c, int op, su_loc loc, ast_node *x, const ir_type *tx,
+                                ast_node *y, const ir_type *ty, const ir_type **opd);
+/* Folds `x op y` over constant scalars into *out; reports division by zero and the like. */
+bool sema_fold_binary_node(sema_ctx *c, int op, su_loc loc, ast_node *x, ast_node *y,
+                           const ir_type *opd, const ir_type *res, sema_cval *out);
+/* Checks a call (builtin or helper). */
+const ir_type *sema_check_call(sema_ctx *c, ast_node *e);
+/* Checks a builtin call whose arguments are already sorted into cl. */
+const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl);
+/* Instantiates helper fn for the call e (arguments already checked). */
+const ir_type *sema_instantiate(sema_ctx *c, ast_node *e, sema_sym *fn, sema_call *cl);
+/* Checks that a value of type t (from node e) may be stored into a slot of type want
+ * (assignment, annotation, store): same type, or a weak constant adapting. what names
+ * the slot for the message. */
+bool sema_check_assignable(sema_ctx *c, ast_node *e, const ir_type *t, const ir_type *want,
+                           const char *what);
+/* Checks a block's statements in a new scope. */
+void sema_check_block(sema_ctx *c, ast_node *blk);
+/* Checks a kernel's or helper's body in the current scope: the parameters' scope, so
+ * `let n` over a parameter n is a redeclaration. */
+void sema_check_body(sema_ctx *c, ast_node *blk);
+/* Checks one statement. */
+void sema_check_stmt(sema_ctx *c, ast_node *s);
+/* Converts an AST type (AST_TYPE / AST_PTR_TYPE) to an ir_type; NULL after an error. */
+const ir_type *sema_resolve_type(sema_ctx *c, ast_node *t);
+/* Makes sure a file-level const is evaluated (they may be used before their declaration). */
+void sema_check_global_const(sema_ctx *c, sema_sym *s);
+
+/* A sentinel type for calls that yield nothing. Never stored in the AST. */
+extern const ir_type sema_void_type;
+#define SEMA_VOID (&sema_void_type)
+
+/* ---- lowering helpers shared by lower*.c ------------------------------------------------ */
+
+typedef struct {
+  ir_module *m;
+  ir_builder b;
+  ir_value *ret;           /* the returned value of the helper instance being inlined */
+  const ir_type *ret_type; /* and the type it is converted to */
+} sema_lowerer;
+
+/* Lowers e to a value of its own type. */
+ir_value *sema_lower_expr(sema_lowerer *l, ast_node *e);
+/* Lowers e converted to type want (constants emitted directly in want; dtype casts and
+ * splats/broadcasts inserted). */
+ir_value *sema_lower_as(sema_lowerer *l, ast_node *e, const ir_type *want);
+/* Converts v to type want: element cast, then splat or expand+broadcast. */
+ir_value *sema_lower_convert(sema_lowerer *l, ir_value *v, const ir_type *want);
+/* Lowers a call (builtin or helper instance); NULL for calls yielding nothing. */
+ir_value *sema_lower_call(sema_lowerer *l, ast_node *e);
+/* Lowers the statements of a block. */
+void sema_lower_block(sema_lowerer *l, ast_node *blk);
+/* Stamps e's location on the ops built next. */
+void sema_lower_at(sema_lowerer *l, const ast_node *e);
+
+#endif
