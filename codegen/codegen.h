@@ -1,0 +1,62 @@
+/*
+ * codegen/ — the GPU back end: Tile IR → LLVM IR (through the LLVM 19 C API) → libdevice
+ * linked in → optimized → PTX; and the host code of `tkc --emit=c`.
+ *
+ * Contract:
+ *  - Input is a module that passed ir_verify. Each kernel becomes one PTX entry of the same
+ *    name (calling convention PTX_Kernel, `.maxntid` = 32 * num_warps); several kernels
+ *    share one module.
+ *  - Lowering model (Triton's): every tile value is held, per thread, as the LLVM scalars
+ *    of the elements that thread owns under the tile's layout. 1-D tiles use a blocked
+ *    layout: `vec` contiguous elements per thread (16 bytes of the narrowest element the
+ *    kernel moves through memory, fewer when the tile is small), 32 threads per warp,
+ *    num_warps warps, repeated to cover the tile. A tile with fewer elements than threads
+ *    is replicated; stores and atomics are issued by one owner per element only.
+ *  - Kernel ABI: parameters in order, each by value at its dtype's storage size (i1 as one
+ *    byte holding 0 or 1, f16/bf16 as 16-bit patterns, pointers as 64-bit global
+ *    addresses). Pointer arguments must be 16-byte aligned, as with Triton's default
+ *    specialization: loads and stores are vectorized on that assumption.
+ *  - Masked vector accesses: when the mask is provably uniform over a vector it predicates
+ *    the vector access; otherwise the vector access runs when all its lanes are active and
+ *    a per-element predicated fallback runs otherwise (a branch on the tail only).
+ *  - Atomics are relaxed (monotonic) at GPU scope, like CUDA's atomicAdd. A scalar atomic
+ *    is performed once per program (by thread 0) and its old value broadcast.
+ *  - Not supported yet (reported through su_error, located at the op): tiles of rank > 1,
+ *    dot, scan, argreduce, device_print, device_assert. The interpreter runs them.
+ *  - Nothing here keeps global mutable state other than LLVM's one-time target
+ *    registration; the scratch ids of the module's values are renumbered.
+ * Prefix: cg_ / CG_.
+ */
+#ifndef TK_CODEGEN_H
+#define TK_CODEGEN_H
+
+#include "../ir/ir.h"
+#include "../support/support.h"
+
+typedef enum { CG_LLVM_IR, CG_PTX } cg_format;
+
+typedef struct {
+  const char *arch;       /* "sm_80" | "sm_90" | "sm_90a" (default when NULL) */
+  int opt_level;          /* 0..3 */
+  const char *libdevice;  /* path; NULL: $TK_LIBDEVICE, else $CUDA_HOME or /usr/local/cuda
+                             + /nvvm/libdevice/libdevice.10.bc */
+} cg_options;
+
+/* Emits every kernel of m into one module, as LLVM IR text (after optimization) or PTX,
+ * appended NUL-terminated to out. libdevice is linked only when a kernel needs a math
+ * function. User-facing failures (unsupported construct, unknown arch, missing libdevice)
+ * are reported to d and return false. */
+bool cg_emit(const ir_module *m, const cg_options *o, cg_format f, su_buf *out, su_diags *d);
+
+/* Writes NAME.h and NAME.c for --emit=c: the PTX embedded as a byte array, NAME_load /
+ * NAME_unload, and one typed launch function NAME_KERNEL(gx, gy, gz, stream, params...)
+ * per kernel (CUDA driver API, no tk runtime needed), compilable with -Wall -Werror.
+ * basename is made into a C identifier for the prefix. Returns false (reported) when a
+ * parameter type cannot be expressed. */
+bool cg_emit_c(const ir_module *m, const char *ptx, const char *basename, su_buf *h_out,
+               su_buf *c_out, su_diags *d);
+
+/* Appends the libdevice path o selects (see cg_options) to out, NUL-terminated. */
+void cg_libdevice_path(const cg_options *o, su_buf *out);
+
+#endif

@@ -1,0 +1,205 @@
+/* Elementwise ops, slot by slot. f16 and bf16 arithmetic is computed in f32 and rounded
+ * back: for + - * / sqrt and fma a single f32 operation rounded to 16 bits is exactly the
+ * correctly rounded 16-bit result, and PTX lacks most bf16 ops before sm_90. Math goes
+ * through libdevice (__nv_*), linked later only if used. */
+#include "cg.h"
+
+#include <string.h>
+
+static bool is_half(tk_dtype dt) { return dt == TK_F16 || dt == TK_BF16; }
+static bool is_unsigned(tk_dtype dt) { return ir_dtype_is_int(dt) && !ir_dtype_is_signed(dt); }
+
+static LLVMTypeRef f32(cg_ctx *c) { return LLVMFloatTypeInContext(c->llc); }
+
+LLVMValueRef cg_convert(cg_ctx *c, LLVMValueRef x, tk_dtype from, tk_dtype to) {
+  if (from == to || (from == TK_PTR && to == TK_PTR)) return x;
+  LLVMTypeRef t = cg_dtype_type(c, to);
+  LLVMBuilderRef b = c->b;
+  if (to == TK_I1) {
+    if (ir_dtype_is_float(from))
+      return LLVMBuildFCmp(b, LLVMRealUNE, x, LLVMConstNull(LLVMTypeOf(x)), "");
+    return LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstNull(LLVMTypeOf(x)), "");
+  }
+  if (ir_dtype_is_int(from) && ir_dtype_is_int(to)) {
+    int fb = ir_dtype_bits(from), tb = ir_dtype_bits(to);
+    if (fb == tb) return x;
+    if (fb > tb) return LLVMBuildTrunc(b, x, t, "");
+    return ir_dtype_is_signed(from) ? LLVMBuildSExt(b, x, t, "") : LLVMBuildZExt(b, x, t, "");
+  }
+  if (ir_dtype_is_int(from)) { /* → float; 16-bit floats through f32 */
+    LLVMTypeRef mid = is_half(to) ? f32(c) : t;
+    LLVMValueRef y = ir_dtype_is_signed(from) ? LLVMBuildSIToFP(b, x, mid, "")
+                                              : LLVMBuildUIToFP(b, x, mid, "");
+    return is_half(to) ? LLVMBuildFPTrunc(b, y, t, "") : y;
+  }
+  if (is_half(from)) { /* widening to f32 is exact */
+    x = LLVMBuildFPExt(b, x, f32(c), "");
+    from = TK_F32;
+    if (to == TK_F32) return x;
+  }
+  if (ir_dtype_is_int(to)) { /* saturating, NaN → 0, as the language says */
+    LLVMTypeRef over[2] = {t, LLVMTypeOf(x)};
+    return cg_intrinsic(c, ir_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat",
+                        over, 2, &x, 1);
+  }
+  if (ir_dtype_bits(to) > ir_dtype_bits(from)) return LLVMBuildFPExt(b, x, t, "");
+  return LLVMBuildFPTrunc(b, x, t, "");
+}
+
+LLVMValueRef cg_combine(cg_ctx *c, ir_reduce_kind k, tk_dtype dt, LLVMValueRef x,
+                        LLVMValueRef y) {
+  LLVMValueRef args[2] = {x, y};
+  LLVMTypeRef t = LLVMTypeOf(x);
+  if (ir_dtype_is_float(dt)) {
+    if (k == IR_RED_SUM) return LLVMBuildFAdd(c->b, x, y, "");
+    return cg_intrinsic(c, k == IR_RED_MAX ? "llvm.maximum" : "llvm.minimum", &t, 1, args, 2);
+  }
+  if (k == IR_RED_SUM) return LLVMBuildAdd(c->b, x, y, "");
+  const char *name = k == IR_RED_MAX ? (is_unsigned(dt) || dt == TK_I1 ? "llvm.umax" : "llvm.smax")
+                                     : (is_unsigned(dt) || dt == TK_I1 ? "llvm.umin" : "llvm.smin");
+  return cg_intrinsic(c, name, &t, 1, args, 2);
+}
+
+/* The libdevice function for a unary math op ("__nv_expf", "__nv_exp"). */
+static LLVMValueRef libdevice1(cg_ctx *c, const char *base, tk_dtype dt, LLVMValueRef x) {
+  char name[32];
+  snprintf(name, sizeof name, "__nv_%s%s", base, dt == TK_F32 ? "f" : "");
+  return cg_call(c, name, LLVMTypeOf(x), &x, 1);
+}
+
+static const char *math_name(ir_opcode opc) {
+  switch (opc) {
+  case IR_EXP: return "exp";
+  case IR_EXP2: return "exp2";
+  case IR_LOG: return "log";
+  case IR_LOG2: return "log2";
+  case IR_SQRT: return "sqrt";
+  case IR_RSQRT: return "rsqrt";
+  case IR_SIN: return "sin";
+  case IR_COS: return "cos";
+  case IR_TANH: return "tanh";
+  case IR_ERF: return "erf";
+  case IR_FLOOR: return "floor";
+  case IR_CEIL: return "ceil";
+  default: return NULL;
+  }
+}
+
+static LLVMRealPredicate fcmp_pred(int64_t p) {
+  static const LLVMRealPredicate preds[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                            LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+  return preds[p];
+}
+
+static LLVMIntPredicate icmp_pred(int64_t p, bool is_signed) {
+  static const LLVMIntPredicate s[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT,
+                                       LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+  static const LLVMIntPredicate u[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT,
+                                       LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+  return is_signed ? s[p] : u[p];
+}
+
+/* A float op on one element of dtype dt (f32 or f64). */
+static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef *a) {
+  LLVMBuilderRef b = c->b;
+  LLVMTypeRef t = LLVMTypeOf(a[0]);
+  const char *math = math_name(op->opc);
+  if (math) return libdevice1(c, math, dt, a[0]);
+  switch (op->opc) {
+  case IR_NEG: return LLVMBuildFNeg(b, a[0], "");
+  case IR_ADD: return LLVMBuildFAdd(b, a[0], a[1], "");
+  case IR_SUB: return LLVMBuildFSub(b, a[0], a[1], "");
+  case IR_MUL: return LLVMBuildFMul(b, a[0], a[1], "");
+  case IR_DIV: return LLVMBuildFDiv(b, a[0], a[1], "");
+  case IR_REM: return cg_call(c, dt == TK_F32 ? "__nv_fmodf" : "__nv_fmod", t, a, 2);
+  case IR_MIN: return cg_combine(c, IR_RED_MIN, dt, a[0], a[1]);
+  case IR_MAX: return cg_combine(c, IR_RED_MAX, dt, a[0], a[1]);
+  case IR_FMA: return cg_intrinsic(c, "llvm.fma", &t, 1, a, 3);
+  case IR_ABS: return cg_intrinsic(c, "llvm.fabs", &t, 1, a, 1);
+  case IR_CMP: return LLVMBuildFCmp(b, fcmp_pred(op->attr), a[0], a[1], "");
+  case IR_SIGMOID: { /* 1 / (1 + exp(-x)) */
+    LLVMValueRef one = LLVMConstReal(t, 1.0);
+    LLVMValueRef e = libdevice1(c, "exp", dt, LLVMBuildFNeg(b, a[0], ""));
+    return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, e, ""), "");
+  }
+  default: return NULL;
+  }
+}
+
+/* An integer (or i1) op on one element of dtype dt. */
+static LLVMValueRef int_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef *a) {
+  LLVMBuilderRef b = c->b;
+  LLVMTypeRef t = LLVMTypeOf(a[0]);
+  bool sgn = ir_dtype_is_signed(dt);
+  switch (op->opc) {
+  case IR_NEG: return LLVMBuildNeg(b, a[0], "");
+  case IR_NOT: return LLVMBuildNot(b, a[0], "");
+  case IR_ADD: return LLVMBuildAdd(b, a[0], a[1], "");
+  case IR_SUB: return LLVMBuildSub(b, a[0], a[1], "");
+  case IR_MUL: return LLVMBuildMul(b, a[0], a[1], "");
+  case IR_DIV: return sgn ? LLVMBuildSDiv(b, a[0], a[1], "") : LLVMBuildUDiv(b, a[0], a[1], "");
+  case IR_REM: return sgn ? LLVMBuildSRem(b, a[0], a[1], "") : LLVMBuildURem(b, a[0], a[1], "");
+  case IR_AND: return LLVMBuildAnd(b, a[0], a[1], "");
+  case IR_OR: return LLVMBuildOr(b, a[0], a[1], "");
+  case IR_XOR: return LLVMBuildXor(b, a[0], a[1], "");
+  case IR_SHL: return LLVMBuildShl(b, a[0], a[1], "");
+  case IR_SHR: return sgn ? LLVMBuildAShr(b, a[0], a[1], "") : LLVMBuildLShr(b, a[0], a[1], "");
+  case IR_MIN: return cg_combine(c, IR_RED_MIN, dt, a[0], a[1]);
+  case IR_MAX: return cg_combine(c, IR_RED_MAX, dt, a[0], a[1]);
+  case IR_FMA: return LLVMBuildAdd(b, LLVMBuildMul(b, a[0], a[1], ""), a[2], "");
+  case IR_CMP: return LLVMBuildICmp(b, icmp_pred(op->attr, sgn), a[0], a[1], "");
+  case IR_ABS: {
+    if (!sgn) return a[0];
+    LLVMValueRef args[2] = {a[0], LLVMConstInt(LLVMInt1TypeInContext(c->llc), 0, false)};
+    return cg_intrinsic(c, "llvm.abs", &t, 1, args, 2);
+  }
+  default: return NULL;
+  }
+}
+
+static LLVMValueRef addptr(cg_ctx *c, const ir_op *op, LLVMValueRef p, LLVMValueRef off) {
+  tk_dtype odt = ir_type_elem(op->operands[1]->type)->dtype;
+  off = cg_convert(c, off, odt, ir_dtype_is_signed(odt) ? TK_I64 : TK_U64);
+  LLVMTypeRef et = cg_mem_type(c, ir_type_elem(op->operands[0]->type)->elem->dtype);
+  return LLVMBuildGEP2(c->b, et, p, &off, 1, "");
+}
+
+/* One element of op's result from its operands' elements a. */
+static LLVMValueRef element(cg_ctx *c, const ir_op *op, LLVMValueRef *a) {
+  tk_dtype in = ir_type_elem(op->operands[0]->type)->dtype;
+  tk_dtype out = ir_type_elem(op->results[0]->type)->dtype;
+  switch (op->opc) {
+  case IR_CAST: return cg_convert(c, a[0], in, out);
+  case IR_SELECT: return LLVMBuildSelect(c->b, a[0], a[1], a[2], "");
+  case IR_ADDPTR: return addptr(c, op, a[0], a[1]);
+  default: break;
+  }
+  if (in == TK_PTR && op->opc == IR_CMP) return int_op(c, op, TK_U64, a);
+  if (ir_dtype_is_int(in)) return int_op(c, op, in, a);
+  if (!is_half(in)) return float_op(c, op, in, a);
+  LLVMValueRef w[3];
+  for (int i = 0; i < op->noperands; i++) w[i] = LLVMBuildFPExt(c->b, a[i], f32(c), "");
+  LLVMValueRef r = float_op(c, op, TK_F32, w);
+  if (r && op->opc != IR_CMP) r = LLVMBuildFPTrunc(c->b, r, cg_dtype_type(c, in), "");
+  return r;
+}
+
+void cg_emit_elementwise(cg_ctx *c, const ir_op *op) {
+  const ir_value *res = op->results[0];
+  cg_layout l = cg_layout_of(c, res->type);
+  LLVMValueRef *s = cg_slots(c, l.per);
+  SU_ASSERT(op->noperands <= 3);
+  for (int j = 0; j < l.per; j++) {
+    LLVMValueRef a[3];
+    for (int i = 0; i < op->noperands; i++) a[i] = cg_slot(c, op->operands[i], j);
+    s[j] = element(c, op, a);
+    if (!s[j]) {
+      char what[64];
+      snprintf(what, sizeof what, "'%s' on %s", ir_op_info(op->opc)->name,
+               ir_dtype_name(ir_type_elem(op->operands[0]->type)->dtype));
+      cg_unsupported(c, op, what);
+      return;
+    }
+  }
+  cg_set(c, res, s, l.per);
+}

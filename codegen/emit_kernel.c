@@ -1,0 +1,180 @@
+/* One Tile IR kernel → one LLVM function: the signature and ABI, the value map, the op
+ * dispatch, the NVVM kernel annotations, and the small LLVM helpers every emitter uses. */
+#include "cg.h"
+
+#include <string.h>
+
+void cg_unsupported(cg_ctx *c, const ir_op *op, const char *what) {
+  su_loc loc = {c->src, UINT32_MAX, 0, op->loc.line, op->loc.col};
+  su_error(c->diags, loc, "%s is not supported yet by the GPU back end", what);
+  su_note(c->diags, loc, "the interpreter runs it (TK_INTERPRET=1)");
+  c->failed = true;
+}
+
+cg_val cg_get(cg_ctx *c, const ir_value *v) {
+  SU_ASSERT(v->id >= 0 && v->id < c->nvalues && c->vals[v->id].v);
+  return c->vals[v->id];
+}
+
+LLVMValueRef cg_slot(cg_ctx *c, const ir_value *v, int j) {
+  cg_val x = cg_get(c, v);
+  return x.n == 1 ? x.v[0] : x.v[j];
+}
+
+void cg_set(cg_ctx *c, const ir_value *v, LLVMValueRef *slots, int n) {
+  SU_ASSERT(v->id >= 0 && v->id < c->nvalues);
+  c->vals[v->id] = (cg_val){slots, n};
+}
+
+LLVMValueRef *cg_slots(cg_ctx *c, int n) { return SU_NEW_ARRAY(c->arena, LLVMValueRef, n); }
+
+LLVMBasicBlockRef cg_block(cg_ctx *c, const char *name) {
+  return LLVMAppendBasicBlockInContext(c->llc, c->fn, name);
+}
+
+LLVMValueRef cg_intrinsic(cg_ctx *c, const char *name, LLVMTypeRef *over, int nover,
+                          LLVMValueRef *args, int nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  if (!id) su_fatal("unknown LLVM intrinsic %s", name);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, over, (size_t)nover);
+  LLVMTypeRef ty = LLVMIntrinsicGetType(c->llc, id, over, (size_t)nover);
+  return LLVMBuildCall2(c->b, ty, fn, args, (unsigned)nargs, "");
+}
+
+LLVMValueRef cg_call(cg_ctx *c, const char *name, LLVMTypeRef ret, LLVMValueRef *args,
+                     int nargs) {
+  LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+  if (!fn) {
+    LLVMTypeRef params[4];
+    SU_ASSERT(nargs <= 4);
+    for (int i = 0; i < nargs; i++) params[i] = LLVMTypeOf(args[i]);
+    fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(ret, params, (unsigned)nargs, false));
+  }
+  return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, args, (unsigned)nargs, "");
+}
+
+void cg_barrier(cg_ctx *c) { cg_intrinsic(c, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
+
+LLVMValueRef cg_shared_array(cg_ctx *c, LLVMTypeRef t, int n) {
+  char name[32];
+  snprintf(name, sizeof name, "tk.smem.%d", c->nshared++);
+  LLVMTypeRef at = LLVMArrayType2(t, (uint64_t)n);
+  LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, CG_SHARED_AS);
+  LLVMSetInitializer(g, LLVMGetUndef(at));
+  LLVMSetLinkage(g, LLVMInternalLinkage);
+  LLVMSetAlignment(g, CG_VEC_BYTES);
+  return g;
+}
+
+/* The GPU back end handles 1-D tiles; anything wider is reported once, at its op. */
+static bool shapes_supported(cg_ctx *c, const ir_op *op) {
+  for (int i = 0; i < op->noperands + op->nresults; i++) {
+    const ir_value *v = i < op->noperands ? op->operands[i] : op->results[i - op->noperands];
+    if (v->type->kind == IR_TILE && v->type->rank != 1) {
+      cg_unsupported(c, op, "a tile of rank > 1");
+      return false;
+    }
+  }
+  return true;
+}
+
+static void emit_op(cg_ctx *c, const ir_op *op) {
+  if (!shapes_supported(c, op)) return;
+  switch (op->opc) {
+  case IR_CONST: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS: case IR_ARANGE: case IR_SPLAT:
+  case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS:
+  case IR_CONVERT_LAYOUT:
+    cg_emit_value_op(c, op);
+    return;
+  case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:
+    cg_emit_memory(c, op);
+    return;
+  case IR_FOR: case IR_IF:
+    cg_emit_control(c, op);
+    return;
+  case IR_REDUCE:
+    cg_emit_reduce(c, op);
+    return;
+  case IR_ARGREDUCE: case IR_SCAN: case IR_DOT: case IR_PRINT: case IR_ASSERT: {
+    char what[64];
+    snprintf(what, sizeof what, "'%s'", ir_op_info(op->opc)->name);
+    cg_unsupported(c, op, what);
+    return;
+  }
+  case IR_YIELD: case IR_RETURN:
+    SU_UNREACHABLE(); /* terminators are read by their region's owner */
+  default:
+    SU_ASSERT(ir_op_info(op->opc)->traits & IR_ELEM);
+    cg_emit_elementwise(c, op);
+    return;
+  }
+}
+
+const ir_op *cg_emit_block(cg_ctx *c, const ir_block *blk) {
+  for (const ir_op *op = blk->first; op; op = op->next) {
+    if (ir_op_info(op->opc)->traits & IR_TERM) return op;
+    emit_op(c, op);
+    if (c->failed) return NULL;
+  }
+  return NULL;
+}
+
+static LLVMValueRef make_function(cg_ctx *c, const ir_func *f) {
+  int n = f->body->nargs;
+  LLVMTypeRef *params = SU_NEW_ARRAY(c->arena, LLVMTypeRef, n ? n : 1);
+  for (int i = 0; i < n; i++) {
+    const ir_type *t = f->body->args[i]->type;
+    params[i] = t->kind == IR_PTR ? cg_ptr_type(c) : cg_mem_type(c, t->dtype);
+  }
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c->llc), params, (unsigned)n, false);
+  LLVMValueRef fn = LLVMAddFunction(c->mod, f->name, fty);
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  unsigned align_kind = LLVMGetEnumAttributeKindForName("align", 5);
+  for (int i = 0; i < n; i++)
+    if (f->body->args[i]->type->kind == IR_PTR)
+      LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
+                              LLVMCreateEnumAttribute(c->llc, align_kind, CG_VEC_BYTES));
+  return fn;
+}
+
+/* !nvvm.annotations = {fn, "kernel", 1}, {fn, "maxntidx", threads}: what marks an entry
+ * and bounds its block size for the register allocator. */
+static void annotate(cg_ctx *c, LLVMValueRef fn, const char *key, int value) {
+  LLVMMetadataRef md[3] = {
+      LLVMValueAsMetadata(fn),
+      LLVMMDStringInContext2(c->llc, key, strlen(key)),
+      LLVMValueAsMetadata(cg_i32(c, value)),
+  };
+  LLVMValueRef node = LLVMMetadataAsValue(c->llc, LLVMMDNodeInContext2(c->llc, md, 3));
+  LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", node);
+}
+
+void cg_emit_kernel(cg_ctx *c, ir_func *f) {
+  c->f = f;
+  c->threads = CG_WARP * f->num_warps;
+  c->nvalues = ir_number_values(f);
+  c->vals = SU_NEW_ARRAY(c->arena, cg_val, c->nvalues);
+  c->axis = SU_NEW_ARRAY(c->arena, cg_axis, c->nvalues);
+  cg_layout_choose(c, f);
+  cg_axis_analyze(c, f);
+
+  c->fn = make_function(c, f);
+  LLVMPositionBuilderAtEnd(c->b, cg_block(c, "entry"));
+  c->tid = cg_intrinsic(c, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+  for (int i = 0; i < f->body->nargs; i++) {
+    const ir_value *p = f->body->args[i];
+    LLVMValueRef *s = cg_slots(c, 1);
+    s[0] = LLVMGetParam(c->fn, (unsigned)i);
+    if (p->type->kind == IR_SCALAR && p->type->dtype == TK_I1)
+      s[0] = LLVMBuildTrunc(c->b, s[0], LLVMInt1TypeInContext(c->llc), "");
+    if (f->param_names && f->param_names[i])
+      LLVMSetValueName2(LLVMGetParam(c->fn, (unsigned)i), f->param_names[i],
+                        strlen(f->param_names[i]));
+    cg_set(c, p, s, 1);
+  }
+  cg_emit_block(c, f->body);
+  if (c->failed) return;
+  LLVMBuildRetVoid(c->b);
+  annotate(c, c->fn, "kernel", 1);
+  annotate(c, c->fn, "maxntidx", c->threads);
+}

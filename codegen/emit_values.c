@@ -1,0 +1,59 @@
+/* Values that come from nowhere but the thread's position: constants, program ids,
+ * arange, splat; and the shape ops that are the identity on 1-D tiles. */
+#include "cg.h"
+
+static LLVMValueRef constant(cg_ctx *c, const ir_op *op) {
+  const ir_type *e = ir_type_elem(op->results[0]->type);
+  LLVMTypeRef t = cg_type(c, op->results[0]->type);
+  if (e->kind == IR_PTR) return LLVMConstNull(t);
+  if (ir_dtype_is_float(e->dtype)) return LLVMConstReal(t, op->cval.f);
+  return LLVMConstInt(t, (unsigned long long)op->cval.i, false);
+}
+
+static LLVMValueRef sreg(cg_ctx *c, const char *reg, int64_t axis) {
+  char name[48];
+  snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", reg, "xyz"[axis]);
+  return cg_intrinsic(c, name, NULL, 0, NULL, 0);
+}
+
+static void fill(cg_ctx *c, const ir_value *res, LLVMValueRef x) {
+  cg_layout l = cg_layout_of(c, res->type);
+  LLVMValueRef *s = cg_slots(c, l.per);
+  for (int j = 0; j < l.per; j++) s[j] = x;
+  cg_set(c, res, s, l.per);
+}
+
+/* A 1-D reshape, broadcast or conversion between layouts that place elements alike. */
+static void identity(cg_ctx *c, const ir_op *op) {
+  cg_layout from = cg_layout_of(c, op->operands[0]->type);
+  cg_layout to = cg_layout_of(c, op->results[0]->type);
+  if (from.numel != to.numel || from.vec != to.vec || from.per != to.per) {
+    cg_unsupported(c, op, "a change of layout or shape");
+    return;
+  }
+  cg_val v = cg_get(c, op->operands[0]);
+  cg_set(c, op->results[0], v.v, v.n);
+}
+
+void cg_emit_value_op(cg_ctx *c, const ir_op *op) {
+  const ir_value *res = op->results[0];
+  switch (op->opc) {
+  case IR_CONST: fill(c, res, constant(c, op)); return;
+  case IR_PROGRAM_ID: fill(c, res, sreg(c, "ctaid", op->attr)); return;
+  case IR_NUM_PROGRAMS: fill(c, res, sreg(c, "nctaid", op->attr)); return;
+  case IR_SPLAT: fill(c, res, cg_slot(c, op->operands[0], 0)); return;
+  case IR_ARANGE: {
+    cg_layout l = cg_layout_of(c, res->type);
+    LLVMValueRef *s = cg_slots(c, l.per);
+    for (int j = 0; j < l.per; j++)
+      s[j] = LLVMBuildAdd(c->b, cg_layout_index(c, &l, j), cg_i32(c, op->attr), "");
+    cg_set(c, res, s, l.per);
+    return;
+  }
+  case IR_BROADCAST: case IR_RESHAPE: case IR_CONVERT_LAYOUT: case IR_EXPAND_DIMS:
+  case IR_TRANS:
+    identity(c, op);
+    return;
+  default: SU_UNREACHABLE();
+  }
+}

@@ -1,0 +1,135 @@
+/* The NVPTX target: target machine from the arch, libdevice linking, the optimization
+ * pipeline, and PTX emission. */
+#include "cg.h"
+
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char TRIPLE[] = "nvptx64-nvidia-cuda";
+/* PTX 8.0 is the oldest ISA that knows sm_90a; CUDA 12.0 drivers and later load it. */
+static const char FEATURES[] = "+ptx80";
+static const char *const ARCHES[] = {"sm_70", "sm_75", "sm_80", "sm_86", "sm_87",
+                                     "sm_89", "sm_90", "sm_90a"};
+
+/* LLVM's target registry is process-wide; registering once is the only global state. */
+static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
+
+static void init_nvptx(void) {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+}
+
+static su_loc no_loc(void) { return (su_loc){0}; }
+
+LLVMTargetMachineRef cg_target_machine(cg_ctx *c, const char *arch, int opt_level) {
+  bool known = false;
+  for (size_t i = 0; i < sizeof ARCHES / sizeof *ARCHES; i++) known |= !strcmp(arch, ARCHES[i]);
+  if (!known) {
+    su_error(c->diags, no_loc(), "unknown GPU architecture '%s'", arch);
+    su_note(c->diags, no_loc(), "expected sm_80, sm_90 or sm_90a (or sm_70..sm_89)");
+    return NULL;
+  }
+  pthread_once(&nvptx_once, init_nvptx);
+  LLVMTargetRef t;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(TRIPLE, &t, &err)) su_fatal("NVPTX target missing: %s", err);
+  LLVMCodeGenOptLevel lv = opt_level <= 0   ? LLVMCodeGenLevelNone
+                           : opt_level == 1 ? LLVMCodeGenLevelLess
+                           : opt_level == 2 ? LLVMCodeGenLevelDefault
+                                            : LLVMCodeGenLevelAggressive;
+  return LLVMCreateTargetMachine(t, TRIPLE, arch, FEATURES, lv, LLVMRelocDefault,
+                                 LLVMCodeModelDefault);
+}
+
+void cg_libdevice_path(const cg_options *o, su_buf *out) {
+  if (o && o->libdevice) {
+    su_buf_puts(out, o->libdevice);
+    return;
+  }
+  const char *env = getenv("TK_LIBDEVICE");
+  if (env && *env) {
+    su_buf_puts(out, env);
+    return;
+  }
+  const char *cuda = getenv("CUDA_HOME");
+  su_buf_printf(out, "%s/nvvm/libdevice/libdevice.10.bc", cuda && *cuda ? cuda : "/usr/local/cuda");
+}
+
+static bool uses_libdevice(LLVMModuleRef m) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f)) {
+    size_t n;
+    const char *name = LLVMGetValueName2(f, &n);
+    if (LLVMIsDeclaration(f) && n > 5 && !strncmp(name, "__nv_", 5)) return true;
+  }
+  return false;
+}
+
+static LLVMModuleRef read_libdevice(cg_ctx *c, const char *path) {
+  LLVMMemoryBufferRef buf;
+  char *msg = NULL;
+  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
+    su_error(c->diags, no_loc(), "cannot read libdevice '%s': %s", path, msg);
+    su_note(c->diags, no_loc(), "math functions need it: set TK_LIBDEVICE or CUDA_HOME");
+    LLVMDisposeMessage(msg);
+    return NULL;
+  }
+  LLVMModuleRef lib = NULL;
+  if (LLVMParseBitcodeInContext2(c->llc, buf, &lib)) {
+    su_error(c->diags, no_loc(), "'%s' is not a valid libdevice bitcode file", path);
+    lib = NULL;
+  }
+  LLVMDisposeMemoryBuffer(buf);
+  return lib;
+}
+
+bool cg_link_libdevice(cg_ctx *c, const cg_options *o) {
+  if (!uses_libdevice(c->mod)) return true;
+  su_buf path = {0};
+  cg_libdevice_path(o, &path);
+  LLVMModuleRef lib = read_libdevice(c, su_buf_str(&path));
+  su_buf_free(&path);
+  if (!lib) return false;
+  /* libdevice says "nvptx64-nvidia-gpulibs"; adopting ours keeps the linker quiet. */
+  LLVMSetTarget(lib, LLVMGetTarget(c->mod));
+  LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(c->mod));
+  if (LLVMLinkModules2(c->mod, lib)) su_fatal("linking libdevice failed");
+  /* Only the kernels stay visible, so the optimizer may inline and drop the rest; a
+   * blind internalize pass would hide the kernels too. */
+  for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f) && LLVMGetFunctionCallConv(f) != LLVMPTXKernelCallConv)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  LLVMValueRef zero = LLVMConstInt(LLVMInt32TypeInContext(c->llc), 0, false);
+  LLVMAddModuleFlag(c->mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
+                    LLVMValueAsMetadata(zero));
+  return true;
+}
+
+void cg_optimize(cg_ctx *c, LLVMTargetMachineRef tm, int opt_level) {
+  char pipeline[48];
+  int lv = opt_level < 0 ? 0 : opt_level > 3 ? 3 : opt_level;
+  /* globaldce also at O0: the unused part of libdevice must not reach the PTX. */
+  snprintf(pipeline, sizeof pipeline, "default<O%d>,globaldce", lv);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef err = LLVMRunPasses(c->mod, pipeline, tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (err) {
+    char *msg = LLVMGetErrorMessage(err);
+    su_fatal("LLVM pipeline failed: %s", msg);
+  }
+}
+
+void cg_emit_ptx(cg_ctx *c, LLVMTargetMachineRef tm, su_buf *out) {
+  LLVMMemoryBufferRef mb;
+  char *err = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(tm, c->mod, LLVMAssemblyFile, &err, &mb))
+    su_fatal("PTX emission failed: %s", err);
+  su_buf_put(out, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb));
+  LLVMDisposeMemoryBuffer(mb);
+}

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Compiles every sample with tkc for sm_80, sm_90 and sm_90a and assembles the PTX with
+# ptxas. A sample that uses what the GPU back end does not support yet (2-D tiles, dot,
+# ...) is skipped, saying so; any other tkc or ptxas failure fails the test.
+# Usage: check.sh TKC SAMPLES_DIR   (ptxas: $TK_PTXAS, else $CUDA_HOME/bin or /usr/local/cuda/bin)
+# Exit: 0 pass, 1 failure, 77 (meson's skip) when ptxas is absent.
+set -u
+tkc=$1
+samples=$2
+ptxas=${TK_PTXAS:-${CUDA_HOME:-/usr/local/cuda}/bin/ptxas}
+if [ ! -x "$ptxas" ]; then
+  echo "SKIP: ptxas not found at $ptxas (set TK_PTXAS or CUDA_HOME)"
+  exit 77
+fi
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail=0 pass=0 skip=0
+for src in "$samples"/*.tk; do
+  name=$(basename "$src" .tk)
+  for arch in sm_80 sm_90 sm_90a; do
+    out="$tmp/$name.$arch.ptx"
+    if ! "$tkc" "$src" --emit=ptx --arch "$arch" -o "$out" 2>"$tmp/err"; then
+      if grep -q "not supported yet by the GPU back end" "$tmp/err"; then
+        echo "SKIP $name: $(grep -m1 'not supported yet' "$tmp/err")"
+        skip=$((skip + 1))
+        break
+      fi
+      echo "FAIL $name ($arch): tkc failed"; cat "$tmp/err"
+      fail=$((fail + 1))
+      continue
+    fi
+    if ! "$ptxas" -arch="$arch" -o /dev/null "$out" 2>"$tmp/err"; then
+      echo "FAIL $name ($arch): ptxas rejected the PTX"; cat "$tmp/err"
+      fail=$((fail + 1))
+      continue
+    fi
+    echo "ok   $name ($arch)"
+    pass=$((pass + 1))
+  done
+done
+echo "$pass passed, $fail failed, $skip samples skipped"
+[ "$fail" -eq 0 ] || exit 1
+[ "$pass" -gt 0 ] || { echo "SKIP: no sample compiled"; exit 77; }
+exit 0

@@ -1,0 +1,547 @@
+/* codegen/: kernels built with the IR builder, emitted as LLVM IR and PTX, checked for the
+ * instructions that show the lowering did its job (vector accesses, entry, .maxntid, ...).
+ * PTX needing libdevice is skipped, saying so, when libdevice is not installed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "codegen/codegen.h"
+
+/* ---- building IR ---- */
+
+typedef struct {
+  su_arena *arena;
+  ir_module *m;
+  ir_func *f;
+  ir_builder b;
+  su_diags d;
+} fixture;
+
+static void begin(fixture *x, const char *kernel) {
+  x->arena = su_arena_new();
+  x->m = ir_module_new(x->arena, "test.tk");
+  x->f = ir_func_new(x->m, kernel, (ir_loc){1, 1});
+  x->b = (ir_builder){x->m, x->f->body, NULL, {2, 5}};
+  su_diags_init(&x->d, x->arena, NULL);
+}
+
+static void end(fixture *x) { su_arena_free(x->arena); }
+
+static const ir_type *scalar(fixture *x, tk_dtype dt) { return ir_type_scalar(x->m, dt); }
+static const ir_type *ptr(fixture *x, tk_dtype dt) { return ir_type_ptr(x->m, scalar(x, dt)); }
+static const ir_type *tile(fixture *x, const ir_type *e, int n) {
+  return ir_type_tile(x->m, e, 1, &n);
+}
+static ir_value *param(fixture *x, const char *name, const ir_type *t) {
+  return ir_func_add_param(x->m, x->f, name, t);
+}
+static ir_value *op1(fixture *x, ir_opcode opc, const ir_type *t, ir_value *a) {
+  return ir_build1(&x->b, opc, t, 1, &a);
+}
+static ir_value *op2(fixture *x, ir_opcode opc, ir_value *a, ir_value *b) {
+  return ir_binary(&x->b, opc, a, b);
+}
+static ir_value *splat(fixture *x, ir_value *s, int n) {
+  return op1(x, IR_SPLAT, tile(x, s->type, n), s);
+}
+static ir_value *arange(fixture *x, int n) {
+  ir_op *op = ir_build(&x->b, IR_ARANGE, 0, NULL, 1,
+                       (const ir_type *[]){tile(x, scalar(x, TK_I32), n)});
+  op->attr = 0;
+  op->attr2 = n;
+  return op->results[0];
+}
+static ir_value *program_id(fixture *x) {
+  return ir_build1(&x->b, IR_PROGRAM_ID, scalar(x, TK_I32), 0, NULL);
+}
+/* splat(base) + off, as a tile of pointers. */
+static ir_value *addptr(fixture *x, ir_value *base, ir_value *off) {
+  int n = off->type->shape[0];
+  ir_value *pt = splat(x, base, n);
+  ir_value *v[2] = {pt, off};
+  return ir_build1(&x->b, IR_ADDPTR, pt->type, 2, v);
+}
+/* program_id(0) * n + arange(0, n) */
+static ir_value *block_offsets(fixture *x, int n) {
+  ir_value *start = op2(x, IR_MUL, program_id(x), ir_const_int(&x->b, scalar(x, TK_I32), n));
+  return op2(x, IR_ADD, splat(x, start, n), arange(x, n));
+}
+static ir_value *load(fixture *x, ir_value *p, ir_value *mask) {
+  ir_value *v[2] = {p, mask};
+  const ir_type *t = ir_type_like(x->m, p->type, p->type->elem->elem);
+  return ir_build1(&x->b, IR_LOAD, t, mask ? 2 : 1, v);
+}
+static void store(fixture *x, ir_value *p, ir_value *val, ir_value *mask) {
+  ir_value *v[3] = {p, val, mask};
+  ir_build(&x->b, IR_STORE, mask ? 3 : 2, v, 0, NULL);
+}
+static void ret(fixture *x) { ir_build(&x->b, IR_RETURN, 0, NULL, 0, NULL); }
+
+/* ---- emitting ---- */
+
+static bool have_libdevice(void) {
+  su_buf p = {0};
+  cg_libdevice_path(NULL, &p);
+  bool ok = access(su_buf_str(&p), R_OK) == 0;
+  su_buf_free(&p);
+  return ok;
+}
+
+static const char PTXAS[] = "/usr/local/cuda/bin/ptxas";
+
+/* When ptxas is installed, the PTX must assemble for its arch. */
+static void assert_ptxas_accepts(const char *ptx, const char *arch) {
+  if (access(PTXAS, X_OK) != 0) return;
+  char path[] = "/tmp/tk-codegen-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  size_t n = strlen(ptx);
+  assert_int_equal(write(fd, ptx, n), (ssize_t)n);
+  close(fd);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null %s", PTXAS, arch, path);
+  int rc = system(cmd);
+  unlink(path);
+  if (rc != 0) fail_msg("ptxas rejected the PTX for %s:\n%s", arch, ptx);
+}
+
+/* Verifies x's module, emits it for arch, and returns the text (caller frees), or NULL
+ * when emission failed. */
+static char *emit(fixture *x, cg_format f, const char *arch) {
+  assert_true(ir_verify(x->m, &x->d));
+  cg_options o = {arch, 3, NULL};
+  su_buf out = {0};
+  bool ok = cg_emit(x->m, &o, f, &out, &x->d);
+  if (!ok) {
+    su_buf_free(&out);
+    return NULL;
+  }
+  assert_int_equal(strlen(su_buf_str(&out)), out.len);
+  if (f == CG_PTX) assert_ptxas_accepts(out.data, arch ? arch : "sm_90a");
+  return out.data;
+}
+
+static void assert_has(const char *text, const char *needle) {
+  if (!text) {
+    fail_msg("no output where \"%s\" was expected", needle);
+    return;
+  }
+  if (!strstr(text, needle)) fail_msg("expected \"%s\" in:\n%s", needle, text);
+}
+
+static void assert_lacks(const char *text, const char *needle) {
+  if (!text) {
+    fail_msg("no output");
+    return;
+  }
+  if (strstr(text, needle)) fail_msg("did not expect \"%s\" in:\n%s", needle, text);
+}
+
+/* kernel add(x, y, z: *f32, n: i32): z[o] = x[o] + y[o] where o < n, 1024 per program */
+static void build_add(fixture *x, bool masked) {
+  begin(x, "add");
+  ir_value *px = param(x, "x", ptr(x, TK_F32)), *py = param(x, "y", ptr(x, TK_F32));
+  ir_value *pz = param(x, "z", ptr(x, TK_F32)), *n = param(x, "n", scalar(x, TK_I32));
+  ir_value *o = block_offsets(x, 1024);
+  ir_value *mask = masked ? ir_cmp_build(&x->b, IR_CMP_LT, o, splat(x, n, 1024)) : NULL;
+  ir_value *sum = op2(x, IR_ADD, load(x, addptr(x, px, o), mask), load(x, addptr(x, py, o), mask));
+  store(x, addptr(x, pz, o), sum, mask);
+  ret(x);
+}
+
+static void test_unmasked_add_is_vectorized(void **state) {
+  (void)state;
+  fixture x;
+  build_add(&x, false);
+  char *ll = emit(&x, CG_LLVM_IR, NULL);
+  assert_non_null(ll);
+  assert_has(ll, "define ptx_kernel void @add(ptr addrspace(1)");
+  assert_has(ll, "align 16 %x");
+  assert_has(ll, "i32 %n)");
+  assert_has(ll, "\"maxntidx\", i32 128");
+  free(ll);
+  char *ptx = emit(&x, CG_PTX, NULL);
+  assert_non_null(ptx);
+  assert_has(ptx, ".target sm_90a");
+  assert_has(ptx, ".entry add(");
+  assert_has(ptx, ".maxntid 128, 1, 1");
+  assert_has(ptx, "ld.global.v4.f32");
+  assert_has(ptx, "st.global.v4.f32");
+  assert_has(ptx, "%ctaid.x");
+  assert_lacks(ptx, "ld.global.f32");
+  free(ptx);
+  end(&x);
+}
+
+/* `o < n` with n of unknown divisibility: full vectors when all lanes are active, a
+ * per-element fallback otherwise. */
+static void test_masked_add_splits(void **state) {
+  (void)state;
+  fixture x;
+  build_add(&x, true);
+  char *ptx = emit(&x, CG_PTX, "sm_80");
+  assert_non_null(ptx);
+  assert_has(ptx, ".target sm_80");
+  assert_has(ptx, "ld.global.v4.f32");
+  assert_has(ptx, "st.global.v4.f32");
+  assert_has(ptx, "ld.global.f32"); /* the tail */
+  free(ptx);
+  end(&x);
+}
+
+/* A mask uniform over each vector (o < n with n = BLOCK * k) predicates whole vectors. */
+static void test_uniform_mask_predicates_vectors(void **state) {
+  (void)state;
+  fixture x;
+  begin(&x, "copy");
+  ir_value *px = param(&x, "x", ptr(&x, TK_F32)), *py = param(&x, "y", ptr(&x, TK_F32));
+  ir_value *k = param(&x, "k", scalar(&x, TK_I32));
+  ir_value *n = op2(&x, IR_MUL, k, ir_const_int(&x.b, scalar(&x, TK_I32), 64));
+  ir_value *o = block_offsets(&x, 512);
+  ir_value *mask = ir_cmp_build(&x.b, IR_CMP_LT, o, splat(&x, n, 512));
+  store(&x, addptr(&x, py, o), load(&x, addptr(&x, px, o), mask), mask);
+  ret(&x);
+  char *ptx = emit(&x, CG_PTX, "sm_90");
+  assert_non_null(ptx);
+  assert_has(ptx, "ld.global.v4.f32");
+  assert_lacks(ptx, "ld.global.f32");
+  assert_lacks(ptx, "st.global.f32");
+  free(ptx);
+  end(&x);
+}
+
+/* A row base x + row * stride has unknown alignment: vectors when it is aligned at run
+ * time, elements otherwise. */
+static void test_unknown_alignment_checked_at_run_time(void **state) {
+  (void)state;
+  fixture x;
+  begin(&x, "rows");
+  ir_value *px = param(&x, "x", ptr(&x, TK_F32)), *py = param(&x, "y", ptr(&x, TK_F32));
+  ir_value *stride = param(&x, "stride", scalar(&x, TK_I32));
+  ir_value *row = op2(&x, IR_MUL, program_id(&x), stride);
+  ir_value *v[2] = {px, row};
+  ir_value *base = ir_build1(&x.b, IR_ADDPTR, px->type, 2, v);
+  ir_value *p = addptr(&x, base, arange(&x, 1024));
+  store(&x, addptr(&x, py, arange(&x, 1024)), load(&x, p, NULL), NULL);
+  ret(&x);
+  char *ptx = emit(&x, CG_PTX, NULL);
+  assert_non_null(ptx);
+  assert_has(ptx, "ld.global.v4.f32");
+  assert_has(ptx, "ld.global.f32");
+  assert_has(ptx, "st.global.v4.f32"); /* y + arange is aligned: no test, no fallback */
+  assert_lacks(ptx, "st.global.f32");
+  free(ptx);
+  end(&x);
+}
+
+/* f16 in, f32 math, f16 out: 8 halves per thread move as one 128-bit access. */
+static void test_f16_moves_128_bits(void **state) {
+  (void)state;
+  fixture x;
+  begin(&x, "scale");
+  ir_value *px = param(&x, "x", ptr(&x, TK_F16)), *py = param(&x, "y", ptr(&x, TK_F16));
+  ir_value *o = block_offsets(&x, 2048);
+  ir_value *v = load(&x, addptr(&x, px, o), NULL);
+  const ir_type *tf = tile(&x, scalar(&x, TK_F32), 2048);
+  ir_value *w = op1(&x, IR_CAST, tf, v);
+  w = op2(&x, IR_MUL, w, ir_const_float(&x.b, tf, 2.5));
+  store(&x, addptr(&x, py, o), op1(&x, IR_CAST, v->type, w), NULL);
+  ret(&x);
+  char *ptx = emit(&x, CG_PTX, "sm_80");
+  assert_non_null(ptx);
+  assert_has(ptx, "ld.global.v4.b32");
+  assert_has(ptx, "st.global.v4.b32");
+  free(ptx);
+  end(&x);
+}
+
+/* Math goes through libdevice, which must be linked, inlined and then gone. */
+static void test_math_through_libdevice(void **state) {
+  (void)state;
+  fixture x;
+  begin(&x, "coscos");
+  ir_value *px = param(&x, "x", ptr(&x, TK_F32)), *py = param(&x, "y", ptr(&x, TK_F32));
+  ir_value *o = block_offsets(&x, 1024);
+  ir_value *v = load(&x, addptr(&x, px, o), NULL);
+  v = ir_unary(&x.b, IR_COS, ir_unary(&x.b, IR_COS, v));
+  store(&x, addptr(&x, py, o), ir_unary(&x.b, IR_EXP, v), NULL);
+  ret(&x);
+  if (!have_libdevice()) {
+    print_message("skipped: libdevice not found (set TK_LIBDEVICE or CUDA_HOME)\n");
+    end(&x);
+    skip();
+  }
+  char *ll = emit(&x, CG_LLVM_IR, NULL);
+  assert_non_null(ll);
+  assert_lacks(ll, "@__nv_cosf");
+  assert_lacks(ll, "@__nvvm_reflect");
+  free(ll);
+  char *ptx = emit(&x, CG_PTX, NULL);
+  assert_non_null(ptx);
+  assert_has(ptx, ".entry coscos(");
+  assert_has(ptx, "ex2.approx"); /* __nv_expf */
+  assert_lacks(ptx, ".func"); /* everything inlined, unused libdevice dropped */
+  free(ptx);
+  end(&x);
+}
+
+/* A missing libdevice is a reported error, not a crash. */
+static void test_missing_libdevice_reported(void **state) {
+  (void)state;
+  fixture x;
+  begin(&x, "k");
+  ir_value *px = param(&x, "x", ptr(&x, TK_F32));
+  ir_value *o = block_offsets(&x, 128);
+  ir_value *p = addptr(&x, px, o);
+  store(&x, p, ir_unary(&x.b, IR_SIN, load(&x, p, NULL)), NULL);
+  ret(&x);
+  cg_options o2 = {"sm_90a", 3, "/nonexistent/libdevice.bc"};
+  su_buf out = {0};
+  assert_false(cg_emit(x.m, &o2, CG_PTX, &out, &x.d));
+  assert_int_equal(x.d.nerrors, 1);
+  assert_non_null(strstr(x.d.first->msg, "cannot read libdevice '/nonexistent/libdevice.bc'"));
+  su_buf_free(&out);
+  end(&x);
+}
+
+/* for k in range(0, n, 1): acc += x[k*256 + arange] — a tile carried around a loop; then
+ * an if with a result. */
+static void test_loop_carried_tile_and_if(void **state) {
+  (void)state;
+  fixture x;
+  begin(&x, "rowsum");
+  ir_value *px = param(&x, "x", ptr(&x, TK_F32)), *py = param(&x, "y", ptr(&x, TK_F32));
+  ir_value *n = param(&x, "n", scalar(&x, TK_I32));
+  const ir_type *i32 = scalar(&x, TK_I32), *tf = tile(&x, scalar(&x, TK_F32), 256);
+  ir_value *acc0 = ir_const_float(&x.b, tf, 0.0);
+  ir_op *loop = ir_build_for(&x.b, ir_const_int(&x.b, i32, 0), n, ir_const_int(&x.b, i32, 1), 1,
+                             &acc0);
+  ir_builder outer = x.b;
+  x.b.block = loop->regions[0];
+  ir_value *k = loop->regions[0]->args[0], *acc = loop->regions[0]->args[1];
+  ir_value *base = op2(&x, IR_MUL, k, ir_const_int(&x.b, i32, 256));
+  ir_value *o = op2(&x, IR_ADD, splat(&x, base, 256), arange(&x, 256));
+  ir_value *next = op2(&x, IR_ADD, acc, load(&x, addptr(&x, px, o), NULL));
+  ir_build(&x.b, IR_YIELD, 1, &next, 0, NULL);
+  x.b = outer;
+  ir_value *sum = loop->results[0];
+  ir_value *pos = ir_cmp_build(&x.b, IR_CMP_GT, n, ir_const_int(&x.b, i32, 0));
+  ir_op *iff = ir_build_if(&x.b, pos, 1, &tf);
+  x.b.block = iff->regions[0];
+  ir_value *twice = op2(&x, IR_ADD, sum, sum);
+  ir_build(&x.b, IR_YIELD, 1, &twice, 0, NULL);
+  x.b.block = iff->regions[1];
+  ir_build(&x.b, IR_YIELD, 1, &sum, 0, NULL);
+  x.b = outer;
+  store(&x, addptr(&x, py, arange(&x, 256)), iff->results[0], NULL);
+  ret(&x);
+  char *ptx = emit(&x, CG_PTX, NULL);
+  assert_non_null(ptx);
+  assert_has(ptx, "ld.global.v2.f32"); /* 256 over 128 threads: 2 per thread */
+  assert_has(ptx, "bra");
+  free(ptx);
+  end(&x);
+}
+
+/* Tile atomics, masked; a scalar atomic is done once and broadcast. */
+static void test_atomics(void **state) {
+  (void)state;
+  fixture x;
+  begin(&x, "hist");
+  ir_value *px = param(&x, "x", ptr(&x, TK_F32)), *pc = param(&x, "c", ptr(&x, TK_I32));
+  ir_value *n = param(&x, "n", scalar(&x, TK_I32));
+  ir_value *o = block_offsets(&x, 128);
+  ir_value *mask = ir_cmp_build(&x.b, IR_CMP_LT, o, splat(&x, n, 128));
+  ir_value *ones = ir_const_float(&x.b, tile(&x, scalar(&x, TK_F32), 128), 1.0);
+  ir_value *v[3] = {addptr(&x, px, o), ones, mask};
+  ir_op *a = ir_build(&x.b, IR_ATOMIC, 3, v, 1, (const ir_type *[]){ones->type});
+  a->attr = IR_ATOM_ADD;
+  ir_value *w[3] = {pc, ir_const_int(&x.b, scalar(&x, TK_I32), 0), n};
+  ir_value *old = ir_build1(&x.b, IR_ATOMIC_CAS, scalar(&x, TK_I32), 3, w);
+  store(&x, pc, old, NULL);
+  ret(&x);
+  char *ptx = emit(&x, CG_PTX, "sm_90a");
+  assert_non_null(ptx);
+  assert_has(ptx, ".global.add.f32");
+  assert_has(ptx, "atom.global.cas.b32");
+  assert_has(ptx, "bar.sync");
+  free(ptx);
+  end(&x);
+}
+
+/* Every dtype through arithmetic, comparisons, select, casts and min/max: it must all
+ * select on every arch (bf16 on sm_80 included). */
+static void test_every_dtype_compiles(void **state) {
+  (void)state;
+  static const tk_dtype dts[] = {TK_I8, TK_I16, TK_I32, TK_I64, TK_U8,  TK_U16,
+                                 TK_U32, TK_U64, TK_F16, TK_BF16, TK_F32, TK_F64};
+  static const char *arches[] = {"sm_80", "sm_90", "sm_90a"};
+  for (size_t a = 0; a < 3; a++)
+    for (size_t i = 0; i < sizeof dts / sizeof *dts; i++) {
+      fixture x;
+      begin(&x, "ops");
+      ir_value *px = param(&x, "x", ptr(&x, dts[i])), *pb = param(&x, "b", ptr(&x, TK_I1));
+      ir_value *o = block_offsets(&x, 512);
+      ir_value *v = load(&x, addptr(&x, px, o), NULL);
+      ir_value *s = op2(&x, IR_MUL, op2(&x, IR_ADD, v, v), op2(&x, IR_SUB, v, v));
+      s = op2(&x, IR_MAX, op2(&x, IR_DIV, s, v), op2(&x, IR_MIN, v, s));
+      s = op2(&x, IR_REM, s, v);
+      ir_value *lt = ir_cmp_build(&x.b, IR_CMP_LT, s, v);
+      ir_value *sel[3] = {lt, s, v};
+      s = ir_build1(&x.b, IR_SELECT, v->type, 3, sel);
+      const ir_type *t64 = tile(&x, scalar(&x, TK_F64), 512);
+      s = op1(&x, IR_CAST, v->type, op1(&x, IR_CAST, t64, s));
+      s = op1(&x, IR_CAST, v->type, op1(&x, IR_CAST, tile(&x, scalar(&x, TK_BF16), 512), s));
+      s = op1(&x, IR_CAST, v->type, op1(&x, IR_CAST, tile(&x, scalar(&x, TK_I8), 512), s));
+      store(&x, addptr(&x, px, o), s, NULL);
+      store(&x, addptr(&x, pb, o), lt, NULL);
+      ret(&x);
+      char *ptx = emit(&x, CG_PTX, arches[a]);
+      if (!ptx && !have_libdevice()) { /* float rem needs __nv_fmodf */
+        end(&x);
+        continue;
+      }
+      if (!ptx) fail_msg("dtype %s on %s failed", ir_dtype_name(dts[i]), arches[a]);
+      assert_has(ptx, ".entry ops(");
+      free(ptx);
+      end(&x);
+    }
+}
+
+static void test_unsupported_is_reported(void **state) {
+  (void)state;
+  fixture x;
+  begin(&x, "twod");
+  ir_value *px = param(&x, "x", ptr(&x, TK_F32));
+  int shape[2] = {16, 16};
+  const ir_type *t2 = ir_type_tile(x.m, scalar(&x, TK_F32), 2, shape);
+  ir_value *z = ir_const_float(&x.b, t2, 0.0);
+  (void)z;
+  (void)px;
+  ret(&x);
+  su_buf out = {0};
+  assert_false(cg_emit(x.m, NULL, CG_PTX, &out, &x.d));
+  assert_int_equal(x.d.nerrors, 1);
+  assert_string_equal(x.d.first->msg, "a tile of rank > 1 is not supported yet by the GPU back end");
+  assert_int_equal(x.d.first->loc.line, 2);
+  assert_int_equal(x.d.first->loc.col, 5);
+  assert_string_equal(x.d.first->loc.src->name, "test.tk");
+  su_buf_free(&out);
+  end(&x);
+}
+
+static void test_unknown_arch_is_reported(void **state) {
+  (void)state;
+  fixture x;
+  build_add(&x, false);
+  assert_null(emit(&x, CG_PTX, "sm_99"));
+  assert_int_equal(x.d.nerrors, 1);
+  assert_string_equal(x.d.first->msg, "unknown GPU architecture 'sm_99'");
+  end(&x);
+}
+
+/* y[0] = reduce(x[0:n]) for several kinds, dtypes and sizes (64 elements: replicated
+ * over 128 threads; 4096: 32 per thread). */
+static void test_reductions(void **state) {
+  (void)state;
+  static const struct { ir_reduce_kind k; tk_dtype dt; int n; } cases[] = {
+      {IR_RED_SUM, TK_F32, 4096}, {IR_RED_MAX, TK_I32, 64},  {IR_RED_MIN, TK_F16, 1024},
+      {IR_RED_SUM, TK_I64, 256},  {IR_RED_MAX, TK_F64, 512}, {IR_RED_MIN, TK_U8, 128},
+      {IR_RED_MAX, TK_BF16, 2048}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    fixture x;
+    begin(&x, "red");
+    ir_value *px = param(&x, "x", ptr(&x, cases[i].dt)), *py = param(&x, "y", ptr(&x, cases[i].dt));
+    ir_value *v = load(&x, addptr(&x, px, arange(&x, cases[i].n)), NULL);
+    ir_op *r = ir_build(&x.b, IR_REDUCE, 1, &v, 1, (const ir_type *[]){scalar(&x, cases[i].dt)});
+    r->attr = cases[i].k;
+    r->attr2 = 0;
+    store(&x, py, r->results[0], NULL);
+    ret(&x);
+    char *ptx = emit(&x, CG_PTX, i % 2 ? "sm_80" : "sm_90a");
+    assert_non_null(ptx);
+    assert_has(ptx, "shfl.sync.bfly.b32");
+    assert_has(ptx, "bar.sync");
+    assert_has(ptx, ".shared");
+    free(ptx);
+    end(&x);
+  }
+}
+
+static const char CUDA_H[] = "/usr/local/cuda/include/cuda.h";
+
+/* --emit=c: typed launchers whose parameter names cannot clash with C, compilable with
+ * -Wall -Wextra -Werror -pedantic against the real cuda.h when it is installed. */
+static void test_emit_c(void **state) {
+  (void)state;
+  fixture x;
+  build_add(&x, false);
+  ir_func *g = ir_func_new(x.m, "odd", (ir_loc){9, 1});
+  g->num_warps = 8;
+  x.b = (ir_builder){x.m, g->body, NULL, {9, 1}};
+  ir_func_add_param(x.m, g, "int", scalar(&x, TK_F16));
+  ir_func_add_param(x.m, g, "stream", scalar(&x, TK_I1));
+  ir_func_add_param(x.m, g, "int_", scalar(&x, TK_U64));
+  ret(&x);
+  su_buf h = {0}, c = {0};
+  assert_true(cg_emit_c(x.m, ".version 8.0\n", "out/my-kern", &h, &c, &x.d));
+  const char *hs = su_buf_str(&h), *cs = su_buf_str(&c);
+  assert_has(hs, "CUresult my_kern_load(void);");
+  assert_has(hs, "CUresult my_kern_add(unsigned gx, unsigned gy, unsigned gz, CUstream stream,\n"
+                 "    CUdeviceptr x,\n    CUdeviceptr y,\n    CUdeviceptr z,\n    int32_t n);");
+  assert_has(hs, "    uint16_t int_,\n    bool stream_,\n    uint64_t int__);");
+  assert_has(hs, "grid of 256-thread programs");
+  assert_has(cs, "#include \"my-kern.h\"");
+  assert_has(cs, "0x2e, 0x76, 0x65"); /* ".ve" */
+  assert_has(cs, "cuLaunchKernel(my_kern_fn_add, gx, gy, gz, 128, 1, 1, 0, stream, args, NULL)");
+  assert_has(cs, "void *args[] = {&int_, &stream_, &int__};");
+  if (access(CUDA_H, R_OK) == 0) {
+    char dir[] = "/tmp/tk-emitc-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], cmd[512];
+    snprintf(path, sizeof path, "%s/my-kern.h", dir);
+    FILE *f = fopen(path, "w");
+    fputs(hs, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/my-kern.c", dir);
+    f = fopen(path, "w");
+    fputs(cs, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "cc -std=c11 -Wall -Wextra -Werror -pedantic -I/usr/local/cuda/include -c %s -o "
+             "%s/my-kern.o && rm -r %s", path, dir, dir);
+    assert_int_equal(system(cmd), 0);
+  } else {
+    print_message("cuda.h not found: the generated C was not compiled\n");
+  }
+  su_buf_free(&h);
+  su_buf_free(&c);
+  end(&x);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_unmasked_add_is_vectorized),
+      cmocka_unit_test(test_masked_add_splits),
+      cmocka_unit_test(test_uniform_mask_predicates_vectors),
+      cmocka_unit_test(test_unknown_alignment_checked_at_run_time),
+      cmocka_unit_test(test_f16_moves_128_bits),
+      cmocka_unit_test(test_math_through_libdevice),
+      cmocka_unit_test(test_missing_libdevice_reported),
+      cmocka_unit_test(test_loop_carried_tile_and_if),
+      cmocka_unit_test(test_atomics),
+      cmocka_unit_test(test_every_dtype_compiles),
+      cmocka_unit_test(test_unsupported_is_reported),
+      cmocka_unit_test(test_unknown_arch_is_reported),
+      cmocka_unit_test(test_emit_c),
+      cmocka_unit_test(test_reductions),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
