@@ -1,0 +1,52 @@
+/* Elementwise ops: each result element is a function of the same element of every
+ * operand (numeric.c says which function). Only integer division can fault. */
+#include "internal.h"
+
+/* The element i of v; a scalar operand stands for every element. */
+static ip_elem at(ip_val v, int64_t i) {
+  return v.e[v.n == 1 ? 0 : i];
+}
+
+static ip_elem addptr(const ir_type *ptr_type, ip_elem p, tk_dtype idt, ip_elem idx) {
+  uint64_t size = (uint64_t)ir_dtype_bytes(ptr_type->elem->dtype);
+  uint64_t step = ir_dtype_is_signed(idt) ? (uint64_t)idx.i : idx.u;
+  p.i = (int64_t)((uint64_t)p.i + step * size); /* wraps, never UB; the access checks it */
+  return p;
+}
+
+static bool div_by_zero(ip_exec *x, const ir_op *op, ip_val divisor, int64_t i) {
+  const char *what = op->opc == IR_DIV ? "integer division by zero" : "integer remainder by zero";
+  if (divisor.n == 1) return ip_fail(x, op, what, "the divisor is 0");
+  return ip_fail(x, op, what, "element %lld of the divisor is 0", (long long)i);
+}
+
+bool ip_run_elementwise(ip_exec *x, const ip_inst *in) {
+  const ir_op *op = in->op;
+  const ir_type *t = op->results[0]->type;
+  tk_dtype rdt = ip_elem_dtype(t), dt = ip_elem_dtype(op->operands[0]->type);
+  ip_val a = IP_IN(x, in, 0);
+  ip_val b = op->noperands > 1 ? IP_IN(x, in, 1) : a;
+  ip_val c = op->noperands > 2 ? IP_IN(x, in, 2) : a;
+  ip_val r = ip_val_new(x, t);
+  bool int_div = (op->opc == IR_DIV || op->opc == IR_REM) && !ir_dtype_is_float(dt);
+  for (int64_t i = 0; i < r.n; i++) {
+    ip_elem ea = at(a, i), eb = at(b, i), *out = &r.e[i];
+    switch (op->opc) {
+    case IR_CAST: *out = ip_convert(dt, rdt, ea); break;
+    case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_REM: case IR_AND:
+    case IR_OR: case IR_XOR: case IR_SHL: case IR_SHR: case IR_MIN: case IR_MAX:
+      if (int_div && ip_is_zero(dt, eb)) return div_by_zero(x, op, b, i);
+      *out = ip_arith(op->opc, dt, ea, eb);
+      break;
+    case IR_CMP: out->u = ip_compare((ir_cmp)op->attr, dt, ea, eb); break;
+    case IR_SELECT: *out = ea.u ? eb : at(c, i); break;
+    case IR_FMA: *out = ip_fma(dt, ea, eb, at(c, i)); break;
+    case IR_ADDPTR:
+      *out = addptr(ir_type_elem(t), ea, ip_elem_dtype(op->operands[1]->type), eb);
+      break;
+    default: *out = ip_math(op->opc, dt, ea); break;
+    }
+  }
+  *IP_OUT(x, in, 0) = r;
+  return true;
+}

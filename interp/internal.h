@@ -1,0 +1,143 @@
+/*
+ * interp/internal.h — what the interpreter's files share: runtime values, the scratch
+ * arena, the prepared (slot-numbered) form of a kernel, scalar numerics, and the
+ * per-launch execution state. Not part of the interpreter's public contract.
+ */
+#ifndef TK_INTERP_INTERNAL_H
+#define TK_INTERP_INTERNAL_H
+
+#include "interp.h"
+
+/* ---- values --------------------------------------------------------------------------- */
+
+/* One element, in canonical form: signed ints sign-extended from their width into i,
+ * unsigned ints and i1 zero-extended into u, floats already rounded to their type in f,
+ * pointers as byte offset i into buffer buf (their provenance). */
+typedef struct {
+  union {
+    int64_t i;
+    uint64_t u;
+    double f;
+  };
+  uint32_t buf;
+} ip_elem;
+
+/* A runtime value: a scalar or pointer (n == 1) or a tile (row-major). Values are
+ * immutable once built, so shape-only ops share e with their operand. */
+typedef struct {
+  const ir_type *type;
+  int64_t n;
+  ip_elem *e;
+} ip_val;
+
+/* ---- scratch arena (mark / release) ---------------------------------------------------- */
+
+typedef struct ip_scratch ip_scratch;
+typedef struct {
+  void *chunk;
+  size_t used;
+} ip_mark;
+
+/* An empty scratch arena; ip_scratch_free releases it and all its chunks. */
+ip_scratch *ip_scratch_new(void);
+void ip_scratch_free(ip_scratch *s);
+/* n zeroed bytes, aligned for any type, valid until a release below them. */
+void *ip_scratch_alloc(ip_scratch *s, size_t n);
+/* The current top, to release back to. */
+ip_mark ip_scratch_mark(const ip_scratch *s);
+/* Drops everything allocated since mark; the chunks are kept for reuse. */
+void ip_scratch_release(ip_scratch *s, ip_mark mark);
+
+/* ---- prepared code --------------------------------------------------------------------- */
+
+/* An op with its operands and results resolved to slot numbers, so running it needs no
+ * lookup. Regions are prepared recursively. */
+typedef struct ip_code ip_code;
+typedef struct {
+  const ir_op *op;
+  int *in;  /* op->noperands slots */
+  int *out; /* op->nresults slots */
+  ip_code *regions;
+} ip_inst;
+
+struct ip_code {
+  int *args; /* the block's arguments' slots */
+  int nargs;
+  ip_inst *insts;
+  int ninsts;
+};
+
+/* Prepares f's body in arena a; *nslots receives the number of slots used. */
+ip_code *ip_prepare(su_arena *a, const ir_func *f, int *nslots);
+
+/* ---- scalar numerics (numeric.c) ------------------------------------------------------- */
+
+/* Wraps an integer to dt's width in canonical form (i1: the low bit). */
+ip_elem ip_int(tk_dtype dt, uint64_t bits);
+/* Rounds x to float type dt (nearest even; overflow to inf). */
+double ip_round(tk_dtype dt, double x);
+/* Converts v of type from to type to by the language's cast rules. */
+ip_elem ip_convert(tk_dtype from, tk_dtype to, ip_elem v);
+/* a op b in dt for ADD SUB MUL DIV REM AND OR XOR SHL SHR MIN MAX (an integer divisor
+ * must be nonzero: the caller reports that). */
+ip_elem ip_arith(ir_opcode op, tk_dtype dt, ip_elem a, ip_elem b);
+/* op x in dt for NEG NOT ABS and the float math functions. */
+ip_elem ip_math(ir_opcode op, tk_dtype dt, ip_elem x);
+/* fma(a, b, c) in dt, one rounding for floats. */
+ip_elem ip_fma(tk_dtype dt, ip_elem a, ip_elem b, ip_elem c);
+/* The comparison pred of a and b in dt (floats: ordered, except NE). */
+bool ip_compare(ir_cmp pred, tk_dtype dt, ip_elem a, ip_elem b);
+/* True if v is zero (ints) — for division checks. */
+bool ip_is_zero(tk_dtype dt, ip_elem v);
+/* Memory format: decodes / encodes the ir_dtype_bytes(dt) bytes at p (host order). */
+ip_elem ip_decode(tk_dtype dt, const void *p);
+void ip_encode(tk_dtype dt, ip_elem v, void *p);
+/* Writes v as text (for device_print). */
+void ip_format(su_buf *b, tk_dtype dt, ip_elem v);
+
+/* ---- execution ------------------------------------------------------------------------- */
+
+typedef struct {
+  ip_memory *mem;
+  const ir_module *m;
+  const ir_func *f;
+  ip_scratch *scratch;
+  ip_val *slots;
+  unsigned pid[3], nprog[3];
+  FILE *out;
+  su_buf *err;
+} ip_exec;
+
+#define IP_IN(x, inst, k) ((x)->slots[(inst)->in[(k)]])
+#define IP_OUT(x, inst, k) (&(x)->slots[(inst)->out[(k)]])
+
+/* A fresh value of type t (zeroed). */
+ip_val ip_val_new(ip_exec *x, const ir_type *t);
+/* The dtype of t's elements (TK_PTR for pointers). */
+tk_dtype ip_elem_dtype(const ir_type *t);
+/* Records a fault at op: "<file>:<l>:<c>: <what> in kernel 'k' at program (x, y, z):
+ * <detail>". Returns false, for `return ip_fail(...)`. */
+bool ip_fail(ip_exec *x, const ir_op *op, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Runs a block: every inst in order. On a YIELD, *yield (if not NULL) receives it. */
+bool ip_run_block(ip_exec *x, const ip_code *c, const ip_inst **yield);
+
+/* The op families; each runs one inst and returns false after ip_fail. */
+bool ip_run_shape(ip_exec *x, const ip_inst *in);       /* values and shape ops */
+bool ip_run_elementwise(ip_exec *x, const ip_inst *in); /* IR_ELEM ops */
+bool ip_run_reduce(ip_exec *x, const ip_inst *in);      /* REDUCE ARGREDUCE SCAN DOT */
+bool ip_run_memory(ip_exec *x, const ip_inst *in);      /* LOAD STORE ATOMIC ATOMIC_CAS */
+bool ip_run_debug(ip_exec *x, const ip_inst *in);       /* PRINT ASSERT */
+
+/* Checks one element access of `size` bytes at (buf, off): NULL with *host set when it
+ * is fine, else the fault's name ("out-of-bounds", "misaligned", "null-pointer",
+ * "use-after-free", "wild-pointer") with the details written to why ("element offset
+ * 1024 is past the end of a 4096-byte buffer"). */
+const char *ip_mem_access(ip_memory *mem, uint32_t buf, int64_t off, int size, void **host,
+                          su_buf *why);
+/* Splits a device address into (buffer id, byte offset) and back. */
+void ip_mem_split(tk_devptr p, uint32_t *buf, int64_t *off);
+tk_devptr ip_mem_join(uint32_t buf, int64_t off);
+
+#endif

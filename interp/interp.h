@@ -1,0 +1,79 @@
+/*
+ * interp/ — the reference interpreter of the Tile IR: runs a kernel on the CPU, one
+ * program instance after another, over host buffers that stand in for device memory.
+ * It defines what every op means; the GPU backend is tested against it.
+ *
+ * Contract:
+ *  - Memory: an ip_memory is a table of buffers. The device address of buffer id k
+ *    (k >= 1, never reused) plus byte offset o is (k << 40) | o, so addresses are
+ *    synthetic: 0 is null, a buffer holds at most 1 TiB, and any tk_devptr can be mapped
+ *    back to its buffer. Inside a kernel a pointer keeps that provenance as
+ *    (buffer id, byte offset): pointer arithmetic never moves it to another buffer.
+ *  - Every load, store and atomic is checked against the buffer its pointer came from
+ *    (null, freed, misaligned, before the start, past the end); a violation stops the
+ *    launch with "file:line:col: <what> in kernel 'k' at program (x, y, z): <detail>".
+ *  - Numerics are exact per dtype: integers wrap at their width (signed or unsigned by
+ *    dtype); f16/bf16 are stored as 16 bits and every op computes in f32 and rounds to
+ *    the type (nearest even); f32 ops run in float, f64 in double; math functions call
+ *    libm in the type's precision. Integer division or remainder by zero is a runtime
+ *    error (not UB, not a silent value); INT_MIN / -1 wraps to INT_MIN (remainder 0).
+ *    Shifts by the width or more give 0 (shr of a negative signed value: -1), as PTX.
+ *    Float-to-int casts truncate and saturate, NaN gives 0.
+ *  - Masked-off lanes of a load yield `other` (0 without it); masked-off stores and
+ *    atomics do nothing (an atomic's masked-off result is 0). Atomics are sequential:
+ *    programs run one at a time, lanes in row-major order.
+ *  - Reductions, scans and dot accumulate sequentially in the result's type, in index
+ *    order; the GPU's tree order may differ in the last bits of float results.
+ *  - device_print writes "pid (x, y, z) <prefix> <values>" lines to the chosen stream;
+ *    a failed device_assert stops the launch with its message.
+ *  - A launch keeps every value in one scratch arena that is reset for each program (and
+ *    for each loop iteration), so memory stays bounded over any grid.
+ * Prefix: ip_ / IP_.
+ */
+#ifndef TK_INTERP_H
+#define TK_INTERP_H
+
+#include "../include/tk.h"
+#include "../ir/ir.h"
+#include "../support/support.h"
+
+/* ---- memory --------------------------------------------------------------------------- */
+
+typedef struct ip_memory ip_memory;
+
+enum { IP_ADDR_BITS = 40 }; /* byte offset bits of a device address */
+
+/* An empty buffer table. */
+ip_memory *ip_memory_new(void);
+/* Frees every buffer and the table. NULL is ignored. */
+void ip_memory_free(ip_memory *mem);
+/* Allocates a zeroed buffer of bytes (> 0) and returns its address; false with a
+ * message in err when the size is too large or the host is out of memory. */
+bool ip_mem_alloc(ip_memory *mem, size_t bytes, tk_devptr *out, su_buf *err);
+/* Frees the buffer that starts at p; false with a message if p is not the start of a
+ * live buffer. */
+bool ip_mem_free(ip_memory *mem, tk_devptr p, su_buf *err);
+/* The host address of the device range [p, p + bytes), which must lie inside one live
+ * buffer; NULL with a message in err otherwise. For copies from and to the host. */
+void *ip_mem_host(ip_memory *mem, tk_devptr p, size_t bytes, su_buf *err);
+/* True if p is 0 or an address inside (or just past) a live buffer: what a pointer
+ * argument of a launch must be. */
+bool ip_mem_valid_arg(const ip_memory *mem, tk_devptr p);
+
+/* ---- launching ------------------------------------------------------------------------ */
+
+typedef enum {
+  IP_OK,
+  IP_BAD_ARGS, /* the arguments do not fit the kernel (count, type, unknown pointer) */
+  IP_FAULT     /* the kernel faulted: out-of-bounds, division by zero, failed assert */
+} ip_status;
+
+/* Runs kernel f of module m on every program of grid (0 counts as 1), x fastest, with
+ * args matching f's parameters in number and type (TK_PTR args are device addresses of
+ * mem). device_print output goes to out (stdout if NULL). On failure writes one line
+ * (no trailing newline) to err and returns the status; the effects of the programs that
+ * ran before the fault stay in memory. */
+ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_grid grid,
+                    const tk_arg *args, int nargs, FILE *out, su_buf *err);
+
+#endif

@@ -1,0 +1,104 @@
+/* The launch loop: binds the arguments, then runs the kernel body once per program id,
+ * resetting the scratch arena between programs. */
+#include "internal.h"
+
+#include <stdarg.h>
+
+tk_dtype ip_elem_dtype(const ir_type *t) {
+  return ir_type_elem(t)->dtype;
+}
+
+ip_val ip_val_new(ip_exec *x, const ir_type *t) {
+  ip_val v = {t, ir_type_numel(t), NULL};
+  v.e = ip_scratch_alloc(x->scratch, sizeof(ip_elem) * (size_t)v.n);
+  return v;
+}
+
+bool ip_fail(ip_exec *x, const ir_op *op, const char *what, const char *fmt, ...) {
+  const char *file = x->m->source_name ? x->m->source_name : "<kernel>";
+  x->err->len = 0;
+  su_buf_printf(x->err, "%s:%u:%u: %s in kernel '%s' at program (%u, %u, %u): ", file,
+                op->loc.line, op->loc.col, what, x->f->name, x->pid[0], x->pid[1], x->pid[2]);
+  va_list ap;
+  va_start(ap, fmt);
+  su_buf_vprintf(x->err, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+/* The canonical value of a launch argument for a parameter of type t; false if a
+ * pointer does not belong to mem. */
+static bool bind_arg(ip_exec *x, const ir_type *t, tk_arg a, ip_val *out) {
+  ip_val v = ip_val_new(x, t);
+  tk_dtype dt = t->dtype;
+  if (t->kind == IR_PTR) {
+    if (!ip_mem_valid_arg(x->mem, a.v.p)) return false;
+    int64_t off;
+    ip_mem_split(a.v.p, &v.e[0].buf, &off);
+    v.e[0].i = off;
+  } else if (ir_dtype_is_float(dt)) {
+    v.e[0].f = ip_round(dt, a.v.f);
+  } else {
+    v.e[0] = ip_int(dt, a.v.u);
+  }
+  *out = v;
+  return true;
+}
+
+static ip_status bind_args(ip_exec *x, const ip_code *body, const tk_arg *args, int nargs) {
+  const ir_block *params = x->f->body;
+  if (nargs != params->nargs) {
+    su_buf_printf(x->err, "kernel '%s' expects %d arguments, got %d", x->f->name, params->nargs,
+                  nargs);
+    return IP_BAD_ARGS;
+  }
+  for (int i = 0; i < nargs; i++) {
+    const ir_type *t = params->args[i]->type;
+    const char *name = x->f->param_names ? x->f->param_names[i] : "?";
+    if (args[i].type != t->dtype) {
+      tk_dtype got = args[i].type;
+      const char *gname = (unsigned)got < TK_NDTYPE ? ir_dtype_name(got) : "invalid-typed value";
+      su_buf_printf(x->err, "argument %d of '%s' ('%s') has type ", i, x->f->name, name);
+      if (t->kind == IR_PTR)
+        su_buf_printf(x->err, "*%s", ir_dtype_name(t->elem->dtype));
+      else
+        su_buf_puts(x->err, ir_dtype_name(t->dtype));
+      su_buf_printf(x->err, ", but %s %s was passed",
+                    gname[0] == 'i' || gname[0] == 'f' ? "an" : "a", got == TK_PTR ? "pointer" : gname);
+      return IP_BAD_ARGS;
+    }
+    if (!bind_arg(x, t, args[i], &x->slots[body->args[i]])) {
+      su_buf_printf(x->err, "argument %d of '%s' ('%s') is 0x%llx, which is not an address "
+                    "in a live buffer from tk_malloc", i, x->f->name, name,
+                    (unsigned long long)args[i].v.p);
+      return IP_BAD_ARGS;
+    }
+  }
+  return IP_OK;
+}
+
+ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_grid grid,
+                    const tk_arg *args, int nargs, FILE *out, su_buf *err) {
+  err->len = 0;
+  su_arena *a = su_arena_new();
+  int nslots = 0;
+  ip_code *body = ip_prepare(a, f, &nslots);
+  ip_exec x = {.mem = mem, .m = m, .f = f, .scratch = ip_scratch_new(), .out = out ? out : stdout,
+               .err = err};
+  x.slots = SU_NEW_ARRAY(a, ip_val, nslots);
+  x.nprog[0] = grid.x ? grid.x : 1;
+  x.nprog[1] = grid.y ? grid.y : 1;
+  x.nprog[2] = grid.z ? grid.z : 1;
+  ip_status st = bind_args(&x, body, args, nargs);
+  ip_mark start = ip_scratch_mark(x.scratch);
+  for (unsigned z = 0; st == IP_OK && z < x.nprog[2]; z++)
+    for (unsigned y = 0; st == IP_OK && y < x.nprog[1]; y++)
+      for (unsigned i = 0; st == IP_OK && i < x.nprog[0]; i++) {
+        x.pid[0] = i, x.pid[1] = y, x.pid[2] = z;
+        if (!ip_run_block(&x, body, NULL)) st = IP_FAULT;
+        ip_scratch_release(x.scratch, start);
+      }
+  ip_scratch_free(x.scratch);
+  su_arena_free(a);
+  return st;
+}

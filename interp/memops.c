@@ -1,0 +1,90 @@
+/* Loads, stores and atomics: every active lane goes through the bounds check of the
+ * buffer its pointer was derived from; masked-off lanes touch nothing. */
+#include "internal.h"
+
+#include <string.h>
+
+static ip_elem at(ip_val v, int64_t i) {
+  return v.e[v.n == 1 ? 0 : i];
+}
+
+/* The host address of lane p for an access of kind ("load", "store", ...), or NULL after
+ * reporting the fault. */
+static void *lane_address(ip_exec *x, const ir_op *op, ip_elem p, tk_dtype dt, const char *kind) {
+  void *host = NULL;
+  su_buf why = {0}, what = {0};
+  const char *fault = ip_mem_access(x->mem, p.buf, p.i, ir_dtype_bytes(dt), &host, &why);
+  if (fault) {
+    su_buf_printf(&what, "%s %s", fault, kind);
+    ip_fail(x, op, su_buf_str(&what), "%s", su_buf_str(&why));
+  }
+  su_buf_free(&why);
+  su_buf_free(&what);
+  return host;
+}
+
+static ip_elem atomic_update(ir_atomic_kind kind, tk_dtype dt, ip_elem old, ip_elem v) {
+  switch (kind) {
+  case IR_ATOM_ADD: return ip_arith(IR_ADD, dt, old, v);
+  case IR_ATOM_MAX: return ip_arith(IR_MAX, dt, old, v);
+  case IR_ATOM_MIN: return ip_arith(IR_MIN, dt, old, v);
+  case IR_ATOM_AND: return ip_arith(IR_AND, dt, old, v);
+  case IR_ATOM_OR: return ip_arith(IR_OR, dt, old, v);
+  case IR_ATOM_XOR: return ip_arith(IR_XOR, dt, old, v);
+  case IR_ATOM_XCHG: return v;
+  }
+  SU_UNREACHABLE();
+}
+
+bool ip_run_memory(ip_exec *x, const ip_inst *in) {
+  const ir_op *op = in->op;
+  ip_val ptr = IP_IN(x, in, 0);
+  tk_dtype dt = ir_type_elem(ptr.type)->elem->dtype;
+  int mask_at = op->opc == IR_LOAD ? 1 : op->opc == IR_ATOMIC_CAS ? -1 : 2;
+  bool has_mask = mask_at > 0 && op->noperands > mask_at;
+  ip_val mask = has_mask ? IP_IN(x, in, mask_at) : ptr;
+  ip_val r = {0};
+  if (op->nresults) r = ip_val_new(x, op->results[0]->type);
+  for (int64_t i = 0; i < ptr.n; i++) {
+    if (has_mask && !at(mask, i).u) {
+      if (op->opc == IR_LOAD && op->noperands > 2) r.e[i] = at(IP_IN(x, in, 2), i);
+      continue;
+    }
+    ip_elem p = at(ptr, i);
+    switch (op->opc) {
+    case IR_LOAD: {
+      void *h = lane_address(x, op, p, dt, "load");
+      if (!h) return false;
+      r.e[i] = ip_decode(dt, h);
+      break;
+    }
+    case IR_STORE: {
+      void *h = lane_address(x, op, p, dt, "store");
+      if (!h) return false;
+      ip_encode(dt, at(IP_IN(x, in, 1), i), h);
+      break;
+    }
+    case IR_ATOMIC: {
+      void *h = lane_address(x, op, p, dt, "atomic");
+      if (!h) return false;
+      r.e[i] = ip_decode(dt, h);
+      ip_encode(dt, atomic_update((ir_atomic_kind)op->attr, dt, r.e[i], at(IP_IN(x, in, 1), i)), h);
+      break;
+    }
+    case IR_ATOMIC_CAS: {
+      /* Compares the stored bits, as the hardware does (so -0.0 is not 0.0 here). */
+      void *h = lane_address(x, op, p, dt, "atomic_cas");
+      if (!h) return false;
+      unsigned char want[8];
+      ip_encode(dt, at(IP_IN(x, in, 1), i), want);
+      r.e[i] = ip_decode(dt, h);
+      if (memcmp(want, h, (size_t)ir_dtype_bytes(dt)) == 0) ip_encode(dt, at(IP_IN(x, in, 2), i), h);
+      break;
+    }
+    default:
+      SU_UNREACHABLE();
+    }
+  }
+  if (op->nresults) *IP_OUT(x, in, 0) = r;
+  return true;
+}

@@ -1,0 +1,158 @@
+/* The buffer table behind interpreter device addresses, and the bounds check every
+ * kernel memory access goes through. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  uint8_t *data;
+  size_t size;
+  bool live;
+} buffer;
+
+/* Buffer ids start at 1 and are never reused, so a stale pointer is recognised as such
+ * instead of silently reaching a newer buffer. */
+struct ip_memory {
+  buffer *bufs; /* bufs[id - 1] */
+  uint32_t n, cap;
+};
+
+/* Ids must fit the address bits left above the offset (and stay clear of the sign bit). */
+enum { MAX_BUFFERS = (1u << (63 - IP_ADDR_BITS)) - 1 };
+static const uint64_t OFFSET_MASK = (UINT64_C(1) << IP_ADDR_BITS) - 1;
+
+ip_memory *ip_memory_new(void) {
+  ip_memory *mem = calloc(1, sizeof *mem);
+  if (!mem) su_fatal("out of memory");
+  return mem;
+}
+
+void ip_memory_free(ip_memory *mem) {
+  if (!mem) return;
+  for (uint32_t i = 0; i < mem->n; i++) free(mem->bufs[i].data);
+  free(mem->bufs);
+  free(mem);
+}
+
+void ip_mem_split(tk_devptr p, uint32_t *buf, int64_t *off) {
+  *buf = (uint32_t)(p >> IP_ADDR_BITS);
+  *off = (int64_t)(p & OFFSET_MASK);
+}
+
+tk_devptr ip_mem_join(uint32_t buf, int64_t off) {
+  return ((tk_devptr)buf << IP_ADDR_BITS) + (uint64_t)off;
+}
+
+bool ip_mem_alloc(ip_memory *mem, size_t bytes, tk_devptr *out, su_buf *err) {
+  if (bytes == 0 || bytes > OFFSET_MASK) {
+    su_buf_printf(err, "cannot allocate %zu bytes (the interpreter allows 1 to %llu)", bytes,
+                  (unsigned long long)OFFSET_MASK);
+    return false;
+  }
+  if (mem->n == MAX_BUFFERS) {
+    su_buf_printf(err, "too many allocations (the interpreter allows %u)", MAX_BUFFERS);
+    return false;
+  }
+  uint8_t *data = calloc(1, bytes);
+  if (!data) {
+    su_buf_printf(err, "out of host memory allocating %zu bytes", bytes);
+    return false;
+  }
+  if (mem->n == mem->cap) {
+    uint32_t cap = mem->cap ? mem->cap * 2 : 16;
+    buffer *b = realloc(mem->bufs, cap * sizeof *b);
+    if (!b) su_fatal("out of memory");
+    mem->bufs = b;
+    mem->cap = cap;
+  }
+  mem->bufs[mem->n++] = (buffer){data, bytes, true};
+  *out = ip_mem_join(mem->n, 0);
+  return true;
+}
+
+/* The buffer with this id, live or freed; NULL if the id was never handed out. */
+static buffer *find(const ip_memory *mem, uint32_t id) {
+  return id >= 1 && id <= mem->n ? &mem->bufs[id - 1] : NULL;
+}
+
+bool ip_mem_free(ip_memory *mem, tk_devptr p, su_buf *err) {
+  uint32_t id;
+  int64_t off;
+  ip_mem_split(p, &id, &off);
+  buffer *b = find(mem, id);
+  if (!b || off != 0) {
+    su_buf_printf(err, "0x%llx is not an address returned by tk_malloc",
+                  (unsigned long long)p);
+    return false;
+  }
+  if (!b->live) {
+    su_buf_printf(err, "0x%llx was already freed", (unsigned long long)p);
+    return false;
+  }
+  free(b->data);
+  b->data = NULL;
+  b->live = false;
+  return true;
+}
+
+void *ip_mem_host(ip_memory *mem, tk_devptr p, size_t bytes, su_buf *err) {
+  uint32_t id;
+  int64_t off;
+  ip_mem_split(p, &id, &off);
+  buffer *b = find(mem, id);
+  if (!b || !b->live) {
+    su_buf_printf(err, "0x%llx is not inside a live buffer from tk_malloc",
+                  (unsigned long long)p);
+    return NULL;
+  }
+  if ((uint64_t)off > b->size || bytes > b->size - (uint64_t)off) {
+    su_buf_printf(err, "%zu bytes at offset %lld run past the end of the %zu-byte buffer", bytes,
+                  (long long)off, b->size);
+    return NULL;
+  }
+  return b->data + off;
+}
+
+bool ip_mem_valid_arg(const ip_memory *mem, tk_devptr p) {
+  uint32_t id;
+  int64_t off;
+  ip_mem_split(p, &id, &off);
+  if (p == 0) return true;
+  const buffer *b = find(mem, id);
+  return b && b->live && (uint64_t)off <= b->size;
+}
+
+const char *ip_mem_access(ip_memory *mem, uint32_t id, int64_t off, int size, void **host,
+                          su_buf *why) {
+  buffer *b = find(mem, id);
+  if (id == 0) {
+    su_buf_printf(why, "the pointer is null plus %lld bytes", (long long)off);
+    return "null-pointer";
+  }
+  if (!b) {
+    su_buf_printf(why, "the pointer does not point into any buffer");
+    return "wild-pointer";
+  }
+  if (!b->live) {
+    su_buf_printf(why, "the %zu-byte buffer was freed", b->size);
+    return "use-after-free";
+  }
+  if (off % size != 0) {
+    su_buf_printf(why, "byte offset %lld is not a multiple of the element size, %d bytes",
+                  (long long)off, size);
+    return "misaligned";
+  }
+  if (off < 0) {
+    su_buf_printf(why, "element offset %lld is before the start of a %zu-byte buffer",
+                  (long long)(off / size), b->size);
+    return "out-of-bounds";
+  }
+  if ((uint64_t)off + (uint64_t)size > b->size) {
+    su_buf_printf(why, "element offset %lld is past the end of a %zu-byte buffer",
+                  (long long)(off / size), b->size);
+    return "out-of-bounds";
+  }
+  *host = b->data + off;
+  return NULL;
+}

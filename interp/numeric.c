@@ -1,0 +1,343 @@
+/* Scalar numerics per dtype: the exact meaning of every arithmetic op, cast and memory
+ * encoding. Everything else in the interpreter moves elements around; this file decides
+ * their values. */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+ip_elem ip_int(tk_dtype dt, uint64_t bits) {
+  ip_elem r = {.u = bits};
+  int w = ir_dtype_bits(dt);
+  if (w >= 64) return r;
+  if (ir_dtype_is_signed(dt))
+    r.i = (int64_t)(bits << (64 - w)) >> (64 - w);
+  else
+    r.u = bits & ((UINT64_C(1) << w) - 1);
+  return r;
+}
+
+/* Rounds x to a binary format with p bits of precision and normal exponents
+ * [emin, emax]: scale the quantum of x's binade to 1, round to an integer (nearest even,
+ * the default rounding mode), scale back. Exact, since scaling by powers of two is. */
+static double round_format(double x, int p, int emin, int emax) {
+  if (x == 0 || isnan(x) || isinf(x)) return x;
+  int e;
+  frexp(x, &e);
+  int exp = e - 1 < emin ? emin : e - 1; /* below emin the quantum stays fixed: subnormals */
+  int q = exp - (p - 1);
+  double r = ldexp(nearbyint(ldexp(x, -q)), q);
+  double max = ldexp(2 - ldexp(1, 1 - p), emax);
+  return fabs(r) > max ? copysign(INFINITY, x) : r;
+}
+
+double ip_round(tk_dtype dt, double x) {
+  switch (dt) {
+  case TK_F64: return x;
+  case TK_F32: return (float)x;
+  case TK_F16: return round_format(x, 11, -14, 15);
+  case TK_BF16: return round_format(x, 8, -126, 127);
+  default: SU_UNREACHABLE();
+  }
+}
+
+/* ---- 16-bit float encodings ------------------------------------------------------------ */
+
+static uint16_t f16_bits(double v) {
+  uint16_t sign = signbit(v) ? 0x8000 : 0;
+  double a = fabs(v);
+  if (isnan(v)) return sign | 0x7e00;
+  if (isinf(v)) return sign | 0x7c00;
+  if (a == 0) return sign;
+  int e;
+  frexp(a, &e);
+  if (e - 1 < -14) return sign | (uint16_t)ldexp(a, 24); /* subnormal: multiples of 2^-24 */
+  uint16_t mant = (uint16_t)(ldexp(a, -(e - 1)) * 1024 - 1024);
+  return sign | (uint16_t)((e - 1 + 15) << 10) | mant;
+}
+
+static double f16_value(uint16_t h) {
+  int exp = (h >> 10) & 31, mant = h & 1023;
+  double a;
+  if (exp == 0)
+    a = ldexp(mant, -24);
+  else if (exp == 31)
+    a = mant ? NAN : INFINITY;
+  else
+    a = ldexp(1024 + mant, exp - 25);
+  return h & 0x8000 ? -a : a;
+}
+
+/* bf16 is the top half of an f32; the value was already rounded, so truncation is exact. */
+static uint16_t bf16_bits(double v) {
+  float f = (float)v;
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  if (isnan(f)) return (uint16_t)((b >> 16) | 0x0040);
+  return (uint16_t)(b >> 16);
+}
+
+static double bf16_value(uint16_t h) {
+  uint32_t b = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+
+ip_elem ip_decode(tk_dtype dt, const void *p) {
+  ip_elem r = {.u = 0};
+  uint8_t u8;
+  uint16_t u16;
+  uint32_t u32;
+  uint64_t u64;
+  float f;
+  switch (dt) {
+  case TK_I1: memcpy(&u8, p, 1); r.u = u8 != 0; return r;
+  case TK_I8: case TK_U8: memcpy(&u8, p, 1); return ip_int(dt, u8);
+  case TK_I16: case TK_U16: memcpy(&u16, p, 2); return ip_int(dt, u16);
+  case TK_I32: case TK_U32: memcpy(&u32, p, 4); return ip_int(dt, u32);
+  case TK_I64: case TK_U64: memcpy(&u64, p, 8); return ip_int(dt, u64);
+  case TK_F16: memcpy(&u16, p, 2); r.f = f16_value(u16); return r;
+  case TK_BF16: memcpy(&u16, p, 2); r.f = bf16_value(u16); return r;
+  case TK_F32: memcpy(&f, p, 4); r.f = f; return r;
+  case TK_F64: memcpy(&r.f, p, 8); return r;
+  default: SU_UNREACHABLE();
+  }
+}
+
+void ip_encode(tk_dtype dt, ip_elem v, void *p) {
+  uint8_t u8 = (uint8_t)v.u;
+  uint16_t u16 = (uint16_t)v.u;
+  uint32_t u32 = (uint32_t)v.u;
+  float f = (float)v.f;
+  switch (dt) {
+  case TK_I1: u8 &= 1; memcpy(p, &u8, 1); return;
+  case TK_I8: case TK_U8: memcpy(p, &u8, 1); return;
+  case TK_I16: case TK_U16: memcpy(p, &u16, 2); return;
+  case TK_I32: case TK_U32: memcpy(p, &u32, 4); return;
+  case TK_I64: case TK_U64: memcpy(p, &v.u, 8); return;
+  case TK_F16: u16 = f16_bits(v.f); memcpy(p, &u16, 2); return;
+  case TK_BF16: u16 = bf16_bits(v.f); memcpy(p, &u16, 2); return;
+  case TK_F32: memcpy(p, &f, 4); return;
+  case TK_F64: memcpy(p, &v.f, 8); return;
+  default: SU_UNREACHABLE();
+  }
+}
+
+/* ---- casts ----------------------------------------------------------------------------- */
+
+/* Truncates toward zero and saturates at the type's range; NaN gives 0. */
+static ip_elem float_to_int(tk_dtype to, double f) {
+  int w = ir_dtype_bits(to);
+  ip_elem r = {.u = 0};
+  if (isnan(f)) return r;
+  f = trunc(f);
+  if (ir_dtype_is_signed(to)) {
+    int64_t max = (int64_t)((UINT64_C(1) << (w - 1)) - 1);
+    if (f >= ldexp(1, w - 1))
+      r.i = max;
+    else if (f < -ldexp(1, w - 1))
+      r.i = -max - 1;
+    else
+      r.i = (int64_t)f;
+    return r;
+  }
+  if (f <= 0) return r;
+  r.u = f >= ldexp(1, w) ? (w == 64 ? UINT64_MAX : (UINT64_C(1) << w) - 1) : (uint64_t)f;
+  return r;
+}
+
+/* f32 from a 64-bit integer goes through C's own conversion, which rounds once; the
+ * other float types are exact through double up to 2^53, far past f16's range. */
+static double int_to_float(tk_dtype to, ip_elem v, bool is_signed) {
+  if (to == TK_F32) return is_signed ? (float)v.i : (float)v.u;
+  return ip_round(to, is_signed ? (double)v.i : (double)v.u);
+}
+
+ip_elem ip_convert(tk_dtype from, tk_dtype to, ip_elem v) {
+  if (from == to || from == TK_PTR || to == TK_PTR) return v;
+  ip_elem r = {.u = 0};
+  if (ir_dtype_is_float(from)) {
+    if (ir_dtype_is_float(to)) {
+      r.f = ip_round(to, v.f);
+      return r;
+    }
+    if (to == TK_I1) {
+      r.u = v.f != 0;
+      return r;
+    }
+    return float_to_int(to, v.f);
+  }
+  if (ir_dtype_is_float(to)) {
+    r.f = int_to_float(to, v, ir_dtype_is_signed(from));
+    return r;
+  }
+  if (to == TK_I1) {
+    r.u = v.u != 0;
+    return r;
+  }
+  return ip_int(to, v.u); /* canonical form already holds the sign or zero extension */
+}
+
+/* ---- arithmetic ------------------------------------------------------------------------ */
+
+/* Minimum / maximum that propagate NaN and order -0 below +0. */
+static double fminmax(double x, double y, bool want_max) {
+  if (isnan(x) || isnan(y)) return NAN;
+  if (x == y) return (signbit(x) != 0) == want_max ? y : x;
+  return (x < y) == want_max ? y : x;
+}
+
+static ip_elem float_arith(ir_opcode op, tk_dtype dt, double x, double y) {
+  ip_elem r = {.u = 0};
+  if (dt != TK_F64) {
+    /* f32, f16 and bf16 compute in float, then round to the type. */
+    float a = (float)x, b = (float)y, c;
+    switch (op) {
+    case IR_ADD: c = a + b; break;
+    case IR_SUB: c = a - b; break;
+    case IR_MUL: c = a * b; break;
+    case IR_DIV: c = a / b; break;
+    case IR_REM: c = fmodf(a, b); break;
+    case IR_MIN: c = (float)fminmax(a, b, false); break;
+    case IR_MAX: c = (float)fminmax(a, b, true); break;
+    default: SU_UNREACHABLE();
+    }
+    r.f = ip_round(dt, c);
+    return r;
+  }
+  switch (op) {
+  case IR_ADD: r.f = x + y; break;
+  case IR_SUB: r.f = x - y; break;
+  case IR_MUL: r.f = x * y; break;
+  case IR_DIV: r.f = x / y; break;
+  case IR_REM: r.f = fmod(x, y); break;
+  case IR_MIN: r.f = fminmax(x, y, false); break;
+  case IR_MAX: r.f = fminmax(x, y, true); break;
+  default: SU_UNREACHABLE();
+  }
+  return r;
+}
+
+ip_elem ip_arith(ir_opcode op, tk_dtype dt, ip_elem a, ip_elem b) {
+  if (ir_dtype_is_float(dt)) return float_arith(op, dt, a.f, b.f);
+  bool s = ir_dtype_is_signed(dt);
+  uint64_t x = a.u, y = b.u, w = (uint64_t)ir_dtype_bits(dt), r;
+  switch (op) {
+  case IR_ADD: r = x + y; break;
+  case IR_SUB: r = x - y; break;
+  case IR_MUL: r = x * y; break;
+  /* INT64_MIN / -1 overflows in C; the language wraps it (narrower types cannot hit it,
+   * their canonical values are in range of int64). */
+  case IR_DIV: r = !s ? x / y : b.i == -1 ? 0 - x : (uint64_t)(a.i / b.i); break;
+  case IR_REM: r = !s ? x % y : b.i == -1 ? 0 : (uint64_t)(a.i % b.i); break;
+  case IR_AND: r = x & y; break;
+  case IR_OR: r = x | y; break;
+  case IR_XOR: r = x ^ y; break;
+  case IR_SHL: r = y >= w ? 0 : x << y; break;
+  case IR_SHR:
+    if (s)
+      r = y >= w ? (a.i < 0 ? UINT64_MAX : 0) : (uint64_t)(a.i >> y);
+    else
+      r = y >= w ? 0 : x >> y;
+    break;
+  case IR_MIN: r = (s ? a.i < b.i : x < y) ? x : y; break;
+  case IR_MAX: r = (s ? a.i > b.i : x > y) ? x : y; break;
+  default: SU_UNREACHABLE();
+  }
+  return ip_int(dt, r);
+}
+
+/* f(x) for the float math ops, with libm in double or float precision. */
+#define MATH_CASES(T, SUF)                                    \
+  case IR_EXP: return exp##SUF(x);                           \
+  case IR_EXP2: return exp2##SUF(x);                         \
+  case IR_LOG: return log##SUF(x);                           \
+  case IR_LOG2: return log2##SUF(x);                         \
+  case IR_SQRT: return sqrt##SUF(x);                         \
+  case IR_RSQRT: return (T)1 / sqrt##SUF(x);                 \
+  case IR_SIN: return sin##SUF(x);                           \
+  case IR_COS: return cos##SUF(x);                           \
+  case IR_TANH: return tanh##SUF(x);                         \
+  case IR_ERF: return erf##SUF(x);                           \
+  case IR_ABS: return fabs##SUF(x);                          \
+  case IR_FLOOR: return floor##SUF(x);                       \
+  case IR_CEIL: return ceil##SUF(x);                         \
+  case IR_SIGMOID: return (T)1 / ((T)1 + exp##SUF(-x));      \
+  case IR_NEG: return -x;                                    \
+  default: SU_UNREACHABLE();
+
+static double math_f64(ir_opcode op, double x) {
+  switch (op) { MATH_CASES(double, ) }
+}
+
+static float math_f32(ir_opcode op, float x) {
+  switch (op) { MATH_CASES(float, f) }
+}
+
+ip_elem ip_math(ir_opcode op, tk_dtype dt, ip_elem x) {
+  ip_elem r = {.u = 0};
+  if (dt == TK_F64) {
+    r.f = math_f64(op, x.f);
+    return r;
+  }
+  if (ir_dtype_is_float(dt)) {
+    r.f = ip_round(dt, math_f32(op, (float)x.f));
+    return r;
+  }
+  switch (op) {
+  case IR_NEG: return ip_int(dt, 0 - x.u);
+  case IR_NOT: return ip_int(dt, ~x.u);
+  case IR_ABS: return ip_int(dt, ir_dtype_is_signed(dt) && x.i < 0 ? 0 - x.u : x.u);
+  case IR_FLOOR: case IR_CEIL: return x;
+  default: SU_UNREACHABLE();
+  }
+}
+
+ip_elem ip_fma(tk_dtype dt, ip_elem a, ip_elem b, ip_elem c) {
+  ip_elem r = {.u = 0};
+  if (dt == TK_F64)
+    r.f = fma(a.f, b.f, c.f);
+  else if (ir_dtype_is_float(dt))
+    r.f = ip_round(dt, fmaf((float)a.f, (float)b.f, (float)c.f));
+  else
+    r = ip_int(dt, a.u * b.u + c.u);
+  return r;
+}
+
+bool ip_compare(ir_cmp pred, tk_dtype dt, ip_elem a, ip_elem b) {
+  int c; /* -1, 0, 1; 2 when unordered (a NaN): only NE holds */
+  if (ir_dtype_is_float(dt))
+    c = isnan(a.f) || isnan(b.f) ? 2 : (a.f > b.f) - (a.f < b.f);
+  else if (ir_dtype_is_signed(dt))
+    c = (a.i > b.i) - (a.i < b.i);
+  else
+    c = (a.u > b.u) - (a.u < b.u);
+  switch (pred) {
+  case IR_CMP_EQ: return c == 0;
+  case IR_CMP_NE: return c != 0;
+  case IR_CMP_LT: return c == -1;
+  case IR_CMP_LE: return c == -1 || c == 0;
+  case IR_CMP_GT: return c == 1;
+  case IR_CMP_GE: return c == 1 || c == 0;
+  }
+  SU_UNREACHABLE();
+}
+
+bool ip_is_zero(tk_dtype dt, ip_elem v) {
+  return ir_dtype_is_float(dt) ? v.f == 0 : v.u == 0;
+}
+
+void ip_format(su_buf *b, tk_dtype dt, ip_elem v) {
+  switch (dt) {
+  case TK_PTR: su_buf_printf(b, "0x%llx", (unsigned long long)ip_mem_join(v.buf, v.i)); return;
+  case TK_F64: su_buf_printf(b, "%.17g", v.f); return;
+  case TK_F32: su_buf_printf(b, "%.9g", v.f); return;
+  case TK_F16: case TK_BF16: su_buf_printf(b, "%g", v.f); return;
+  default:
+    if (ir_dtype_is_signed(dt))
+      su_buf_printf(b, "%lld", (long long)v.i);
+    else
+      su_buf_printf(b, "%llu", (unsigned long long)v.u);
+  }
+}

@@ -1,0 +1,108 @@
+/* Ops that make values or rearrange them without computing: constants, program ids,
+ * arange, splat, broadcast, expand_dims, reshape, trans, convert_layout. */
+#include "internal.h"
+
+static int rank_of(const ir_type *t) {
+  return t->kind == IR_TILE ? t->rank : 0;
+}
+
+/* Row-major strides (in elements) of t's shape. */
+static void strides_of(const ir_type *t, int64_t *st) {
+  int64_t s = 1;
+  for (int d = rank_of(t) - 1; d >= 0; d--) {
+    st[d] = s;
+    s *= t->shape[d];
+  }
+}
+
+/* dst[i] = src[sum(idx[d] * stride[d])] over dst's row-major index idx: broadcast (stride
+ * 0) and transpose (permuted strides) are both this walk. */
+static void gather(ip_val dst, ip_val src, const int64_t *stride) {
+  int rank = rank_of(dst.type);
+  int idx[IR_MAX_RANK] = {0};
+  int64_t at = 0;
+  for (int64_t i = 0; i < dst.n; i++) {
+    dst.e[i] = src.e[at];
+    for (int d = rank - 1; d >= 0; d--) {
+      at += stride[d];
+      if (++idx[d] < dst.type->shape[d]) break;
+      at -= stride[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+static ip_elem const_value(const ir_op *op, tk_dtype dt) {
+  ip_elem v = {.u = 0};
+  if (ir_dtype_is_float(dt))
+    v.f = ip_round(dt, op->cval.f);
+  else if (dt == TK_PTR)
+    v.i = op->cval.i; /* a constant pointer has no buffer: only null is meaningful */
+  else
+    v = ip_int(dt, (uint64_t)op->cval.i);
+  return v;
+}
+
+bool ip_run_shape(ip_exec *x, const ip_inst *in) {
+  const ir_op *op = in->op;
+  const ir_type *t = op->results[0]->type;
+  ip_val *r = IP_OUT(x, in, 0);
+  switch (op->opc) {
+  case IR_CONST: {
+    *r = ip_val_new(x, t);
+    ip_elem v = const_value(op, ip_elem_dtype(t));
+    for (int64_t i = 0; i < r->n; i++) r->e[i] = v;
+    return true;
+  }
+  case IR_PROGRAM_ID:
+  case IR_NUM_PROGRAMS:
+    SU_ASSERT(op->attr >= 0 && op->attr < 3);
+    *r = ip_val_new(x, t);
+    r->e[0] = ip_int(TK_I32, op->opc == IR_PROGRAM_ID ? x->pid[op->attr] : x->nprog[op->attr]);
+    return true;
+  case IR_ARANGE:
+    *r = ip_val_new(x, t);
+    for (int64_t i = 0; i < r->n; i++) r->e[i] = ip_int(TK_I32, (uint64_t)(op->attr + i));
+    return true;
+  case IR_SPLAT: {
+    ip_elem v = IP_IN(x, in, 0).e[0];
+    *r = ip_val_new(x, t);
+    for (int64_t i = 0; i < r->n; i++) r->e[i] = v;
+    return true;
+  }
+  case IR_BROADCAST: {
+    /* Shapes align at the right, as in numpy; missing and size-1 dims repeat. */
+    ip_val src = IP_IN(x, in, 0);
+    int rank = rank_of(t), srank = rank_of(src.type);
+    int64_t sst[IR_MAX_RANK] = {0}, st[IR_MAX_RANK] = {0};
+    strides_of(src.type, sst);
+    for (int d = 0; d < srank; d++) {
+      int dd = rank - srank + d;
+      st[dd] = src.type->shape[d] == 1 ? 0 : sst[d];
+    }
+    *r = ip_val_new(x, t);
+    gather(*r, src, st);
+    return true;
+  }
+  case IR_TRANS: {
+    ip_val src = IP_IN(x, in, 0);
+    int rank = rank_of(t);
+    int64_t sst[IR_MAX_RANK] = {0}, st[IR_MAX_RANK] = {0};
+    strides_of(src.type, sst);
+    SU_ASSERT(op->nints == rank);
+    for (int d = 0; d < rank; d++) st[d] = sst[op->ints[d]]; /* result dim d is source dim ints[d] */
+    *r = ip_val_new(x, t);
+    gather(*r, src, st);
+    return true;
+  }
+  case IR_EXPAND_DIMS:
+  case IR_RESHAPE:
+  case IR_CONVERT_LAYOUT:
+    /* Row-major order is unchanged, so the elements are shared. */
+    *r = IP_IN(x, in, 0);
+    r->type = t;
+    return true;
+  default:
+    SU_UNREACHABLE();
+  }
+}

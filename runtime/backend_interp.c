@@ -1,0 +1,110 @@
+/* rt_interp_backend: libtk on the CPU through the reference interpreter. Device memory
+ * is the interpreter's buffer table (interp.h: synthetic addresses, bounds-checked);
+ * launches run to completion before returning, so streams and synchronize are no-ops. */
+#include <string.h>
+
+#include "../interp/interp.h"
+#include "runtime.h"
+
+static ip_memory *memory(tk_context *ctx) {
+  return ctx->state;
+}
+
+/* Moves a message the interpreter wrote into the context's error. */
+static tk_status report(tk_context *ctx, tk_status s, const char *what, su_buf *why) {
+  rt_error(ctx, s, "%s%s", what, su_buf_str(why));
+  su_buf_free(why);
+  return s;
+}
+
+static tk_status interp_init(tk_context *ctx, int device) {
+  (void)device; /* one host, one "device" */
+  ctx->state = ip_memory_new();
+  return TK_OK;
+}
+
+static void interp_shutdown(tk_context *ctx) {
+  ip_memory_free(memory(ctx));
+  ctx->state = NULL;
+}
+
+static tk_status interp_malloc(tk_context *ctx, tk_devptr *out, size_t bytes) {
+  su_buf why = {0};
+  if (!ip_mem_alloc(memory(ctx), bytes, out, &why))
+    return report(ctx, TK_ERR_MEMORY, "tk_malloc: ", &why);
+  return TK_OK;
+}
+
+static tk_status interp_free(tk_context *ctx, tk_devptr p) {
+  su_buf why = {0};
+  if (!ip_mem_free(memory(ctx), p, &why)) return report(ctx, TK_ERR_INVALID, "tk_free: ", &why);
+  return TK_OK;
+}
+
+static tk_status interp_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes) {
+  su_buf why = {0};
+  void *host = ip_mem_host(memory(ctx), dst, bytes, &why);
+  if (!host) return report(ctx, TK_ERR_INVALID, "tk_memcpy_htod: ", &why);
+  memcpy(host, src, bytes);
+  return TK_OK;
+}
+
+static tk_status interp_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes) {
+  su_buf why = {0};
+  const void *host = ip_mem_host(memory(ctx), src, bytes, &why);
+  if (!host) return report(ctx, TK_ERR_INVALID, "tk_memcpy_dtoh: ", &why);
+  memcpy(dst, host, bytes);
+  return TK_OK;
+}
+
+static tk_status interp_sync(tk_context *ctx) {
+  (void)ctx;
+  return TK_OK;
+}
+
+/* The interpreter runs the module's IR as it is: nothing to load. */
+static tk_status interp_load_ir(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
+                                const char *source, size_t len) {
+  (void)ctx, (void)m, (void)opts, (void)source, (void)len;
+  return TK_OK;
+}
+
+static tk_status interp_load_ptx(tk_context *ctx, tk_module *m, const char *ptx, size_t len) {
+  (void)m, (void)ptx, (void)len;
+  return rt_error(ctx, TK_ERR_UNSUPPORTED,
+                  "the interpreter cannot run PTX: compile the .tk source with "
+                  "tk_module_compile, or use the CUDA backend");
+}
+
+static void interp_unload(tk_context *ctx, tk_module *m) {
+  (void)ctx, (void)m;
+}
+
+static tk_status interp_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,
+                               const tk_arg *args, int nargs) {
+  (void)stream; /* launches complete before returning */
+  if (!k->ir)
+    return rt_error(ctx, TK_ERR_UNSUPPORTED, "kernel '%s' has no IR to interpret", k->name);
+  su_buf why = {0};
+  ip_status st = ip_launch(memory(ctx), k->module->ir, k->ir, grid, args, nargs, stdout, &why);
+  if (st == IP_OK) {
+    su_buf_free(&why);
+    return TK_OK;
+  }
+  return report(ctx, st == IP_BAD_ARGS ? TK_ERR_ARGS : TK_ERR_RUNTIME, "", &why);
+}
+
+const rt_backend rt_interp_backend = {
+  .name = "interp",
+  .init = interp_init,
+  .shutdown = interp_shutdown,
+  .malloc_ = interp_malloc,
+  .free_ = interp_free,
+  .htod = interp_htod,
+  .dtoh = interp_dtoh,
+  .sync = interp_sync,
+  .load_ir = interp_load_ir,
+  .load_ptx = interp_load_ptx,
+  .unload = interp_unload,
+  .launch = interp_launch,
+};

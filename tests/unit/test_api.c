@@ -1,0 +1,265 @@
+/* Unit tests of the public API's contract on the interpreter backend: every entry point
+ * rejects bad input with a status and a message (never a crash), backend selection,
+ * memory copies are bounds-checked, and kernels expose their signatures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "include/tk.h"
+
+static const char *vadd_src =
+    "kernel vadd<BLOCK: i32 = 64>(x: *f32, y: *f16, out: *f32, n: i32, s: u64) {\n"
+    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let mask = offs < n;\n"
+    "    let v = load(x + offs, mask) + load(y + offs, mask) as f32;\n"
+    "    store(out + offs, v * (s as f32), mask);\n"
+    "}\n";
+
+static tk_context *interp(void) {
+  tk_context *ctx = NULL;
+  tk_context_options o = {TK_BACKEND_INTERP, 0};
+  assert_int_equal(tk_context_create(&ctx, &o), TK_OK);
+  assert_string_equal(tk_last_error(ctx), "");
+  return ctx;
+}
+
+static void contains(const char *text, const char *needle) {
+  if (!strstr(text, needle)) fail_msg("'%s' lacks '%s'", text, needle);
+}
+
+static void test_status_names(void **state) {
+  (void)state;
+  assert_string_equal(tk_status_name(TK_OK), "TK_OK");
+  assert_string_equal(tk_status_name(TK_ERR_ARGS), "TK_ERR_ARGS");
+  assert_string_equal(tk_status_name(TK_ERR_UNSUPPORTED), "TK_ERR_UNSUPPORTED");
+  assert_string_equal(tk_status_name((tk_status)99), "TK_ERR_UNKNOWN");
+}
+
+static void test_context_creation(void **state) {
+  (void)state;
+  assert_int_equal(tk_context_create(NULL, NULL), TK_ERR_INVALID);
+  contains(tk_last_error(NULL), "out is NULL");
+  tk_context *ctx = (tk_context *)&ctx;
+  tk_context_options bad = {(tk_backend)7, 0};
+  assert_int_equal(tk_context_create(&ctx, &bad), TK_ERR_INVALID);
+  assert_null(ctx);
+  contains(tk_last_error(NULL), "unknown backend 7");
+
+  /* TK_INTERPRET=1 makes AUTO pick the interpreter. */
+  setenv("TK_INTERPRET", "1", 1);
+  assert_int_equal(tk_context_create(&ctx, NULL), TK_OK);
+  assert_int_equal(tk_context_backend(ctx), TK_BACKEND_INTERP);
+  tk_context_destroy(ctx);
+  unsetenv("TK_INTERPRET");
+
+  ctx = interp();
+  assert_int_equal(tk_context_backend(ctx), TK_BACKEND_INTERP);
+  tk_context_destroy(ctx);
+  tk_context_destroy(NULL);
+  assert_int_equal(tk_context_backend(NULL), TK_BACKEND_AUTO);
+}
+
+static void test_null_handles(void **state) {
+  (void)state;
+  tk_devptr p = 1;
+  assert_int_equal(tk_malloc(NULL, &p, 4), TK_ERR_INVALID);
+  contains(tk_last_error(NULL), "tk_malloc: context is NULL");
+  assert_int_equal(tk_free(NULL, 0), TK_ERR_INVALID);
+  assert_int_equal(tk_memcpy_htod(NULL, 0, NULL, 4), TK_ERR_INVALID);
+  assert_int_equal(tk_memcpy_dtoh(NULL, NULL, 0, 4), TK_ERR_INVALID);
+  assert_int_equal(tk_synchronize(NULL), TK_ERR_INVALID);
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_compile(NULL, &m, "", 0, NULL, NULL), TK_ERR_INVALID);
+  assert_int_equal(tk_module_compile_file(NULL, &m, "x.tk", NULL), TK_ERR_INVALID);
+  assert_int_equal(tk_module_load_ptx(NULL, &m, "x", 1), TK_ERR_INVALID);
+  tk_kernel *k = NULL;
+  assert_int_equal(tk_module_get_kernel(NULL, "k", &k), TK_ERR_INVALID);
+  assert_int_equal(tk_launch(NULL, (tk_grid){1, 1, 1}, NULL, NULL, 0), TK_ERR_INVALID);
+  contains(tk_last_error(NULL), "kernel is NULL");
+  tk_module_destroy(NULL);
+  assert_int_equal(tk_kernel_num_params(NULL), -1);
+  assert_int_equal(tk_kernel_param_type(NULL, 0), TK_NDTYPE);
+  assert_int_equal(tk_kernel_param_pointee(NULL, 0), TK_NDTYPE);
+  assert_null(tk_kernel_param_name(NULL, 0));
+  assert_int_equal(tk_kernel_num_threads(NULL), -1);
+
+  tk_context *ctx = interp();
+  assert_int_equal(tk_malloc(ctx, NULL, 4), TK_ERR_INVALID);
+  assert_int_equal(tk_module_compile(ctx, NULL, "", 0, NULL, NULL), TK_ERR_INVALID);
+  assert_int_equal(tk_module_compile(ctx, &m, NULL, 5, NULL, NULL), TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "source is NULL");
+  assert_int_equal(tk_module_compile_file(ctx, &m, NULL, NULL), TK_ERR_INVALID);
+  tk_context_destroy(ctx);
+}
+
+static void test_memory(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  tk_devptr p = 0, q = 0;
+  assert_int_equal(tk_malloc(ctx, &p, 0), TK_ERR_INVALID);
+  assert_int_equal(tk_malloc(ctx, &p, 64), TK_OK);
+  assert_int_equal(tk_malloc(ctx, &q, 16), TK_OK);
+  assert_true(p != 0 && q != 0 && p != q);
+  char in[64], out[64];
+  for (int i = 0; i < 64; i++) in[i] = (char)i;
+  assert_int_equal(tk_memcpy_htod(ctx, p, in, 64), TK_OK);
+  assert_int_equal(tk_memcpy_dtoh(ctx, out, p + 8, 8), TK_OK);
+  assert_memory_equal(out, in + 8, 8);
+  assert_int_equal(tk_memcpy_htod(ctx, p + 60, in, 8), TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "past the end of the 64-byte buffer");
+  assert_int_equal(tk_memcpy_dtoh(ctx, out, q, 17), TK_ERR_INVALID);
+  assert_int_equal(tk_memcpy_htod(ctx, p, NULL, 4), TK_ERR_INVALID);
+  assert_int_equal(tk_memcpy_htod(ctx, 0, in, 4), TK_ERR_INVALID);
+  assert_int_equal(tk_memcpy_htod(ctx, p, NULL, 0), TK_OK); /* nothing to copy */
+  assert_int_equal(tk_free(ctx, p + 4), TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "not an address returned by tk_malloc");
+  assert_int_equal(tk_free(ctx, p), TK_OK);
+  assert_int_equal(tk_free(ctx, p), TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "already freed");
+  assert_int_equal(tk_memcpy_dtoh(ctx, out, p, 4), TK_ERR_INVALID);
+  assert_int_equal(tk_free(ctx, 0), TK_OK);
+  assert_int_equal(tk_synchronize(ctx), TK_OK);
+  tk_context_destroy(ctx); /* q is released with the context */
+}
+
+static void test_kernel_signature(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_compile(ctx, &m, vadd_src, strlen(vadd_src), "vadd.tk", NULL), TK_OK);
+  tk_kernel *k = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "vadd", &k), TK_OK);
+  assert_int_equal(tk_kernel_num_params(k), 5);
+  assert_int_equal(tk_kernel_param_type(k, 0), TK_PTR);
+  assert_int_equal(tk_kernel_param_pointee(k, 0), TK_F32);
+  assert_int_equal(tk_kernel_param_pointee(k, 1), TK_F16);
+  assert_int_equal(tk_kernel_param_type(k, 3), TK_I32);
+  assert_int_equal(tk_kernel_param_pointee(k, 3), TK_NDTYPE);
+  assert_int_equal(tk_kernel_param_type(k, 4), TK_U64);
+  assert_string_equal(tk_kernel_param_name(k, 2), "out");
+  assert_int_equal(tk_kernel_param_type(k, 5), TK_NDTYPE);
+  assert_null(tk_kernel_param_name(k, -1));
+  assert_int_equal(tk_kernel_num_threads(k), 128);
+
+  assert_int_equal(tk_module_get_kernel(m, "nope", &k), TK_ERR_NOT_FOUND);
+  assert_string_equal(tk_last_error(ctx), "no kernel 'nope' in module 'vadd.tk' (it has 'vadd')");
+  assert_null(k);
+  assert_int_equal(tk_module_get_kernel(m, NULL, &k), TK_ERR_INVALID);
+  tk_module_destroy(m);
+  tk_context_destroy(ctx);
+}
+
+/* A launch of the mixed-type kernel: f32 + f16 scaled by a u64, over a ragged n. */
+static void test_launch_and_arguments(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  tk_define d = {"BLOCK", "32"};
+  tk_compile_options o = {.defines = &d, .ndefines = 1};
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_compile(ctx, &m, vadd_src, strlen(vadd_src), "vadd.tk", &o), TK_OK);
+  tk_kernel *k = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "vadd", &k), TK_OK);
+  enum { N = 77 };
+  float x[N], out[N];
+  _Float16 y[N];
+  for (int i = 0; i < N; i++) x[i] = (float)i, y[i] = (_Float16)(0.5 * i);
+  tk_devptr dx, dy, dout;
+  assert_int_equal(tk_malloc(ctx, &dx, sizeof x), TK_OK);
+  assert_int_equal(tk_malloc(ctx, &dy, sizeof y), TK_OK);
+  assert_int_equal(tk_malloc(ctx, &dout, sizeof out), TK_OK);
+  assert_int_equal(tk_memcpy_htod(ctx, dx, x, sizeof x), TK_OK);
+  assert_int_equal(tk_memcpy_htod(ctx, dy, y, sizeof y), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_ptr(dout), tk_arg_i32(N), tk_arg_u64(3)};
+  assert_int_equal(tk_launch(k, (tk_grid){3, 0, 0}, NULL, a, 5), TK_OK);
+  assert_int_equal(tk_memcpy_dtoh(ctx, out, dout, sizeof out), TK_OK);
+  for (int i = 0; i < N; i++) assert_true(out[i] == 3.0f * ((float)i + (float)y[i]));
+
+  assert_int_equal(tk_launch(k, (tk_grid){3, 1, 1}, NULL, a, 4), TK_ERR_ARGS);
+  assert_string_equal(tk_last_error(ctx), "kernel 'vadd' expects 5 arguments, got 4");
+  a[4] = tk_arg_i64(3);
+  assert_int_equal(tk_launch(k, (tk_grid){3, 1, 1}, NULL, a, 5), TK_ERR_ARGS);
+  assert_string_equal(tk_last_error(ctx),
+                      "argument 4 of 'vadd' ('s') has type u64, but an i64 was passed");
+  a[4] = tk_arg_u64(3);
+  a[1] = tk_arg_ptr(dy + (UINT64_C(1) << 45));
+  assert_int_equal(tk_launch(k, (tk_grid){3, 1, 1}, NULL, a, 5), TK_ERR_ARGS);
+  contains(tk_last_error(ctx), "argument 1 of 'vadd' ('y') is 0x");
+  a[1].type = (tk_dtype)42;
+  assert_int_equal(tk_launch(k, (tk_grid){3, 1, 1}, NULL, a, 5), TK_ERR_ARGS);
+  contains(tk_last_error(ctx), "('y') has an invalid type field (42)");
+  assert_int_equal(tk_launch(k, (tk_grid){3, 1, 1}, NULL, a, -1), TK_ERR_INVALID);
+  tk_context_destroy(ctx); /* the module and buffers go with it */
+}
+
+static void test_compile_failures(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  tk_module *m = NULL;
+  const char *bad = "kernel k(x: *f32) {\n  store(x, 1.0)\n}\n";
+  assert_int_equal(tk_module_compile(ctx, &m, bad, strlen(bad), "bad.tk", NULL), TK_ERR_COMPILE);
+  contains(tk_last_error(ctx), "bad.tk:");
+  contains(tk_last_error(ctx), "error:");
+  assert_null(m);
+  tk_compile_options o = {.opt_level = 9};
+  assert_int_equal(tk_module_compile(ctx, &m, vadd_src, strlen(vadd_src), "v.tk", &o), TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "opt_level 9");
+  tk_compile_options nodefs = {.ndefines = 2};
+  assert_int_equal(tk_module_compile(ctx, &m, vadd_src, strlen(vadd_src), "v.tk", &nodefs),
+                   TK_ERR_INVALID);
+  tk_define nulldef = {"BLOCK", NULL};
+  tk_compile_options nd = {.defines = &nulldef, .ndefines = 1};
+  assert_int_equal(tk_module_compile(ctx, &m, vadd_src, strlen(vadd_src), "v.tk", &nd), TK_ERR_INVALID);
+  /* Garbage bytes are a compile error, not a crash. */
+  char junk[256];
+  for (int i = 0; i < 256; i++) junk[i] = (char)(i * 37 + 11);
+  assert_int_equal(tk_module_compile(ctx, &m, junk, sizeof junk, "junk.tk", NULL), TK_ERR_COMPILE);
+  assert_int_equal(tk_module_load_ptx(ctx, &m, ".version 8.0", 12), TK_ERR_UNSUPPORTED);
+  contains(tk_last_error(ctx), "interpreter cannot run PTX");
+  /* An empty source is a module with no kernels. */
+  assert_int_equal(tk_module_compile(ctx, &m, "", 0, NULL, NULL), TK_OK);
+  tk_kernel *k = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "k", &k), TK_ERR_NOT_FOUND);
+  contains(tk_last_error(ctx), "it has no kernels");
+  tk_context_destroy(ctx);
+}
+
+static void test_runtime_fault(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  const char *src = "kernel k(x: *i32, i: i32) {\n    store(x + i, 1);\n}\n";
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "k.tk", NULL), TK_OK);
+  tk_kernel *k = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "k", &k), TK_OK);
+  tk_devptr p;
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(p), tk_arg_i32(-1)};
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_RUNTIME);
+  contains(tk_last_error(ctx), "k.tk:2:");
+  contains(tk_last_error(ctx), "out-of-bounds store in kernel 'k' at program (0, 0, 0): element "
+                               "offset -1 is before the start of a 16-byte buffer");
+  a[1] = tk_arg_i32(3);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 2), TK_OK);
+  int32_t v[4];
+  assert_int_equal(tk_memcpy_dtoh(ctx, v, p, 16), TK_OK);
+  assert_int_equal(v[3], 1);
+  tk_context_destroy(ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_status_names),
+      cmocka_unit_test(test_context_creation),
+      cmocka_unit_test(test_null_handles),
+      cmocka_unit_test(test_memory),
+      cmocka_unit_test(test_kernel_signature),
+      cmocka_unit_test(test_launch_and_arguments),
+      cmocka_unit_test(test_compile_failures),
+      cmocka_unit_test(test_runtime_fault),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,635 @@
+/* Unit tests of the interpreter: scalar numerics, the buffer table, and kernels built
+ * with the IR builder, run over interpreter memory. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "interp/internal.h"
+
+/* ---- numerics ------------------------------------------------------------------------- */
+
+static ip_elem I(int64_t v) { return (ip_elem){.i = v}; }
+static ip_elem F(double v) { return (ip_elem){.f = v}; }
+
+static void test_float_rounding(void **state) {
+  (void)state;
+  /* f16: 11 bits of precision; ties go to even. */
+  assert_true(ip_round(TK_F16, 1 + ldexp(1, -11)) == 1.0);
+  assert_true(ip_round(TK_F16, 1 + 3 * ldexp(1, -11)) == 1 + ldexp(1, -9));
+  assert_true(ip_round(TK_F16, 65519) == 65504);
+  assert_true(isinf(ip_round(TK_F16, 65520)));
+  assert_true(ip_round(TK_F16, ldexp(1, -25)) == 0);                 /* tie with 0: even */
+  assert_true(ip_round(TK_F16, 3 * ldexp(1, -26)) == ldexp(1, -24)); /* smallest subnormal */
+  assert_true(ip_round(TK_BF16, 1 + ldexp(1, -8)) == 1.0);
+  assert_true(ip_round(TK_BF16, 1 + 3 * ldexp(1, -8)) == 1 + ldexp(1, -6));
+  assert_true(ip_round(TK_F32, 0.1) == (double)0.1f);
+  assert_true(isnan(ip_round(TK_F16, NAN)));
+}
+
+static void test_float_encoding(void **state) {
+  (void)state;
+  struct { tk_dtype dt; double v; uint16_t bits; } cases[] = {
+      {TK_F16, 1.0, 0x3c00}, {TK_F16, -2.0, 0xc000}, {TK_F16, 65504, 0x7bff},
+      {TK_F16, ldexp(1, -24), 0x0001}, {TK_F16, INFINITY, 0x7c00}, {TK_F16, -0.0, 0x8000},
+      {TK_BF16, 1.0, 0x3f80}, {TK_BF16, -3.0, 0xc040},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    uint16_t got;
+    ip_encode(cases[i].dt, F(cases[i].v), &got);
+    assert_int_equal(got, cases[i].bits);
+    assert_true(ip_decode(cases[i].dt, &got).f == cases[i].v);
+  }
+  uint16_t nan_bits;
+  ip_encode(TK_F16, F(NAN), &nan_bits);
+  assert_true(isnan(ip_decode(TK_F16, &nan_bits).f));
+}
+
+static void test_integer_wraparound(void **state) {
+  (void)state;
+  assert_int_equal(ip_arith(IR_ADD, TK_I8, I(127), I(1)).i, -128);
+  assert_int_equal(ip_arith(IR_ADD, TK_U8, I(255), I(1)).u, 0);
+  assert_int_equal(ip_arith(IR_SUB, TK_U32, I(0), I(1)).u, 4294967295u);
+  assert_int_equal(ip_arith(IR_MUL, TK_I16, I(300), I(300)).i, (int16_t)(90000 & 0xffff));
+  assert_int_equal(ip_arith(IR_DIV, TK_I32, I(INT32_MIN), I(-1)).i, INT32_MIN);
+  assert_int_equal(ip_arith(IR_DIV, TK_I64, I(INT64_MIN), I(-1)).i, INT64_MIN);
+  assert_int_equal(ip_arith(IR_REM, TK_I64, I(INT64_MIN), I(-1)).i, 0);
+  assert_int_equal(ip_arith(IR_DIV, TK_I32, I(-7), I(2)).i, -3); /* truncates */
+  assert_int_equal(ip_arith(IR_REM, TK_I32, I(-7), I(2)).i, -1);
+  assert_int_equal(ip_arith(IR_DIV, TK_U32, ip_int(TK_U32, (uint64_t)-7), I(2)).u, 2147483644u);
+  assert_int_equal(ip_arith(IR_SHL, TK_I32, I(1), I(32)).i, 0);
+  assert_int_equal(ip_arith(IR_SHR, TK_I32, I(-8), I(1)).i, -4);
+  assert_int_equal(ip_arith(IR_SHR, TK_I32, I(-8), I(40)).i, -1);
+  assert_int_equal(ip_arith(IR_SHR, TK_U8, I(0x80), I(7)).u, 1);
+  assert_int_equal(ip_arith(IR_MIN, TK_U32, ip_int(TK_U32, (uint64_t)-1), I(3)).u, 3);
+  assert_int_equal(ip_arith(IR_MIN, TK_I32, I(-1), I(3)).i, -1);
+  assert_int_equal(ip_math(IR_ABS, TK_I8, I(-128)).i, -128);
+  assert_int_equal(ip_math(IR_NOT, TK_I1, I(1)).u, 0);
+}
+
+static void test_float_arith(void **state) {
+  (void)state;
+  /* f16: 2048 + 1 is not representable; the sum rounds back to 2048. */
+  assert_true(ip_arith(IR_ADD, TK_F16, F(2048), F(1)).f == 2048);
+  assert_true(ip_arith(IR_ADD, TK_F32, F(16777216), F(1)).f == 16777216);
+  assert_true(ip_arith(IR_ADD, TK_F64, F(16777216), F(1)).f == 16777217);
+  assert_true(isnan(ip_arith(IR_MAX, TK_F32, F(NAN), F(1)).f));
+  assert_true(signbit(ip_arith(IR_MIN, TK_F32, F(0.0), F(-0.0)).f));
+  assert_true(ip_math(IR_EXP, TK_F32, F(1)).f == (double)expf(1));
+  assert_true(ip_math(IR_EXP, TK_F64, F(1)).f == exp(1));
+  assert_true(fabs(ip_math(IR_SIGMOID, TK_F32, F(0)).f - 0.5) == 0);
+  assert_false(ip_compare(IR_CMP_LT, TK_F32, F(NAN), F(1)));
+  assert_true(ip_compare(IR_CMP_NE, TK_F32, F(NAN), F(NAN)));
+  assert_true(ip_compare(IR_CMP_LT, TK_I32, I(-1), I(0)));
+  assert_false(ip_compare(IR_CMP_LT, TK_U32, ip_int(TK_U32, (uint64_t)-1), I(0)));
+}
+
+static void test_casts(void **state) {
+  (void)state;
+  assert_int_equal(ip_convert(TK_F32, TK_I32, F(3e9)).i, INT32_MAX);
+  assert_int_equal(ip_convert(TK_F32, TK_I32, F(-3e9)).i, INT32_MIN);
+  assert_int_equal(ip_convert(TK_F32, TK_I32, F(NAN)).i, 0);
+  assert_int_equal(ip_convert(TK_F32, TK_I32, F(-1.5)).i, -1);
+  assert_int_equal(ip_convert(TK_F64, TK_I64, F(1e300)).i, INT64_MAX);
+  assert_int_equal(ip_convert(TK_F32, TK_U8, F(-3)).u, 0);
+  assert_int_equal(ip_convert(TK_F32, TK_U8, F(300)).u, 255);
+  assert_int_equal(ip_convert(TK_F32, TK_I1, F(0.25)).u, 1);
+  assert_int_equal(ip_convert(TK_I32, TK_U32, I(-1)).u, 4294967295u);
+  assert_int_equal(ip_convert(TK_U32, TK_I64, ip_int(TK_U32, 4294967295u)).i, 4294967295);
+  assert_int_equal(ip_convert(TK_I32, TK_I8, I(300)).i, 44);
+  assert_true(ip_convert(TK_I8, TK_F32, I(-1)).f == -1);
+  assert_true(isinf(ip_convert(TK_I32, TK_F16, I(65520)).f));
+  assert_true(ip_convert(TK_I32, TK_F16, I(65519)).f == 65504);
+  assert_true(isinf(ip_convert(TK_I32, TK_F16, I(70000)).f));
+  assert_true(ip_convert(TK_I32, TK_F16, I(2049)).f == 2048); /* tie: even */
+  assert_true(ip_convert(TK_F64, TK_F16, F(1 + ldexp(1, -11) + ldexp(1, -40))).f ==
+              1 + ldexp(1, -10)); /* one rounding from f64, not two */
+}
+
+/* ---- memory --------------------------------------------------------------------------- */
+
+static void test_buffers(void **state) {
+  (void)state;
+  ip_memory *mem = ip_memory_new();
+  su_buf err = {0};
+  tk_devptr a, b;
+  assert_true(ip_mem_alloc(mem, 64, &a, &err));
+  assert_true(ip_mem_alloc(mem, 16, &b, &err));
+  assert_true(a != 0 && b != 0 && a != b);
+  assert_non_null(ip_mem_host(mem, a + 60, 4, &err));
+  assert_null(ip_mem_host(mem, a + 60, 8, &err));
+  assert_non_null(strstr(su_buf_str(&err), "past the end of the 64-byte buffer"));
+  assert_false(ip_mem_alloc(mem, 0, &b, &err));
+  assert_true(ip_mem_valid_arg(mem, 0));
+  assert_true(ip_mem_valid_arg(mem, a + 64));
+  assert_false(ip_mem_valid_arg(mem, a + 65));
+  assert_false(ip_mem_free(mem, a + 4, &err));
+  assert_true(ip_mem_free(mem, a, &err));
+  assert_false(ip_mem_free(mem, a, &err));
+  assert_false(ip_mem_valid_arg(mem, a));
+  assert_null(ip_mem_host(mem, a, 4, &err));
+
+  void *host = NULL;
+  uint32_t id;
+  int64_t off;
+  ip_mem_split(b, &id, &off);
+  err.len = 0;
+  assert_string_equal(ip_mem_access(mem, id, 16, 4, &host, &err), "out-of-bounds");
+  assert_string_equal(su_buf_str(&err), "element offset 4 is past the end of a 16-byte buffer");
+  assert_string_equal(ip_mem_access(mem, id, -8, 4, &host, &err), "out-of-bounds");
+  assert_string_equal(ip_mem_access(mem, id, 2, 4, &host, &err), "misaligned");
+  assert_string_equal(ip_mem_access(mem, 0, 0, 4, &host, &err), "null-pointer");
+  assert_string_equal(ip_mem_access(mem, 99, 0, 4, &host, &err), "wild-pointer");
+  ip_mem_split(a, &id, &off);
+  assert_string_equal(ip_mem_access(mem, id, 0, 4, &host, &err), "use-after-free");
+  ip_mem_split(b, &id, &off);
+  assert_null(ip_mem_access(mem, id, 12, 4, &host, &err));
+  assert_non_null(host);
+  su_buf_free(&err);
+  ip_memory_free(mem);
+}
+
+/* ---- kernels built with the IR builder ------------------------------------------------ */
+
+/* A kernel under construction plus the memory and output of its launches. */
+typedef struct {
+  su_arena *a;
+  ir_module *m;
+  ir_func *f;
+  ir_builder b;
+  ip_memory *mem;
+  su_buf err;
+} kit;
+
+static kit *kit_new(const char *name) {
+  kit *k = calloc(1, sizeof *k);
+  k->a = su_arena_new();
+  k->m = ir_module_new(k->a, "t.tk");
+  k->f = ir_func_new(k->m, name, (ir_loc){1, 1});
+  k->b = (ir_builder){.m = k->m, .block = k->f->body, .loc = {1, 1}};
+  k->mem = ip_memory_new();
+  return k;
+}
+
+static void kit_free(kit *k) {
+  ip_memory_free(k->mem);
+  su_arena_free(k->a);
+  su_buf_free(&k->err);
+  free(k);
+}
+
+static const ir_type *S(kit *k, tk_dtype dt) { return ir_type_scalar(k->m, dt); }
+static const ir_type *P(kit *k, tk_dtype dt) { return ir_type_ptr(k->m, S(k, dt)); }
+static const ir_type *T(kit *k, const ir_type *elem, int d0, int d1) {
+  int shape[2] = {d0, d1};
+  return ir_type_tile(k->m, elem, d1 ? 2 : 1, shape);
+}
+static ir_value *param(kit *k, const char *name, const ir_type *t) {
+  return ir_func_add_param(k->m, k->f, name, t);
+}
+static ir_value *op1(kit *k, ir_opcode opc, const ir_type *t, ir_value *x) {
+  return ir_build1(&k->b, opc, t, 1, &x);
+}
+static ir_value *op2(kit *k, ir_opcode opc, const ir_type *t, ir_value *x, ir_value *y) {
+  ir_value *v[2] = {x, y};
+  return ir_build1(&k->b, opc, t, 2, v);
+}
+static ir_value *arange(kit *k, int n) {
+  ir_value *v = ir_build1(&k->b, IR_ARANGE, T(k, S(k, TK_I32), n, 0), 0, NULL);
+  v->def->attr = 0;
+  v->def->attr2 = n;
+  return v;
+}
+static ir_value *splat(kit *k, ir_value *x, const ir_type *like) {
+  return op1(k, IR_SPLAT, ir_type_like(k->m, like, x->type), x);
+}
+static ir_value *load(kit *k, ir_value *ptrs, ir_value *mask, ir_value *other) {
+  ir_value *v[3] = {ptrs, mask, other};
+  const ir_type *t = ir_type_like(k->m, ptrs->type, ir_type_elem(ptrs->type)->elem);
+  return ir_build1(&k->b, IR_LOAD, t, mask ? (other ? 3 : 2) : 1, v);
+}
+static void store(kit *k, ir_value *ptrs, ir_value *val, ir_value *mask) {
+  ir_value *v[3] = {ptrs, val, mask};
+  ir_build(&k->b, IR_STORE, mask ? 3 : 2, v, 0, NULL);
+}
+static void ret(kit *k) { ir_build(&k->b, IR_RETURN, 0, NULL, 0, NULL); }
+static void at_line(kit *k, uint32_t line, uint32_t col) { k->b.loc = (ir_loc){line, col}; }
+
+static void verify(kit *k) {
+  su_diags d;
+  su_diags_init(&d, k->a, stderr);
+  assert_true(ir_verify(k->m, &d));
+}
+
+static ip_status launch(kit *k, unsigned gx, const tk_arg *args, int nargs, FILE *out) {
+  k->err.len = 0;
+  return ip_launch(k->mem, k->m, k->f, (tk_grid){gx, 1, 1}, args, nargs, out, &k->err);
+}
+
+static tk_devptr upload(kit *k, const void *host, size_t bytes) {
+  tk_devptr p;
+  assert_true(ip_mem_alloc(k->mem, bytes, &p, &k->err));
+  memcpy(ip_mem_host(k->mem, p, bytes, &k->err), host, bytes);
+  return p;
+}
+
+static void download(kit *k, void *host, tk_devptr p, size_t bytes) {
+  memcpy(host, ip_mem_host(k->mem, p, bytes, &k->err), bytes);
+}
+
+/* out[i] = x[i] + y[i] for i < n, BLOCK elements per program; with masked = false the
+ * mask is left out, so the last program runs off the end. */
+static kit *build_vadd(int block, bool masked) {
+  kit *k = kit_new("vadd");
+  ir_value *x = param(k, "x", P(k, TK_F32)), *y = param(k, "y", P(k, TK_F32));
+  ir_value *out = param(k, "out", P(k, TK_F32)), *n = param(k, "n", S(k, TK_I32));
+  const ir_type *ti = T(k, S(k, TK_I32), block, 0);
+  const ir_type *tp = T(k, P(k, TK_F32), block, 0);
+  ir_value *pid = ir_build1(&k->b, IR_PROGRAM_ID, S(k, TK_I32), 0, NULL);
+  ir_value *start = op2(k, IR_MUL, S(k, TK_I32), pid, ir_const_int(&k->b, S(k, TK_I32), block));
+  ir_value *offs = op2(k, IR_ADD, ti, splat(k, start, ti), arange(k, block));
+  ir_value *mask = masked ? ir_cmp_build(&k->b, IR_CMP_LT, offs, splat(k, n, ti)) : NULL;
+  at_line(k, 3, 7);
+  ir_value *vx = load(k, op2(k, IR_ADDPTR, tp, splat(k, x, tp), offs), mask, NULL);
+  ir_value *vy = load(k, op2(k, IR_ADDPTR, tp, splat(k, y, tp), offs), mask, NULL);
+  at_line(k, 4, 5);
+  store(k, op2(k, IR_ADDPTR, tp, splat(k, out, tp), offs), ir_binary(&k->b, IR_ADD, vx, vy), mask);
+  ret(k);
+  verify(k);
+  return k;
+}
+
+static void test_vadd_ragged(void **state) {
+  (void)state;
+  kit *k = build_vadd(64, true);
+  for (int n = 1; n <= 1000; n += 333) {
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n), *o = malloc(sizeof(float) * n);
+    for (int i = 0; i < n; i++) x[i] = (float)i * 0.5f, y[i] = 1.0f / (float)(i + 1);
+    tk_devptr dx = upload(k, x, sizeof(float) * n), dy = upload(k, y, sizeof(float) * n);
+    tk_devptr dout = upload(k, x, sizeof(float) * n);
+    tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_ptr(dout), tk_arg_i32(n)};
+    assert_int_equal(launch(k, (unsigned)(n + 63) / 64, args, 4, NULL), IP_OK);
+    download(k, o, dout, sizeof(float) * n);
+    for (int i = 0; i < n; i++) assert_true(o[i] == x[i] + y[i]);
+    free(x), free(y), free(o);
+  }
+  kit_free(k);
+}
+
+static void test_out_of_bounds_load(void **state) {
+  (void)state;
+  kit *k = build_vadd(64, false);
+  float data[100] = {0};
+  tk_devptr d = upload(k, data, sizeof data);
+  tk_arg args[] = {tk_arg_ptr(d), tk_arg_ptr(d), tk_arg_ptr(d), tk_arg_i32(100)};
+  assert_int_equal(launch(k, 2, args, 4, NULL), IP_FAULT);
+  assert_string_equal(su_buf_str(&k->err),
+                      "t.tk:3:7: out-of-bounds load in kernel 'vadd' at program (1, 0, 0): "
+                      "element offset 100 is past the end of a 400-byte buffer");
+  kit_free(k);
+}
+
+static void test_bad_arguments(void **state) {
+  (void)state;
+  kit *k = build_vadd(64, true);
+  float data[4] = {0};
+  tk_devptr d = upload(k, data, sizeof data);
+  tk_arg args[] = {tk_arg_ptr(d), tk_arg_ptr(d), tk_arg_ptr(d), tk_arg_f32(4)};
+  assert_int_equal(launch(k, 1, args, 3, NULL), IP_BAD_ARGS);
+  assert_string_equal(su_buf_str(&k->err), "kernel 'vadd' expects 4 arguments, got 3");
+  assert_int_equal(launch(k, 1, args, 4, NULL), IP_BAD_ARGS);
+  assert_string_equal(su_buf_str(&k->err),
+                      "argument 3 of 'vadd' ('n') has type i32, but an f32 was passed");
+  args[3] = tk_arg_i32(4);
+  args[1] = tk_arg_ptr(d + 4096);
+  assert_int_equal(launch(k, 1, args, 4, NULL), IP_BAD_ARGS);
+  assert_non_null(strstr(su_buf_str(&k->err), "argument 1 of 'vadd' ('y')"));
+  kit_free(k);
+}
+
+/* out[pid] = a / b for scalars: the division by zero is a located runtime error. */
+static void test_division_by_zero(void **state) {
+  (void)state;
+  kit *k = kit_new("div");
+  ir_value *out = param(k, "out", P(k, TK_I32));
+  ir_value *a = param(k, "a", S(k, TK_I32)), *b = param(k, "b", S(k, TK_I32));
+  at_line(k, 2, 11);
+  ir_value *q = ir_binary(&k->b, IR_DIV, a, b);
+  store(k, out, q, NULL);
+  ret(k);
+  verify(k);
+  int32_t r = 0;
+  tk_devptr d = upload(k, &r, 4);
+  tk_arg args[] = {tk_arg_ptr(d), tk_arg_i32(-9), tk_arg_i32(2)};
+  assert_int_equal(launch(k, 1, args, 3, NULL), IP_OK);
+  download(k, &r, d, 4);
+  assert_int_equal(r, -4);
+  args[2] = tk_arg_i32(0);
+  assert_int_equal(launch(k, 3, args, 3, NULL), IP_FAULT);
+  assert_string_equal(su_buf_str(&k->err),
+                      "t.tk:2:11: integer division by zero in kernel 'div' at program (0, 0, 0): "
+                      "the divisor is 0");
+  kit_free(k);
+}
+
+/* out[0] = sum over i in range(lb, ub, step) of i, with the sum loop-carried, and
+ * out[1] = the same through an if that picks i or 0 (odd i only). */
+static void test_for_and_if(void **state) {
+  (void)state;
+  kit *k = kit_new("loops");
+  ir_value *out = param(k, "out", P(k, TK_I32));
+  ir_value *lb = param(k, "lb", S(k, TK_I32)), *ub = param(k, "ub", S(k, TK_I32));
+  ir_value *step = param(k, "step", S(k, TK_I32));
+  const ir_type *i32 = S(k, TK_I32);
+  ir_value *zero = ir_const_int(&k->b, i32, 0), *one = ir_const_int(&k->b, i32, 1);
+  ir_value *inits[2] = {zero, zero};
+  ir_op *loop = ir_build_for(&k->b, lb, ub, step, 2, inits);
+  ir_block *body = loop->regions[0];
+  ir_builder outer = k->b;
+  k->b.block = body;
+  ir_value *iv = body->args[0];
+  ir_value *all = ir_binary(&k->b, IR_ADD, body->args[1], iv);
+  ir_value *odd = ir_cmp_build(&k->b, IR_CMP_NE, ir_binary(&k->b, IR_AND, iv, one), zero);
+  ir_op *branch = ir_build_if(&k->b, odd, 1, &i32);
+  ir_builder inner = k->b;
+  k->b.block = branch->regions[0];
+  ir_build(&k->b, IR_YIELD, 1, &iv, 0, NULL);
+  k->b.block = branch->regions[1];
+  ir_build(&k->b, IR_YIELD, 1, &zero, 0, NULL);
+  k->b = inner;
+  ir_value *odds = ir_binary(&k->b, IR_ADD, body->args[2], branch->results[0]);
+  ir_value *ys[2] = {all, odds};
+  ir_build(&k->b, IR_YIELD, 2, ys, 0, NULL);
+  k->b = outer;
+  store(k, out, loop->results[0], NULL);
+  store(k, op2(k, IR_ADDPTR, P(k, TK_I32), out, one), loop->results[1], NULL);
+  ret(k);
+  verify(k);
+
+  struct { int lb, ub, step, sum, odds; } cases[] = {
+      {0, 10, 1, 45, 25}, {0, 10, 3, 18, 12}, {10, 0, -2, 30, 0}, {5, 5, 1, 0, 0}, {-3, 4, 1, 0, 0},
+  };
+  int32_t r[2];
+  tk_devptr d = upload(k, r, sizeof r);
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    tk_arg args[] = {tk_arg_ptr(d), tk_arg_i32(cases[c].lb), tk_arg_i32(cases[c].ub),
+                     tk_arg_i32(cases[c].step)};
+    assert_int_equal(launch(k, 1, args, 4, NULL), IP_OK);
+    download(k, r, d, sizeof r);
+    assert_int_equal(r[0], cases[c].sum);
+    assert_int_equal(r[1], cases[c].odds);
+  }
+  tk_arg args[] = {tk_arg_ptr(d), tk_arg_i32(0), tk_arg_i32(1), tk_arg_i32(0)};
+  assert_int_equal(launch(k, 1, args, 4, NULL), IP_FAULT);
+  assert_non_null(strstr(su_buf_str(&k->err), "zero loop step in kernel 'loops'"));
+  kit_free(k);
+}
+
+/* Loads a 4x8 tile x (row-major) and stores: sum over axis 1 (4), max over axis 0 (8),
+ * argmin over axis 1 (4), cumsum over axis 1 (32) and the transpose (32). */
+static void test_reductions_and_shapes(void **state) {
+  (void)state;
+  kit *k = kit_new("red");
+  ir_value *x = param(k, "x", P(k, TK_F32)), *o = param(k, "o", P(k, TK_F32));
+  ir_value *oi = param(k, "oi", P(k, TK_I32));
+  const ir_type *f32 = S(k, TK_F32), *i32 = S(k, TK_I32);
+  const ir_type *t48 = T(k, i32, 4, 8), *t41 = T(k, i32, 4, 1), *t18 = T(k, i32, 1, 8);
+  /* offs[r][c] = r * 8 + c, built by expand_dims + broadcast. */
+  ir_value *rows = op2(k, IR_MUL, T(k, i32, 4, 0), arange(k, 4), splat(k, ir_const_int(&k->b, i32, 8), T(k, i32, 4, 0)));
+  ir_value *re = op1(k, IR_EXPAND_DIMS, t41, rows);
+  re->def->attr2 = 1;
+  ir_value *ce = op1(k, IR_EXPAND_DIMS, t18, arange(k, 8));
+  ce->def->attr2 = 0;
+  ir_value *offs = ir_binary(&k->b, IR_ADD, op1(k, IR_BROADCAST, t48, re), op1(k, IR_BROADCAST, t48, ce));
+  const ir_type *tp = T(k, P(k, TK_F32), 4, 8);
+  ir_value *v = load(k, op2(k, IR_ADDPTR, tp, splat(k, x, tp), offs), NULL, NULL);
+
+  ir_value *s = op1(k, IR_REDUCE, T(k, f32, 4, 0), v);
+  s->def->attr = IR_RED_SUM, s->def->attr2 = 1;
+  ir_value *mx = op1(k, IR_REDUCE, T(k, f32, 8, 0), v);
+  mx->def->attr = IR_RED_MAX, mx->def->attr2 = 0;
+  ir_value *am = op1(k, IR_ARGREDUCE, T(k, i32, 4, 0), v);
+  am->def->attr = IR_RED_MIN, am->def->attr2 = 1;
+  ir_value *cs = op1(k, IR_SCAN, T(k, f32, 4, 8), v);
+  cs->def->attr = IR_RED_SUM, cs->def->attr2 = 1;
+  ir_value *tr = op1(k, IR_TRANS, T(k, f32, 8, 4), v);
+  static const int swap[2] = {1, 0};
+  tr->def->ints = swap, tr->def->nints = 2;
+  ir_value *flat_cs = op1(k, IR_RESHAPE, T(k, f32, 32, 0), cs);
+  ir_value *flat_tr = op1(k, IR_RESHAPE, T(k, f32, 32, 0), tr);
+  ir_value *all = op1(k, IR_REDUCE, f32, op1(k, IR_RESHAPE, T(k, f32, 32, 0), v));
+  all->def->attr = IR_RED_SUM, all->def->attr2 = 0;
+
+  /* o = [sum(4) | max(8) | cumsum(32) | trans(32) | total(1)], oi = argmin(4) */
+  int at = 0;
+  ir_value *parts[] = {s, mx, flat_cs, flat_tr};
+  for (int p = 0; p < 4; p++) {
+    const ir_type *pt = T(k, P(k, TK_F32), parts[p]->type->shape[0], 0);
+    ir_value *base = op2(k, IR_ADDPTR, P(k, TK_F32), o, ir_const_int(&k->b, i32, at));
+    store(k, op2(k, IR_ADDPTR, pt, splat(k, base, pt), arange(k, parts[p]->type->shape[0])), parts[p], NULL);
+    at += parts[p]->type->shape[0];
+  }
+  store(k, op2(k, IR_ADDPTR, P(k, TK_F32), o, ir_const_int(&k->b, i32, at)), all, NULL);
+  const ir_type *pi = T(k, P(k, TK_I32), 4, 0);
+  store(k, op2(k, IR_ADDPTR, pi, splat(k, oi, pi), arange(k, 4)), am, NULL);
+  ret(k);
+  verify(k);
+
+  float xs[32], res[77];
+  int32_t idx[4];
+  for (int i = 0; i < 32; i++) xs[i] = (float)((i * 7) % 11) - 5.0f;
+  tk_devptr dx = upload(k, xs, sizeof xs), dout = upload(k, res, sizeof res), di = upload(k, idx, sizeof idx);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dout), tk_arg_ptr(di)};
+  assert_int_equal(launch(k, 1, args, 3, NULL), IP_OK);
+  download(k, res, dout, sizeof res);
+  download(k, idx, di, sizeof idx);
+  float total = 0;
+  for (int r = 0; r < 4; r++) {
+    float sum = 0, run = 0;
+    int best = 0;
+    for (int c = 0; c < 8; c++) {
+      sum += xs[r * 8 + c];
+      run += xs[r * 8 + c];
+      if (xs[r * 8 + c] < xs[r * 8 + best]) best = c;
+      assert_true(res[12 + r * 8 + c] == run);
+      assert_true(res[44 + c * 4 + r] == xs[r * 8 + c]);
+    }
+    total += sum;
+    assert_true(res[r] == sum);
+    assert_int_equal(idx[r], best);
+  }
+  for (int c = 0; c < 8; c++) {
+    float m = xs[c];
+    for (int r = 1; r < 4; r++) m = fmaxf(m, xs[r * 8 + c]);
+    assert_true(res[4 + c] == m);
+  }
+  assert_true(res[76] == total);
+  kit_free(k);
+}
+
+/* c = a @ b + acc for 16x16 f16 inputs with an f32 accumulator, stored as f32. */
+static void test_dot(void **state) {
+  (void)state;
+  kit *k = kit_new("mm");
+  ir_value *pa = param(k, "a", P(k, TK_F16)), *pb = param(k, "b", P(k, TK_F16));
+  ir_value *pc = param(k, "c", P(k, TK_F32));
+  const ir_type *i32 = S(k, TK_I32), *t = T(k, i32, 16, 16);
+  ir_value *r = op1(k, IR_EXPAND_DIMS, T(k, i32, 16, 1),
+                    op2(k, IR_MUL, T(k, i32, 16, 0), arange(k, 16), splat(k, ir_const_int(&k->b, i32, 16), T(k, i32, 16, 0))));
+  r->def->attr2 = 1;
+  ir_value *c = op1(k, IR_EXPAND_DIMS, T(k, i32, 1, 16), arange(k, 16));
+  c->def->attr2 = 0;
+  ir_value *offs = ir_binary(&k->b, IR_ADD, op1(k, IR_BROADCAST, t, r), op1(k, IR_BROADCAST, t, c));
+  const ir_type *th = T(k, P(k, TK_F16), 16, 16), *tf = T(k, P(k, TK_F32), 16, 16);
+  ir_value *a = load(k, op2(k, IR_ADDPTR, th, splat(k, pa, th), offs), NULL, NULL);
+  ir_value *b = load(k, op2(k, IR_ADDPTR, th, splat(k, pb, th), offs), NULL, NULL);
+  ir_value *acc = ir_const_float(&k->b, T(k, S(k, TK_F32), 16, 16), 0.5);
+  ir_value *ops[3] = {a, b, acc};
+  ir_value *d = ir_build1(&k->b, IR_DOT, acc->type, 3, ops);
+  store(k, op2(k, IR_ADDPTR, tf, splat(k, pc, tf), offs), d, NULL);
+  ret(k);
+  verify(k);
+
+  uint16_t ha[256], hb[256];
+  float fa[256], fb[256], out[256];
+  for (int i = 0; i < 256; i++) {
+    fa[i] = (float)((i * 37) % 17 - 8) / 4.0f; /* exact in f16 */
+    fb[i] = (float)((i * 11) % 13 - 6) / 8.0f;
+    ip_encode(TK_F16, F(fa[i]), &ha[i]);
+    ip_encode(TK_F16, F(fb[i]), &hb[i]);
+  }
+  tk_devptr da = upload(k, ha, sizeof ha), db = upload(k, hb, sizeof hb), dc = upload(k, out, sizeof out);
+  tk_arg args[] = {tk_arg_ptr(da), tk_arg_ptr(db), tk_arg_ptr(dc)};
+  assert_int_equal(launch(k, 1, args, 3, NULL), IP_OK);
+  download(k, out, dc, sizeof out);
+  for (int m = 0; m < 16; m++)
+    for (int n = 0; n < 16; n++) {
+      float s = 0.5f;
+      for (int kk = 0; kk < 16; kk++) s += fa[m * 16 + kk] * fb[kk * 16 + n];
+      assert_true(out[m * 16 + n] == s);
+    }
+  kit_free(k);
+}
+
+/* Every program adds its id to counter[0] and CASes counter[1] from 0 to 7; the masked
+ * off lanes of a tile atomic must not count. */
+static void test_atomics(void **state) {
+  (void)state;
+  kit *k = kit_new("atom");
+  ir_value *ctr = param(k, "ctr", P(k, TK_I32));
+  const ir_type *i32 = S(k, TK_I32), *t4 = T(k, i32, 4, 0), *p4 = T(k, P(k, TK_I32), 4, 0);
+  ir_value *pid = ir_build1(&k->b, IR_PROGRAM_ID, i32, 0, NULL);
+  ir_value *av[2] = {ctr, pid};
+  ir_value *old = ir_build1(&k->b, IR_ATOMIC, i32, 2, av);
+  old->def->attr = IR_ATOM_ADD;
+  ir_value *one = ir_const_int(&k->b, i32, 1);
+  ir_value *c1 = op2(k, IR_ADDPTR, P(k, TK_I32), ctr, one);
+  ir_value *cv[3] = {c1, ir_const_int(&k->b, i32, 0), ir_const_int(&k->b, i32, 7)};
+  ir_build1(&k->b, IR_ATOMIC_CAS, i32, 3, cv);
+  /* counter[2 + j] += 1 for j < 2 of a 4-lane tile: lanes 2, 3 masked off (they would be
+   * out of bounds). */
+  ir_value *lanes = arange(k, 4);
+  ir_value *base = op2(k, IR_ADDPTR, P(k, TK_I32), ctr, ir_const_int(&k->b, i32, 2));
+  ir_value *ptrs = op2(k, IR_ADDPTR, p4, splat(k, base, p4), lanes);
+  ir_value *mask = ir_cmp_build(&k->b, IR_CMP_LT, lanes, splat(k, ir_const_int(&k->b, i32, 2), t4));
+  ir_value *tv[3] = {ptrs, ir_const_int(&k->b, t4, 1), mask};
+  ir_value *told = ir_build1(&k->b, IR_ATOMIC, t4, 3, tv);
+  told->def->attr = IR_ATOM_ADD;
+  (void)old;
+  ret(k);
+  verify(k);
+  int32_t c[4] = {0, 0, 0, 0};
+  tk_devptr d = upload(k, c, sizeof c);
+  tk_arg args[] = {tk_arg_ptr(d)};
+  assert_int_equal(launch(k, 100, args, 1, NULL), IP_OK);
+  download(k, c, d, sizeof c);
+  assert_int_equal(c[0], 4950);
+  assert_int_equal(c[1], 7);
+  assert_int_equal(c[2], 100);
+  assert_int_equal(c[3], 100);
+  kit_free(k);
+}
+
+/* device_print writes one line per program; device_assert stops at the first failure. */
+static void test_print_and_assert(void **state) {
+  (void)state;
+  kit *k = kit_new("dbg");
+  ir_value *lim = param(k, "lim", S(k, TK_I32));
+  const ir_type *i32 = S(k, TK_I32);
+  ir_value *pid = ir_build1(&k->b, IR_PROGRAM_ID, i32, 0, NULL);
+  ir_value *pv[2] = {pid, arange(k, 2)};
+  ir_op *pr = ir_build(&k->b, IR_PRINT, 2, pv, 0, NULL);
+  pr->str = "x:";
+  at_line(k, 9, 3);
+  ir_value *ok = ir_cmp_build(&k->b, IR_CMP_LT, pid, lim);
+  ir_op *as = ir_build(&k->b, IR_ASSERT, 1, &ok, 0, NULL);
+  as->str = "pid below the limit";
+  ret(k);
+  verify(k);
+  FILE *out = tmpfile();
+  assert_non_null(out);
+  tk_arg args[] = {tk_arg_i32(2)};
+  assert_int_equal(launch(k, 3, args, 1, out), IP_FAULT);
+  assert_string_equal(su_buf_str(&k->err),
+                      "t.tk:9:3: device_assert failed in kernel 'dbg' at program (2, 0, 0): "
+                      "pid below the limit");
+  char text[256] = {0};
+  rewind(out);
+  size_t got = fread(text, 1, sizeof text - 1, out);
+  fclose(out);
+  assert_true(got > 0);
+  assert_string_equal(text, "pid (0, 0, 0) x: 0 [0, 1]\npid (1, 0, 0) x: 1 [0, 1]\n"
+                            "pid (2, 0, 0) x: 2 [0, 1]\n");
+  kit_free(k);
+}
+
+/* f16 arithmetic rounds every op: storing x + 1 for x = 2048 writes 2048 back. */
+static void test_f16_kernel(void **state) {
+  (void)state;
+  kit *k = kit_new("h");
+  ir_value *p = param(k, "p", P(k, TK_F16));
+  ir_value *v = load(k, p, NULL, NULL);
+  ir_value *w = ir_binary(&k->b, IR_ADD, v, ir_const_float(&k->b, S(k, TK_F16), 1.0));
+  store(k, p, w, NULL);
+  ret(k);
+  verify(k);
+  uint16_t h;
+  ip_encode(TK_F16, F(2048), &h);
+  tk_devptr d = upload(k, &h, 2);
+  tk_arg args[] = {tk_arg_ptr(d)};
+  assert_int_equal(launch(k, 5, args, 1, NULL), IP_OK);
+  download(k, &h, d, 2);
+  assert_true(ip_decode(TK_F16, &h).f == 2048);
+  ip_encode(TK_F16, F(1), &h);
+  memcpy(ip_mem_host(k->mem, d, 2, &k->err), &h, 2);
+  assert_int_equal(launch(k, 5, args, 1, NULL), IP_OK);
+  download(k, &h, d, 2);
+  assert_true(ip_decode(TK_F16, &h).f == 6);
+  kit_free(k);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_float_rounding),
+      cmocka_unit_test(test_float_encoding),
+      cmocka_unit_test(test_integer_wraparound),
+      cmocka_unit_test(test_float_arith),
+      cmocka_unit_test(test_casts),
+      cmocka_unit_test(test_buffers),
+      cmocka_unit_test(test_vadd_ragged),
+      cmocka_unit_test(test_out_of_bounds_load),
+      cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_division_by_zero),
+      cmocka_unit_test(test_for_and_if),
+      cmocka_unit_test(test_reductions_and_shapes),
+      cmocka_unit_test(test_dot),
+      cmocka_unit_test(test_atomics),
+      cmocka_unit_test(test_print_and_assert),
+      cmocka_unit_test(test_f16_kernel),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
