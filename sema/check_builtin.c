@@ -78,9 +78,9 @@ static bool value_for(sema_ctx *c, ast_node *e, ast_node *a, const ir_type *t, c
   if (te == elem) return true;
   if (sema_is_weak(a) && te->kind == IR_SCALAR && elem->kind == IR_SCALAR &&
       (ir_dtype_is_int(te->dtype) ? elem->dtype != TK_I1 : ir_dtype_is_float(elem->dtype)))
-    return true;
+    return sema_weak_fits(c, a, elem->dtype);
   su_error(c->d, a->loc, "%s of '%s' has type %s, expected %s; convert it with 'as %s'", what,
-           e->name, tstr(c, t), tstr(c, elem), tstr(c, elem));
+           e->name, tstr(c, t), tstr(c, elem), sema_type_str(c->a, elem));
   return false;
 }
 

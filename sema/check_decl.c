@@ -254,6 +254,11 @@ bool sema_check(su_arena *a, ast_file *f, ir_module *m, const sema_options *opt,
     ast_node *dcl = f->decls.items[i];
     sema_sym_kind k = dcl->kind == AST_KERNEL ? SYM_KERNEL : dcl->kind == AST_FUNC ? SYM_FUNC : SYM_CONST;
     if (!dcl->name) continue;
+    /* A file-level name equal to a builtin's would leave calls ambiguous to the reader. */
+    if (sema_builtin_find(dcl->name)) {
+      su_error(d, dcl->name_loc, "'%s' is a builtin and cannot be redeclared", dcl->name);
+      continue;
+    }
     sema_sym *s = sema_declare(&c, k, dcl->name, dcl);
     dcl->sema_ref = k == SYM_CONST ? s : NULL;
   }

@@ -101,6 +101,7 @@ const ir_type *sema_binary_type(sema_ctx *c, int op, su_loc loc, ast_node *x, co
     goto invalid;
   } else {
     tk_dtype d = sema_promote(ex->dtype, sema_is_weak(x), ey->dtype, sema_is_weak(y));
+    if (!sema_weak_fits(c, x, d) || !sema_weak_fits(c, y, d)) return NULL;
     switch (op) {
     case TOK_PLUS: case TOK_MINUS: case TOK_STAR: case TOK_SLASH: case TOK_PERCENT:
       if (d == TK_I1) goto invalid;
@@ -259,13 +260,32 @@ bool sema_const_int(sema_ctx *c, ast_node *e, const char *what, int64_t *out) {
   return true;
 }
 
+bool sema_weak_fits(sema_ctx *c, const ast_node *e, tk_dtype d) {
+  if (!sema_is_weak(e) || !e->sema_is_const || !ir_dtype_is_int(d) || !e->sema_type ||
+      !ir_dtype_is_int(sema_elem(e->sema_type)->dtype))
+    return true;
+  int64_t v = e->sema_const.i;
+  int bits = ir_dtype_bits(d);
+  bool fits;
+  if (d == TK_I1)
+    fits = v == 0 || v == 1;
+  else if (ir_dtype_is_signed(d))
+    fits = bits == 64 || (v >= -(INT64_C(1) << (bits - 1)) && v < (INT64_C(1) << (bits - 1)));
+  else
+    fits = v >= 0 && (bits == 64 || v < (INT64_C(1) << bits));
+  if (!fits)
+    su_error(c->d, e->loc, "integer literal %lld does not fit in '%s'", (long long)v,
+             ir_dtype_name(d));
+  return fits;
+}
+
 bool sema_check_assignable(sema_ctx *c, ast_node *e, const ir_type *t, const ir_type *want,
                            const char *what) {
   if (t == want) return true;
   bool weak_ok = sema_is_weak(e) && t->kind == IR_SCALAR && want->kind == IR_SCALAR &&
                  sema_is_numeric(want->dtype) && want->dtype != TK_I1 &&
                  (ir_dtype_is_int(t->dtype) || ir_dtype_is_float(want->dtype));
-  if (weak_ok) return true;
+  if (weak_ok) return sema_weak_fits(c, e, want->dtype);
   su_error(c->d, e->loc, "cannot assign %s to %s of type %s", tstr(c, t), what, tstr(c, want));
   return false;
 }

@@ -219,7 +219,7 @@ static void check_branch(sema_ctx *c, ast_node *b) {
 static void check_if(sema_ctx *c, ast_node *s) {
   const ir_type *t = sema_check_value(c, s->lhs);
   if (t && (t->kind != IR_SCALAR || t->dtype != TK_I1)) {
-    su_error(c->d, s->lhs->loc, "condition of 'if' must be a scalar i1, got %s", tstr(c, t));
+    su_error(c->d, s->lhs->loc, "condition of 'if' must be a scalar 'i1', got %s", tstr(c, t));
     t = NULL;
   }
   if (t && s->lhs->sema_is_const) {

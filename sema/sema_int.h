@@ -170,6 +170,10 @@ bool sema_broadcast(sema_ctx *c, su_loc loc, ast_node *x, const ir_type *a, ast_
                     const ir_type *b, int *rank, int *shape);
 /* True for an untyped constant (a literal, or a constant built only from them). */
 bool sema_is_weak(const ast_node *e);
+/* For a weak integer constant e adapting to integer dtype d: true if its value fits d;
+ * otherwise reports "integer literal V does not fit in 'd'" and returns false. Anything
+ * else (not weak, not an integer, d a float) fits. */
+bool sema_weak_fits(sema_ctx *c, const ast_node *e, tk_dtype d);
 /* The common element dtype of two numeric operands per the promotion rules. */
 tk_dtype sema_promote(tk_dtype a, bool weak_a, tk_dtype b, bool weak_b);
 /* True for ints (i1 included) and floats. */
