@@ -363,6 +363,9 @@ static void param_type_text(su_buf *b, const rt_param *p) {
 /* PTX keeps no signedness, so a kernel without IR accepts either of a width. */
 static bool type_accepts(const tk_kernel *k, tk_dtype want, tk_dtype got) {
   if (want == got) return true;
+  /* Without IR (AOT PTX) a signature only says u64 for a pointer: PTX for CUDA does not
+   * mark pointer parameters, so any 64-bit value, a pointer included, is accepted. */
+  if (!k->ir && ir_dtype_bits(want) == 64 && got == TK_PTR) return true;
   return !k->ir && ir_dtype_is_int(want) && ir_dtype_is_int(got) && want != TK_I1 &&
          got != TK_I1 && ir_dtype_bits(want) == ir_dtype_bits(got);
 }

@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""The anchors of DESIGN.md section 8, measured in the same run as tk, and the table.
+
+For every workload tkbench times, this times the same sizes and dtypes through Triton
+(tutorial-style kernels), PyTorch eager and torch.compile, all with
+triton.testing.do_bench (median; it flushes L2 before each run, as tkbench does), on
+fresh random non-zero inputs, with each anchor's output poisoned first and checked
+against eager afterwards. It also measures the machine's copy bandwidth, the host cost
+of a Triton launch and of a tiny PyTorch op, and Triton's cold compile of softmax.
+
+Then it reads tkbench's lines (--tk FILE) and prints one markdown table: workload, tk,
+each anchor, the ratios (anchor time / tk time: above 1 means tk is faster) and tk's
+bandwidth as a percentage of copy. With $OUT set, the table also goes to $OUT/RESULTS.md.
+
+usage: anchors.py --tk tk.tsv [--no-compile]
+"""
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+
+# A private, empty Triton cache, so that the first compile below is a cold one.
+os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="tk-anchors-triton-")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+DEV = "cuda"
+N28 = 1 << 28
+
+
+# ---- Triton kernels (as a Triton user would write them) --------------------------------
+
+@triton.jit
+def add_kernel(x, y, z, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(z + offs, tl.load(x + offs, mask=m) + tl.load(y + offs, mask=m), mask=m)
+
+
+@triton.jit
+def coscos_kernel(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y + offs, tl.cos(tl.cos(tl.load(x + offs, mask=m))), mask=m)
+
+
+@triton.jit
+def gelu_tanh_kernel(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m).to(tl.float32)
+    inner = 0.7978845608028654 * (v + 0.044715 * v * v * v)
+    t = 2.0 * tl.sigmoid(2.0 * inner) - 1.0  # tanh(inner)
+    tl.store(y + offs, (0.5 * v * (1.0 + t)).to(tl.float16), mask=m)
+
+
+@triton.jit
+def softmax_kernel(x, y, stride, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n
+    v = tl.load(x + row * stride + cols, mask=m, other=-float("inf"))
+    e = tl.exp(v - tl.max(v, axis=0))
+    tl.store(y + row * stride + cols, e / tl.sum(e, axis=0), mask=m)
+
+
+@triton.jit
+def softmax_online_kernel(x, y, stride, n, BLOCK: tl.constexpr):
+    base = tl.program_id(0).to(tl.int64) * stride
+    mv = tl.full([BLOCK], -float("inf"), tl.float32)
+    sv = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        v = tl.load(x + base + cols, mask=cols < n, other=-float("inf"))
+        new_m = tl.maximum(mv, v)
+        live = new_m != -float("inf")
+        sv = tl.where(live, sv * tl.exp(mv - new_m) + tl.exp(v - new_m), 0.0)
+        mv = new_m
+    mx = tl.max(mv, axis=0)
+    s = tl.sum(sv * tl.exp(mv - mx), axis=0)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        v = tl.load(x + base + cols, mask=cols < n, other=-float("inf"))
+        tl.store(y + base + cols, tl.exp(v - mx) / s, mask=cols < n)
+
+
+@triton.jit
+def layernorm_kernel(x, y, w, b, mean, rstd, stride, n, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n
+    v = tl.load(x + row * stride + cols, mask=m, other=0.0).to(tl.float32)
+    mu = tl.sum(v, axis=0) / n
+    d = tl.where(m, v - mu, 0.0)
+    r = 1.0 / tl.sqrt(tl.sum(d * d, axis=0) / n + eps)
+    tl.store(mean + row, mu)
+    tl.store(rstd + row, r)
+    wv = tl.load(w + cols, mask=m).to(tl.float32)
+    bv = tl.load(b + cols, mask=m).to(tl.float32)
+    tl.store(y + row * stride + cols, (d * r * wv + bv).to(tl.float16), mask=m)
+
+
+@triton.jit
+def rmsnorm_kernel(x, y, w, rstd, stride, n, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    m = cols < n
+    v = tl.load(x + row * stride + cols, mask=m, other=0.0).to(tl.float32)
+    r = 1.0 / tl.sqrt(tl.sum(v * v, axis=0) / n + eps)
+    tl.store(rstd + row, r)
+    wv = tl.load(w + cols, mask=m).to(tl.float32)
+    tl.store(y + row * stride + cols, (v * r * wv).to(tl.float16), mask=m)
+
+
+@triton.jit
+def tiny_kernel(x, n, BLOCK: tl.constexpr):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + o, 1.0, mask=o < n)
+
+
+def warps_for(block):
+    return 16 if block >= 8192 else 8 if block >= 2048 else 4
+
+
+# ---- inputs and timing -------------------------------------------------------------------
+
+def rand(shape, dtype):
+    """Random non-zero values in +-[0.5, 2)."""
+    mag = torch.rand(shape, device=DEV, dtype=torch.float32) * 1.5 + 0.5
+    sign = torch.randint(0, 2, shape, device=DEV, dtype=torch.int8) * 2 - 1
+    return (mag * sign).to(dtype)
+
+
+def time_us(fn):
+    return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median") * 1e3
+
+
+def checked(run, out, ref, tol):
+    """Poisons out, runs once, compares with ref; returns a note ('' when it matches)."""
+    out.fill_(float("nan"))
+    run()
+    torch.cuda.synchronize()
+    if not torch.allclose(out.float(), ref.float(), rtol=tol, atol=tol):
+        return "MISMATCH vs eager"
+    return ""
+
+
+def host_us_per_call(call, batches=50, batch=200):
+    """Host time per call, in batches short enough that the launch queue never fills."""
+    ts = []
+    for _ in range(batches):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            call()
+        ts.append((time.perf_counter() - t0) / batch * 1e6)
+    torch.cuda.synchronize()
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def try_compile(fn, enabled):
+    if not enabled:
+        return None
+    try:
+        c = torch.compile(fn, dynamic=False)
+        c()  # compile now, not inside the timing
+        return c
+    except Exception as e:  # a failed anchor is reported, not fatal
+        print(f"anchors: torch.compile failed: {e}", file=sys.stderr)
+        return None
+
+
+# ---- workloads (names match tkbench's) -----------------------------------------------------
+
+def elementwise(name, n, dtype, eager_fn, launch, tol):
+    x = rand((n,), dtype)
+    y = rand((n,), dtype) if name.startswith("vadd") else None
+    args = (x, y) if y is not None else (x,)
+    ref = eager_fn(*args)
+    out = torch.empty_like(ref)
+    note = checked(lambda: launch(*args, out), out, ref, tol)
+    res = {"triton": time_us(lambda: launch(*args, out)),
+           "eager": time_us(lambda: eager_fn(*args)), "note": note}
+    comp = try_compile(lambda: eager_fn(*args), COMPILE)
+    res["compile"] = time_us(comp) if comp else math.nan
+    return res
+
+
+def rows(name, r, n, kernel_launch, eager_fn, make_inputs, tol):
+    ins = make_inputs(r, n)
+    ref = eager_fn(*ins)
+    out = torch.empty_like(ref)
+    note = checked(lambda: kernel_launch(ins, out), out, ref, tol)
+    res = {"triton": time_us(lambda: kernel_launch(ins, out)),
+           "eager": time_us(lambda: eager_fn(*ins)), "note": note}
+    comp = try_compile(lambda: eager_fn(*ins), COMPILE)
+    res["compile"] = time_us(comp) if comp else math.nan
+    return res
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def launch_add(x, y, z):
+    add_kernel[(cdiv(x.numel(), 1024),)](x, y, z, x.numel(), BLOCK=1024)
+
+
+def launch_coscos(x, y):
+    coscos_kernel[(cdiv(x.numel(), 4096),)](x, y, x.numel(), BLOCK=4096, num_warps=8)
+
+
+def launch_gelu(x, y):
+    gelu_tanh_kernel[(cdiv(x.numel(), 2048),)](x, y, x.numel(), BLOCK=2048)
+
+
+def launch_softmax(ins, y):
+    (x,) = ins
+    r, n = x.shape
+    if n > 32768:
+        softmax_online_kernel[(r,)](x, y, x.stride(0), n, BLOCK=4096, num_warps=8)
+    else:
+        block = triton.next_power_of_2(n)
+        softmax_kernel[(r,)](x, y, x.stride(0), n, BLOCK=block, num_warps=warps_for(block))
+
+
+def norm_inputs(with_bias):
+    def make(r, n):
+        x = rand((r, n), torch.float16)
+        w = rand((n,), torch.float16)
+        return (x, w, rand((n,), torch.float16)) if with_bias else (x, w)
+    return make
+
+
+def launch_layernorm(ins, y):
+    x, w, b = ins
+    r, n = x.shape
+    mean = torch.empty(r, device=DEV)
+    rstd = torch.empty(r, device=DEV)
+    block = triton.next_power_of_2(n)
+    layernorm_kernel[(r,)](x, y, w, b, mean, rstd, x.stride(0), n, 1e-5, BLOCK=block,
+                           num_warps=warps_for(block))
+
+
+def launch_rmsnorm(ins, y):
+    x, w = ins
+    r, n = x.shape
+    rstd = torch.empty(r, device=DEV)
+    block = triton.next_power_of_2(n)
+    rmsnorm_kernel[(r,)](x, y, w, rstd, x.stride(0), n, 1e-5, BLOCK=block,
+                         num_warps=warps_for(block))
+
+
+def measure_all():
+    res = {}
+    # Triton's cold compile first, while its cache is empty.
+    x = rand((4096, 1024), torch.float32)
+    y = torch.empty_like(x)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    softmax_kernel[(4096,)](x, y, 1024, 1024, BLOCK=1024, num_warps=4)
+    torch.cuda.synchronize()
+    res["compile triton softmax cold"] = (time.perf_counter() - t0) * 1e3
+    del x, y
+
+    x = rand((N28,), torch.float32)
+    y = torch.empty_like(x)
+    copy_us = time_us(lambda: y.copy_(x))
+    res["copy"] = 8.0 * N28 / (copy_us * 1e-6) / 1e9
+    del x, y
+
+    def guard(name, fn):
+        """One anchor failing (a Triton or PyTorch error) costs its row only."""
+        try:
+            res[name] = fn()
+        except Exception as e:
+            print(f"anchors: {name}: {e}", file=sys.stderr)
+            res[name] = {"triton": math.nan, "eager": math.nan, "compile": math.nan,
+                         "note": "anchor failed"}
+        torch.cuda.empty_cache()
+
+    guard("vadd f32 2^28", lambda: elementwise("vadd", N28, torch.float32, torch.add,
+                                               launch_add, 1e-6))
+    guard("coscos f32 2^28", lambda: elementwise("coscos", N28, torch.float32,
+                                                 lambda x: x.cos().cos(), launch_coscos, 1e-5))
+    guard("gelu_tanh f16 2^28", lambda: elementwise("gelu", N28, torch.float16,
+                                                    lambda x: F.gelu(x, approximate="tanh"),
+                                                    launch_gelu, 2e-2))
+    for r, n in ((4096, 1024), (4096, 4096), (8192, 8192), (1024, 131072)):
+        guard(f"softmax f32 {r}x{n}",
+              lambda r=r, n=n: rows("softmax", r, n, launch_softmax,
+                                    lambda x: torch.softmax(x, dim=-1),
+                                    lambda r, n: (rand((r, n), torch.float32),), 1e-5))
+    guard("layernorm f16 8192x4096", lambda: rows(
+        "layernorm", 8192, 4096, launch_layernorm,
+        lambda x, w, b: F.layer_norm(x, (x.shape[1],), w, b, 1e-5), norm_inputs(True), 2e-2))
+    guard("rmsnorm f16 8192x4096", lambda: rows(
+        "rmsnorm", 8192, 4096, launch_rmsnorm,
+        lambda x, w: F.rms_norm(x, (x.shape[1],), w, 1e-5), norm_inputs(False), 2e-2))
+
+    t = torch.zeros(128, device=DEV)
+    tiny_kernel[(1,)](t, 0, BLOCK=128)
+    res["launch triton"] = host_us_per_call(lambda: tiny_kernel[(1,)](t, 0, BLOCK=128))
+    one = torch.zeros(1, device=DEV)
+    res["launch torch"] = host_us_per_call(lambda: one.add_(1))
+    return res
+
+
+# ---- the table ---------------------------------------------------------------------------
+
+def read_tk(path):
+    tk = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) >= 4 and parts[0] == "tk":
+                try:
+                    v = float(parts[2])
+                except ValueError:
+                    v = math.nan
+                tk[(parts[1], parts[3])] = (v, parts[4] if len(parts) > 4 else "")
+    return tk
+
+
+def fmt(v, digits=1):
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
+
+
+def ratio(anchor, mine):
+    if mine is None or anchor is None or math.isnan(mine) or math.isnan(anchor) or mine == 0:
+        return "n/a"
+    return f"{anchor / mine:.2f}"
+
+
+def table(tk, res):
+    copy = res.get("copy", math.nan)
+    out = ["| workload | tk µs | Triton µs | eager µs | compiled µs | vs Triton | vs eager "
+           "| vs compiled | tk GB/s | % of copy | notes |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    names = [k for k in res if isinstance(res[k], dict)]
+    for name in names:
+        a = res[name]
+        us, note = tk.get((name, "us"), (math.nan, "not run"))
+        gbs = tk.get((name, "GB/s"), (math.nan, ""))[0]
+        notes = "; ".join(s for s in (note if note != "checked" else "", a["note"] and
+                                      "Triton " + a["note"]) if s)
+        out.append(f"| {name} | {fmt(us)} | {fmt(a['triton'])} | {fmt(a['eager'])} | "
+                   f"{fmt(a['compile'])} | {ratio(a['triton'], us)} | {ratio(a['eager'], us)} | "
+                   f"{ratio(a['compile'], us)} | {fmt(gbs, 0)} | "
+                   f"{fmt(100 * gbs / copy if copy == copy else math.nan, 0)} | {notes} |")
+    out.append("")
+    out.append(f"Copy bandwidth (torch copy_, f32 2^28): {fmt(copy, 0)} GB/s. "
+               "Ratios are anchor time / tk time: above 1, tk is faster.")
+    out.append("")
+    out.append("| overhead | µs or ms | note |")
+    out.append("|---|---|---|")
+    for key in ("launch tk_launch", "launch cuLaunchKernel", "launch tk/raw"):
+        v, note = tk.get((key, "us" if "/" not in key else "x"), (math.nan, "not run"))
+        out.append(f"| {key} | {fmt(v, 2)} | {note} |")
+    out.append(f"| launch Triton (Python) | {fmt(res.get('launch triton'), 2)} | host µs per launch |")
+    out.append(f"| launch PyTorch tiny op | {fmt(res.get('launch torch'), 2)} | host µs per op |")
+    for (key, unit), (v, note) in sorted(tk.items()):
+        if key.startswith("compile"):
+            out.append(f"| {key} | {fmt(v, 1)} {unit} | {note} |")
+    out.append(f"| compile triton softmax cold | {fmt(res.get('compile triton softmax cold'), 1)} ms "
+               "| first call, empty cache |")
+    return "\n".join(out)
+
+
+def main():
+    global COMPILE
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tk", required=True, help="tkbench's output")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    args = ap.parse_args()
+    COMPILE = not args.no_compile
+    torch.manual_seed(int(time.time()))
+    res = measure_all()
+    text = table(read_tk(args.tk), res)
+    print(text)
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "RESULTS.md"), "w") as f:
+            f.write("# tk benchmark results\n\n" + text + "\n")
+
+
+COMPILE = True
+
+if __name__ == "__main__":
+    main()

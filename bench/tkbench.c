@@ -1,0 +1,425 @@
+/*
+ * tkbench — times tk on the GPU, the way DESIGN.md §8 asks: CUDA events around each run,
+ * warm-up first, the median of many runs, inputs larger than L2 (and L2 flushed before
+ * every timed run, as triton.testing.do_bench does, so the anchors and tk see the same
+ * memory), random non-zero inputs, outputs poisoned before and checked after.
+ *
+ * Measures: each workload's kernel time and bandwidth; the host cost of tk_launch against
+ * a raw cuLaunchKernel of the same CUfunction; cold `tkc` compile time per sample (a
+ * fresh process, no cache); and libtk JIT compile time cold and on a cache hit.
+ *
+ * Output: one tab-separated line per figure on stdout,
+ *   tk <TAB> workload <TAB> value <TAB> unit <TAB> note
+ * (bench/anchors.py reads them); progress and failures go to stderr. A workload that
+ * fails (compile, launch or check) prints value "nan" and the reason as its note.
+ *
+ * usage: tkbench [--tkc PATH] [--samples DIR] [--quick]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "include/tk.h"
+#include "runtime/cuda.h"
+
+typedef struct {
+  rt_cuda_api cu;
+  tk_context *ctx;
+  const char *samples;
+  const char *tkc;
+  int runs;          /* timed runs per workload (median taken) */
+  tk_devptr flush;   /* scratch buffer written before every timed run to evict L2 */
+  size_t flush_bytes;
+  uint64_t rng;
+} bench;
+
+static void emit(const char *workload, double value, const char *unit, const char *note) {
+  printf("tk\t%s\t%.6g\t%s\t%s\n", workload, value, unit, note ? note : "");
+  fflush(stdout);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint64_t rng_next(bench *b) {
+  b->rng ^= b->rng << 13;
+  b->rng ^= b->rng >> 7;
+  b->rng ^= b->rng << 17;
+  return b->rng;
+}
+
+/* ---- workloads ------------------------------------------------------------------------ */
+
+typedef enum { W_IN, W_OUT, W_N, W_STRIDE, W_EPS } wrole;
+typedef enum { Z_N, Z_ROWS, Z_MAT } wsize;
+typedef struct {
+  wrole r;
+  tk_dtype t;
+  wsize z;
+} wparam;
+
+typedef enum { CHECK_NONE, CHECK_VADD, CHECK_COSCOS, CHECK_SOFTMAX } wcheck;
+
+typedef struct {
+  const char *name; /* as anchors.py names it */
+  const char *file, *kernel;
+  int block;
+  bool per_row;
+  long rows, n;
+  double bytes;     /* the bytes the kernel must move: the bandwidth figure's numerator */
+  wcheck check;
+  int nparams;
+  wparam p[9];
+} workload;
+
+#define N28 (1l << 28)
+static const workload workloads[] = {
+  {"vadd f32 2^28", "vadd.tk", "vadd", 1024, false, 1, N28, 12.0 * N28, CHECK_VADD, 4,
+   {{W_IN, TK_F32, Z_N}, {W_IN, TK_F32, Z_N}, {W_OUT, TK_F32, Z_N}, {W_N, TK_I32, 0}}},
+  {"coscos f32 2^28", "coscos.tk", "coscos", 4096, false, 1, N28, 8.0 * N28, CHECK_COSCOS, 3,
+   {{W_IN, TK_F32, Z_N}, {W_OUT, TK_F32, Z_N}, {W_N, TK_I64, 0}}},
+  {"gelu_tanh f16 2^28", "gelu.tk", "gelu_tanh", 2048, false, 1, N28, 4.0 * N28, CHECK_NONE, 3,
+   {{W_IN, TK_F16, Z_N}, {W_OUT, TK_F16, Z_N}, {W_N, TK_I32, 0}}},
+  {"softmax f32 4096x1024", "softmax.tk", "softmax", 1024, true, 4096, 1024,
+   8.0 * 4096 * 1024, CHECK_SOFTMAX, 4,
+   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}},
+  {"softmax f32 4096x4096", "softmax.tk", "softmax", 4096, true, 4096, 4096,
+   8.0 * 4096 * 4096, CHECK_SOFTMAX, 4,
+   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}},
+  {"softmax f32 8192x8192", "softmax.tk", "softmax", 8192, true, 8192, 8192,
+   8.0 * 8192 * 8192, CHECK_SOFTMAX, 4,
+   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}},
+  {"softmax f32 1024x131072", "softmax_online.tk", "softmax_online", 4096, true, 1024, 131072,
+   8.0 * 1024 * 131072, CHECK_SOFTMAX, 4,
+   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}},
+  {"layernorm f16 8192x4096", "layernorm.tk", "layernorm", 4096, true, 8192, 4096,
+   4.0 * 8192 * 4096, CHECK_NONE, 9,
+   {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_IN, TK_F16, Z_N},
+    {W_OUT, TK_F32, Z_ROWS}, {W_OUT, TK_F32, Z_ROWS}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0},
+    {W_EPS, TK_F32, 0}}},
+  {"rmsnorm f16 8192x4096", "rmsnorm.tk", "rmsnorm", 4096, true, 8192, 4096,
+   4.0 * 8192 * 4096, CHECK_NONE, 7,
+   {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_OUT, TK_F32, Z_ROWS},
+    {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}, {W_EPS, TK_F32, 0}}},
+};
+
+static size_t dsize(tk_dtype t) { return t == TK_F16 ? 2 : t == TK_I64 ? 8 : 4; }
+
+static long welems(const workload *w, wsize z) {
+  return z == Z_N ? w->n : z == Z_ROWS ? w->rows : w->rows * w->n;
+}
+
+/* Random non-zero values in ±[0.5, 2): f32 or f16 bit patterns. */
+static void fill_random(bench *b, void *p, tk_dtype t, long n) {
+  if (t == TK_F16) {
+    uint16_t *h = p;
+    for (long i = 0; i < n; i++) {
+      uint64_t r = rng_next(b);
+      h[i] = (uint16_t)((r & 1) << 15 | (14 + (r >> 1) % 2) << 10 | ((r >> 8) & 1023));
+    }
+  } else {
+    float *f = p;
+    for (long i = 0; i < n; i++) {
+      uint64_t r = rng_next(b);
+      float v = 0.5f + 1.5f * (float)((r >> 11) & 0xffffff) / 16777216.0f;
+      f[i] = (r & 1) ? -v : v;
+    }
+  }
+}
+
+/* Checks a sample of the output against the host; NULL when it matches, else a reason. */
+static const char *check_output(const workload *w, const float *in0, const float *in1,
+                                const void *out, tk_dtype out_t, long out_n) {
+  const float *y = out;
+  const uint16_t *h = out;
+  long stride = w->per_row ? 9973 : 4099; /* a prime, so every position class is sampled */
+  switch (w->check) {
+  case CHECK_VADD:
+    for (long i = 0; i < w->n; i += stride)
+      if (y[i] != in0[i] + in1[i]) return "wrong sum";
+    return y[w->n - 1] == in0[w->n - 1] + in1[w->n - 1] ? NULL : "wrong last element";
+  case CHECK_COSCOS:
+    for (long i = 0; i < w->n; i += stride)
+      if (!(fabsf(y[i] - cosf(cosf(in0[i]))) <= 1e-5f)) return "wrong cos(cos(x))"; /* NaN fails */
+    return NULL;
+  case CHECK_SOFTMAX:
+    for (long r = 0; r < w->rows; r += 97) {
+      double s = 0;
+      for (long c = 0; c < w->n; c++) s += y[r * w->n + c];
+      if (!(fabs(s - 1.0) < 1e-3)) return "a row does not sum to 1";
+    }
+    return NULL;
+  case CHECK_NONE: /* the poison (0xff: NaN) must be gone */
+    for (long i = 0; i < out_n; i += stride)
+      if (out_t == TK_F16 ? (h[i] & 0x7c00) == 0x7c00 : isnan(y[i]))
+        return "output not written (poison left)";
+    return NULL;
+  }
+  return NULL;
+}
+
+/* Times fn(k) `runs` times with CUDA events, flushing L2 before each; returns the median
+ * in microseconds (NAN on a driver failure). */
+static double time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n) {
+  CUevent start, end;
+  double *t = calloc((size_t)b->runs, sizeof *t);
+  b->cu.EventCreate(&start, CU_EVENT_DEFAULT);
+  b->cu.EventCreate(&end, CU_EVENT_DEFAULT);
+  bool ok = true;
+  for (int i = 0; i < 5 && ok; i++) ok = tk_launch(k, g, NULL, args, n) == TK_OK;
+  for (int i = 0; i < b->runs && ok; i++) {
+    b->cu.MemsetD8(b->flush, (unsigned char)i, b->flush_bytes);
+    b->cu.EventRecord(start, NULL);
+    ok = tk_launch(k, g, NULL, args, n) == TK_OK;
+    b->cu.EventRecord(end, NULL);
+    float ms = 0;
+    ok = ok && b->cu.EventSynchronize(end) == CUDA_SUCCESS &&
+         b->cu.EventElapsedTime(&ms, start, end) == CUDA_SUCCESS;
+    t[i] = 1000.0 * ms;
+  }
+  double med = ok ? median(t, b->runs) : NAN;
+  b->cu.EventDestroy(start);
+  b->cu.EventDestroy(end);
+  free(t);
+  return med;
+}
+
+static tk_kernel *compile_sample(bench *b, const char *file, const char *kernel, int block,
+                                 int no_cache, tk_module **mod) {
+  char path[512], blk[16];
+  snprintf(path, sizeof path, "%s/%s", b->samples, file);
+  snprintf(blk, sizeof blk, "%d", block);
+  tk_define d = {"BLOCK", blk};
+  tk_compile_options o = {&d, 1, 3, NULL, no_cache};
+  tk_kernel *k = NULL;
+  if (tk_module_compile_file(b->ctx, mod, path, &o) != TK_OK ||
+      tk_module_get_kernel(*mod, kernel, &k) != TK_OK) {
+    fprintf(stderr, "tkbench: %s: %s\n", file, tk_last_error(b->ctx));
+    return NULL;
+  }
+  return k;
+}
+
+static void run_workload(bench *b, const workload *w) {
+  fprintf(stderr, "tkbench: %s\n", w->name);
+  tk_module *m = NULL;
+  tk_kernel *k = compile_sample(b, w->file, w->kernel, w->block, 0, &m);
+  if (!k) {
+    emit(w->name, NAN, "us", "compile failed");
+    return;
+  }
+  tk_arg args[9];
+  tk_devptr dev[9] = {0};
+  void *host[9] = {0};
+  const char *why = NULL;
+  for (int i = 0; i < w->nparams && !why; i++) {
+    const wparam *p = &w->p[i];
+    if (p->r == W_N) { args[i] = p->t == TK_I64 ? tk_arg_i64(w->n) : tk_arg_i32((int)w->n); continue; }
+    if (p->r == W_STRIDE) { args[i] = tk_arg_i64(w->n); continue; }
+    if (p->r == W_EPS) { args[i] = tk_arg_f32(1e-5f); continue; }
+    size_t bytes = (size_t)welems(w, p->z) * dsize(p->t);
+    host[i] = malloc(bytes);
+    if (!host[i] || tk_malloc(b->ctx, &dev[i], bytes) != TK_OK) { why = "out of memory"; break; }
+    if (p->r == W_IN) fill_random(b, host[i], p->t, welems(w, p->z));
+    else memset(host[i], 0xff, bytes); /* poison: NaN in f32 and f16 */
+    if (tk_memcpy_htod(b->ctx, dev[i], host[i], bytes) != TK_OK) why = "copy failed";
+    args[i] = tk_arg_ptr(dev[i]);
+  }
+  tk_grid g = {w->per_row ? (unsigned)w->rows : (unsigned)((w->n + w->block - 1) / w->block), 1, 1};
+  double us = NAN;
+  if (!why) {
+    /* one checked run on poisoned outputs before timing */
+    if (tk_launch(k, g, NULL, args, w->nparams) != TK_OK || tk_synchronize(b->ctx) != TK_OK)
+      why = tk_last_error(b->ctx);
+  }
+  int out = -1;
+  for (int i = 0; i < w->nparams; i++)
+    if (w->p[i].r == W_OUT && out < 0) out = i;
+  if (!why) {
+    size_t bytes = (size_t)welems(w, w->p[out].z) * dsize(w->p[out].t);
+    if (tk_memcpy_dtoh(b->ctx, host[out], dev[out], bytes) != TK_OK) why = "copy back failed";
+    else why = check_output(w, host[0], w->p[1].r == W_IN ? host[1] : NULL, host[out],
+                            w->p[out].t, welems(w, w->p[out].z));
+  }
+  if (!why) us = time_launches(b, k, g, args, w->nparams);
+  if (!why && isnan(us)) why = tk_last_error(b->ctx);
+  char note[160];
+  snprintf(note, sizeof note, "%s", why ? why : "checked");
+  for (char *c = note; *c; c++) if (*c == '\t' || *c == '\n') *c = ' ';
+  emit(w->name, us, "us", note);
+  if (!isnan(us)) emit(w->name, w->bytes / (us * 1e-6) / 1e9, "GB/s", "");
+  for (int i = 0; i < w->nparams; i++) {
+    if (dev[i]) tk_free(b->ctx, dev[i]);
+    free(host[i]);
+  }
+  tk_module_destroy(m);
+}
+
+/* ---- launch overhead ------------------------------------------------------------------ */
+
+static const char TINY_TK[] =
+  "kernel tiny<BLOCK: i32 = 128>(x: *f32, n: i32) {\n"
+  "    let o = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+  "    store(x + o, 1.0, o < n);\n"
+  "}\n";
+
+/* Host microseconds per launch: batches of `batch` back-to-back launches (few enough that
+ * the driver's queue never fills, which would time the GPU instead), median over batches. */
+static void launch_overhead(bench *b) {
+  fprintf(stderr, "tkbench: launch overhead\n");
+  tk_module *m;
+  tk_kernel *k;
+  if (tk_module_compile(b->ctx, &m, TINY_TK, sizeof TINY_TK - 1, "tiny.tk", NULL) != TK_OK ||
+      tk_module_get_kernel(m, "tiny", &k) != TK_OK) {
+    emit("launch tk_launch", NAN, "us", "compile failed");
+    return;
+  }
+  tk_devptr x;
+  tk_malloc(b->ctx, &x, 512);
+  tk_arg args[] = {tk_arg_ptr(x), tk_arg_i32(0)};
+  CUfunction fn = rt_cuda_kernel_function(k);
+  CUdeviceptr xp = x;
+  int n0 = 0;
+  void *raw[] = {&xp, &n0};
+  enum { BATCH = 256, BATCHES = 60 };
+  double tk_t[BATCHES], raw_t[BATCHES];
+  bool ok = true;
+  for (int rep = 0; rep < BATCHES && ok; rep++) {
+    /* interleaved, so drift in clocks or load hits both alike */
+    double t0 = now_s();
+    for (int i = 0; i < BATCH; i++) ok &= tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 2) == TK_OK;
+    double t1 = now_s();
+    b->cu.CtxSynchronize();
+    double t2 = now_s();
+    for (int i = 0; i < BATCH; i++)
+      ok &= b->cu.LaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, NULL, raw, NULL) == CUDA_SUCCESS;
+    double t3 = now_s();
+    b->cu.CtxSynchronize();
+    tk_t[rep] = (t1 - t0) * 1e6 / BATCH;
+    raw_t[rep] = (t3 - t2) * 1e6 / BATCH;
+  }
+  double tk_us = ok ? median(tk_t, BATCHES) : NAN, raw_us = ok ? median(raw_t, BATCHES) : NAN;
+  emit("launch tk_launch", tk_us, "us", "host time per launch, tiny kernel");
+  emit("launch cuLaunchKernel", raw_us, "us", "same CUfunction, raw");
+  emit("launch tk/raw", tk_us / raw_us, "x", "target <= 1.15");
+  tk_free(b->ctx, x);
+  tk_module_destroy(m);
+}
+
+/* ---- compile times -------------------------------------------------------------------- */
+
+/* Wall milliseconds of `tkc file -o /dev/null` in a fresh process; NAN if it fails. */
+static double tkc_once(const char *tkc, const char *file) {
+  double t0 = now_s();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen("/dev/null", "w", stderr)) _exit(127);
+    execl(tkc, tkc, file, "-o", "/dev/null", (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    return NAN;
+  return (now_s() - t0) * 1e3;
+}
+
+static void compile_times(bench *b) {
+  static const char *files[] = {"vadd.tk", "coscos.tk", "gelu.tk", "softmax.tk",
+                                "softmax_online.tk", "layernorm.tk", "rmsnorm.tk",
+                                "cross_entropy.tk", "row_sum_chunked.tk"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char path[512], name[96];
+    snprintf(path, sizeof path, "%s/%s", b->samples, files[i]);
+    double t[5];
+    int n = 0;
+    for (int r = 0; r < 5; r++) {
+      t[n] = tkc_once(b->tkc, path);
+      if (isnan(t[n])) break;
+      n++;
+    }
+    snprintf(name, sizeof name, "compile tkc %s", files[i]);
+    emit(name, n == 5 ? median(t, 5) : NAN, "ms", n == 5 ? "cold process, -o /dev/null" : "tkc failed");
+  }
+  /* libtk JIT: softmax cold (cache bypassed) and from a warm cache */
+  double cold[5], hit[20];
+  bool ok = true;
+  tk_module *m;
+  for (int r = 0; r < 5 && ok; r++) {
+    double t0 = now_s();
+    ok = compile_sample(b, "softmax.tk", "softmax", 1024, 1, &m) != NULL;
+    cold[r] = (now_s() - t0) * 1e3;
+    if (ok) tk_module_destroy(m);
+  }
+  ok = ok && compile_sample(b, "softmax.tk", "softmax", 1024, 0, &m) != NULL; /* fills it */
+  if (ok) tk_module_destroy(m);
+  for (int r = 0; r < 20 && ok; r++) {
+    double t0 = now_s();
+    ok = compile_sample(b, "softmax.tk", "softmax", 1024, 0, &m) != NULL;
+    hit[r] = (now_s() - t0) * 1e3;
+    if (ok) tk_module_destroy(m);
+  }
+  emit("compile jit softmax cold", ok ? median(cold, 5) : NAN, "ms", "tk_module_compile, no cache");
+  emit("compile jit softmax cache hit", ok ? median(hit, 20) : NAN, "ms", "tk_module_compile, warm cache");
+}
+
+int main(int argc, char **argv) {
+  bench b = {0};
+  b.samples = "samples";
+  b.tkc = "build/tools/tkc";
+  b.runs = 100;
+  b.rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
+  bool quick = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--tkc") && i + 1 < argc) b.tkc = argv[++i];
+    else if (!strcmp(argv[i], "--samples") && i + 1 < argc) b.samples = argv[++i];
+    else if (!strcmp(argv[i], "--quick")) quick = true;
+    else {
+      fprintf(stderr, "usage: tkbench [--tkc PATH] [--samples DIR] [--quick]\n");
+      return 2;
+    }
+  }
+  if (quick) b.runs = 50;
+  su_buf why = {0};
+  if (!rt_cuda_load(&b.cu, &why)) {
+    printf("skipped: no CUDA device\n  (%s)\n", su_buf_str(&why));
+    su_buf_free(&why);
+    return 0;
+  }
+  if (tk_context_create(&b.ctx, &(tk_context_options){TK_BACKEND_CUDA, 0}) != TK_OK) {
+    printf("skipped: no CUDA device\n  (%s)\n", tk_last_error(NULL));
+    rt_cuda_unload(&b.cu);
+    su_buf_free(&why);
+    return 0;
+  }
+  /* 256 MiB, well over the H200's L2: writing it evicts the previous run's data */
+  b.flush_bytes = (size_t)256 << 20;
+  if (tk_malloc(b.ctx, &b.flush, b.flush_bytes) != TK_OK) {
+    fprintf(stderr, "tkbench: %s\n", tk_last_error(b.ctx));
+    return 1;
+  }
+  launch_overhead(&b);
+  for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++) run_workload(&b, &workloads[i]);
+  compile_times(&b);
+  tk_free(b.ctx, b.flush);
+  tk_context_destroy(b.ctx);
+  rt_cuda_unload(&b.cu);
+  su_buf_free(&why);
+  return 0;
+}

@@ -1,0 +1,401 @@
+/*
+ * backend_cuda.c — rt_cuda_backend: libtk on an NVIDIA GPU through the CUDA driver API
+ * (loaded at run time, see cuda.h).
+ *
+ * Design notes:
+ *  - The context is the device's primary context (shared with the CUDA runtime, PyTorch,
+ *    …, as a user of both expects). It is made current at creation and before every call
+ *    except launch; a launch from a thread where it is not current fails with
+ *    CUDA_ERROR_INVALID_CONTEXT, and only then is it made current and the launch retried,
+ *    so the common path pays nothing for it.
+ *  - A launch is the hot path (target: host cost within 15% of a bare cuLaunchKernel).
+ *    Each kernel keeps one 8-byte slot per parameter and the driver's pointer array into
+ *    those slots, both built at load time; a launch stores each argument into its slot
+ *    (a conversion only for floats) and calls cuLaunchKernel once. The driver copies only
+ *    the parameter's size from each slot, and on a little-endian host the low bytes of an
+ *    integer slot are the integer truncated to that size, as the ABI wants.
+ *  - AOT PTX kernels take their signatures from the PTX (ptx_sig.h), so their arguments
+ *    are still counted and type-checked, with PTX's limits (no signedness, no pointee).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codegen/codegen.h"
+#include "cache.h"
+#include "cuda.h"
+#include "ptx_sig.h"
+#include "runtime.h"
+
+typedef struct {
+  rt_cuda_api cu;
+  CUdevice dev;
+  CUcontext pctx;
+  const char *arch; /* the device's PTX target, the default when options name none */
+  rt_cache cache;
+  su_arena *arena;  /* for the state's own strings */
+} cuda_state;
+
+/* How an argument is stored into its slot. */
+typedef enum { SLOT_BITS, SLOT_BOOL, SLOT_F16, SLOT_BF16, SLOT_F32, SLOT_F64 } slot_kind;
+
+typedef struct {
+  CUfunction fn;
+  unsigned block; /* threads per program */
+  int nparams;
+  uint8_t *kinds;
+  uint64_t *slots;
+  void **argv;    /* argv[i] == &slots[i] */
+} cuda_kernel;
+
+static cuda_state *state(tk_context *ctx) { return ctx->state; }
+
+/* Maps a driver failure to a tk status and message ("what: CUDA_ERROR_X: text"). */
+static tk_status fail(tk_context *ctx, CUresult r, const char *what) {
+  cuda_state *st = state(ctx);
+  su_buf b = {0};
+  rt_cuda_describe(&st->cu, r, &b);
+  tk_status s = TK_ERR_DRIVER;
+  switch (r) {
+  case CUDA_ERROR_OUT_OF_MEMORY: s = TK_ERR_MEMORY; break;
+  case 700: case 710: case 714: case 715: case 716: case 719: /* the kernel faulted */
+    s = TK_ERR_RUNTIME; break;
+  default: break;
+  }
+  rt_error(ctx, s, "%s: %s", what, su_buf_str(&b));
+  su_buf_free(&b);
+  return s;
+}
+
+#define CHECK(ctx, call, what) \
+  do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) return fail((ctx), r_, (what)); } while (0)
+
+/* The PTX target for a compute capability: sm_90a where wgmma exists (9.0 exactly:
+ * arch-specific PTX does not run on later parts), sm_90 above it (forward compatible
+ * through the driver's JIT), sm_80 for Ampere and Ada. */
+static const char *arch_of(int major, int minor) {
+  if (major == 9 && minor == 0) return "sm_90a";
+  if (major >= 9) return "sm_90";
+  return "sm_80";
+}
+
+static tk_status cuda_init(tk_context *ctx, int device) {
+  cuda_state *st = calloc(1, sizeof *st);
+  if (!st) return rt_error(ctx, TK_ERR_MEMORY, "out of host memory");
+  su_buf why = {0};
+  if (!rt_cuda_load(&st->cu, &why)) {
+    rt_error(ctx, TK_ERR_NO_DEVICE, "no CUDA device: %s", su_buf_str(&why));
+    su_buf_free(&why);
+    free(st);
+    return TK_ERR_NO_DEVICE;
+  }
+  ctx->state = st;
+  int count = 0;
+  CUresult r = st->cu.Init(0);
+  if (r == CUDA_SUCCESS) r = st->cu.DeviceGetCount(&count);
+  if (r == CUDA_SUCCESS && device >= count) {
+    rt_error(ctx, TK_ERR_NO_DEVICE, "no CUDA device %d (the machine has %d)", device, count);
+  } else if (r != CUDA_SUCCESS) {
+    rt_cuda_describe(&st->cu, r, &why);
+    rt_error(ctx, TK_ERR_NO_DEVICE, "no CUDA device: the driver failed to start (%s)",
+             su_buf_str(&why));
+  } else {
+    int major = 0, minor = 0;
+    r = st->cu.DeviceGet(&st->dev, device);
+    if (r == CUDA_SUCCESS) r = st->cu.DevicePrimaryCtxRetain(&st->pctx, st->dev);
+    if (r == CUDA_SUCCESS) r = st->cu.CtxSetCurrent(st->pctx);
+    if (r == CUDA_SUCCESS)
+      r = st->cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, st->dev);
+    if (r == CUDA_SUCCESS)
+      r = st->cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, st->dev);
+    if (r == CUDA_SUCCESS) {
+      st->arch = arch_of(major, minor);
+      st->arena = su_arena_new();
+      rt_cache_open(&st->cache, st->arena, NULL);
+      su_buf_free(&why);
+      return TK_OK;
+    }
+    fail(ctx, r, "creating the CUDA context");
+    if (st->pctx) st->cu.DevicePrimaryCtxRelease(st->dev);
+  }
+  su_buf_free(&why);
+  rt_cuda_unload(&st->cu);
+  free(st);
+  ctx->state = NULL;
+  return TK_ERR_NO_DEVICE;
+}
+
+static void cuda_shutdown(tk_context *ctx) {
+  cuda_state *st = state(ctx);
+  if (!st) return;
+  /* Releasing the last reference destroys the primary context and with it every buffer
+   * and module the context still owned. */
+  st->cu.DevicePrimaryCtxRelease(st->dev);
+  rt_cuda_unload(&st->cu);
+  su_arena_free(st->arena);
+  free(st);
+  ctx->state = NULL;
+}
+
+static tk_status cuda_malloc(tk_context *ctx, tk_devptr *out, size_t bytes) {
+  cuda_state *st = state(ctx);
+  CUdeviceptr p = 0;
+  CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+  CHECK(ctx, st->cu.MemAlloc(&p, bytes), "cuMemAlloc");
+  *out = p;
+  return TK_OK;
+}
+
+static tk_status cuda_free(tk_context *ctx, tk_devptr p) {
+  cuda_state *st = state(ctx);
+  CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+  CHECK(ctx, st->cu.MemFree(p), "cuMemFree");
+  return TK_OK;
+}
+
+static tk_status cuda_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes) {
+  cuda_state *st = state(ctx);
+  CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+  CHECK(ctx, st->cu.MemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
+  return TK_OK;
+}
+
+static tk_status cuda_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes) {
+  cuda_state *st = state(ctx);
+  CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+  CHECK(ctx, st->cu.MemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+  return TK_OK;
+}
+
+static tk_status cuda_sync(tk_context *ctx) {
+  cuda_state *st = state(ctx);
+  CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+  CHECK(ctx, st->cu.CtxSynchronize(), "a kernel or copy failed");
+  return TK_OK;
+}
+
+/* ---- loading ------------------------------------------------------------------------- */
+
+/* Loads NUL-terminated PTX into m->handle; a JIT failure carries the driver's log. */
+static tk_status load_module(tk_context *ctx, tk_module *m, const char *ptx) {
+  cuda_state *st = state(ctx);
+  enum { LOG = 16384 };
+  char *errlog = su_alloc(m->arena, LOG), *infolog = su_alloc(m->arena, LOG);
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                         CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *vals[] = {errlog, (void *)(uintptr_t)LOG, infolog, (void *)(uintptr_t)LOG};
+  CUmodule mod = NULL;
+  CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+  CUresult r = st->cu.ModuleLoadDataEx(&mod, ptx, 4, opts, vals);
+  if (r != CUDA_SUCCESS) {
+    su_buf b = {0};
+    rt_cuda_describe(&st->cu, r, &b);
+    errlog[LOG - 1] = '\0';
+    rt_error(ctx, TK_ERR_DRIVER, "the CUDA driver rejected the PTX (%s)%s%s", su_buf_str(&b),
+             errlog[0] ? ":\n" : "", errlog);
+    su_buf_free(&b);
+    return TK_ERR_DRIVER;
+  }
+  m->handle = mod;
+  return TK_OK;
+}
+
+static slot_kind slot_of(tk_dtype t) {
+  switch (t) {
+  case TK_I1: return SLOT_BOOL;
+  case TK_F16: return SLOT_F16;
+  case TK_BF16: return SLOT_BF16;
+  case TK_F32: return SLOT_F32;
+  case TK_F64: return SLOT_F64;
+  default: return SLOT_BITS;
+  }
+}
+
+/* Resolves k's CUfunction and precomputes its launch layout. */
+static tk_status bind_kernel(tk_context *ctx, tk_module *m, tk_kernel *k) {
+  cuda_state *st = state(ctx);
+  cuda_kernel *ck = SU_NEW(m->arena, cuda_kernel);
+  CUresult r = st->cu.ModuleGetFunction(&ck->fn, (CUmodule)m->handle, k->name);
+  if (r != CUDA_SUCCESS) {
+    su_buf b = {0};
+    rt_cuda_describe(&st->cu, r, &b);
+    rt_error(ctx, TK_ERR_DRIVER, "kernel '%s' is missing from the loaded PTX (%s)", k->name,
+             su_buf_str(&b));
+    su_buf_free(&b);
+    return TK_ERR_DRIVER;
+  }
+  ck->block = 32u * (unsigned)(k->num_warps > 0 ? k->num_warps : 4);
+  ck->nparams = k->nparams;
+  ck->kinds = SU_NEW_ARRAY(m->arena, uint8_t, k->nparams + 1);
+  ck->slots = SU_NEW_ARRAY(m->arena, uint64_t, k->nparams + 1);
+  ck->argv = SU_NEW_ARRAY(m->arena, void *, k->nparams + 1);
+  for (int i = 0; i < k->nparams; i++) {
+    ck->kinds[i] = (uint8_t)slot_of(k->params[i].type);
+    ck->argv[i] = &ck->slots[i];
+  }
+  k->handle = ck;
+  return TK_OK;
+}
+
+static tk_status bind_all(tk_context *ctx, tk_module *m) {
+  for (int i = 0; i < m->nkernels; i++) {
+    tk_status s = bind_kernel(ctx, m, &m->kernels[i]);
+    if (s != TK_OK) return s;
+  }
+  return TK_OK;
+}
+
+/* The module's PTX, from the cache or from codegen (then stored). */
+static tk_status get_ptx(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
+                         const char *source, size_t len, su_buf *ptx) {
+  cuda_state *st = state(ctx);
+  const char *arch = opts && opts->arch ? opts->arch : st->arch;
+  bool use_cache = !(opts && opts->no_cache);
+  rt_cache_key key = rt_cache_key_compile(source, len, m->ir->source_name, opts, arch);
+  if (use_cache && rt_cache_get(&st->cache, &key, ptx)) return TK_OK;
+  cg_options cgo = {arch, opts && opts->opt_level > 0 ? opts->opt_level : 3, NULL};
+  su_diags d;
+  su_diags_init(&d, m->arena, NULL);
+  if (!cg_emit(m->ir, &cgo, CG_PTX, ptx, &d)) {
+    su_buf msg = {0};
+    su_diags_render(&d, &msg);
+    rt_error(ctx, TK_ERR_COMPILE, "%s", msg.len ? su_buf_str(&msg) : "code generation failed");
+    su_buf_free(&msg);
+    return TK_ERR_COMPILE;
+  }
+  /* cg_emit's terminating NUL is not part of the entry: a hit is re-terminated below. */
+  while (ptx->len > 0 && ptx->data[ptx->len - 1] == '\0') ptx->len--;
+  if (use_cache) rt_cache_put(&st->cache, &key, ptx->data, ptx->len);
+  return TK_OK;
+}
+
+static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
+                              const char *source, size_t len) {
+  su_buf ptx = {0};
+  tk_status s = get_ptx(ctx, m, opts, source, len, &ptx);
+  if (s == TK_OK) s = load_module(ctx, m, su_buf_str(&ptx));
+  su_buf_free(&ptx);
+  return s == TK_OK ? bind_all(ctx, m) : s;
+}
+
+/* Builds m->kernels from the PTX's entries when the caller has not (no IR to read). */
+static void kernels_from_ptx(tk_module *m, const char *ptx, size_t len) {
+  rt_ptx_entry *es;
+  int n = rt_ptx_entries(m->arena, ptx, len, &es);
+  m->kernels = SU_NEW_ARRAY(m->arena, tk_kernel, n);
+  m->nkernels = n;
+  for (int i = 0; i < n; i++) {
+    tk_kernel *k = &m->kernels[i];
+    k->module = m;
+    k->name = es[i].name;
+    k->params = es[i].params;
+    k->nparams = es[i].nparams;
+    k->num_warps = es[i].num_threads >= 32 ? es[i].num_threads / 32 : 4;
+  }
+}
+
+static tk_status cuda_load_ptx(tk_context *ctx, tk_module *m, const char *ptx, size_t len) {
+  /* The driver needs a terminating NUL that the caller's buffer may lack. */
+  char *text = su_strndup(m->arena, ptx, len);
+  tk_status s = load_module(ctx, m, text);
+  if (s != TK_OK) return s;
+  if (m->nkernels == 0) kernels_from_ptx(m, text, strlen(text));
+  return bind_all(ctx, m);
+}
+
+static void cuda_unload(tk_context *ctx, tk_module *m) {
+  cuda_state *st = state(ctx);
+  if (!m->handle) return;
+  st->cu.CtxSetCurrent(st->pctx);
+  st->cu.ModuleUnload((CUmodule)m->handle);
+  m->handle = NULL;
+}
+
+/* ---- launching ----------------------------------------------------------------------- */
+
+/* f32 to IEEE half / bfloat16 bits, rounding to nearest even (NaN stays NaN). */
+static uint16_t to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, abs = x & 0x7fffffffu;
+  if (abs > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
+  if (abs >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
+  if (abs < 0x38800000u) {                                    /* subnormal or zero */
+    float a;
+    memcpy(&a, &abs, 4);
+    /* Scaling by 2^24 puts the half subnormal's integer in the float's integer part;
+     * adding and subtracting rounds it to nearest even. */
+    float q = a * 16777216.0f;
+    uint32_t m = (uint32_t)q;
+    float rem = q - (float)m;
+    if (rem > 0.5f || (rem == 0.5f && (m & 1))) m++;
+    return (uint16_t)(sign | m);
+  }
+  uint32_t h = ((abs - 0x38000000u) >> 13);
+  uint32_t rest = abs & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
+  return (uint16_t)(sign | h);
+}
+
+static uint16_t to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,
+                             const tk_arg *args, int nargs) {
+  cuda_kernel *ck = k->handle;
+  uint64_t *slot = ck->slots;
+  (void)nargs; /* api.c checked it against ck->nparams */
+  for (int i = 0; i < ck->nparams; i++) {
+    switch ((slot_kind)ck->kinds[i]) {
+    case SLOT_BITS: slot[i] = args[i].v.u; break;
+    case SLOT_BOOL: slot[i] = args[i].v.i != 0; break;
+    case SLOT_F16: slot[i] = to_f16((float)args[i].v.f); break;
+    case SLOT_BF16: slot[i] = to_bf16((float)args[i].v.f); break;
+    case SLOT_F32: {
+      float f = (float)args[i].v.f;
+      uint32_t bits;
+      memcpy(&bits, &f, 4);
+      slot[i] = bits;
+      break;
+    }
+    case SLOT_F64: memcpy(&slot[i], &args[i].v.f, 8); break;
+    }
+  }
+  cuda_state *st = state(ctx);
+  unsigned gx = grid.x ? grid.x : 1, gy = grid.y ? grid.y : 1, gz = grid.z ? grid.z : 1;
+  CUresult r = st->cu.LaunchKernel(ck->fn, gx, gy, gz, ck->block, 1, 1, 0, (CUstream)stream,
+                                   ck->argv, NULL);
+  if (r == CUDA_ERROR_INVALID_CONTEXT) { /* first launch from this thread */
+    CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+    r = st->cu.LaunchKernel(ck->fn, gx, gy, gz, ck->block, 1, 1, 0, (CUstream)stream,
+                            ck->argv, NULL);
+  }
+  if (r != CUDA_SUCCESS) return fail(ctx, r, "cuLaunchKernel");
+  return TK_OK;
+}
+
+CUfunction rt_cuda_kernel_function(const tk_kernel *k) {
+  if (!k || !k->module || !k->module->ctx || k->module->ctx->be != &rt_cuda_backend ||
+      !k->handle)
+    return NULL;
+  return ((const cuda_kernel *)k->handle)->fn;
+}
+
+const rt_backend rt_cuda_backend = {
+  .name = "cuda",
+  .init = cuda_init,
+  .shutdown = cuda_shutdown,
+  .malloc_ = cuda_malloc,
+  .free_ = cuda_free,
+  .htod = cuda_htod,
+  .dtoh = cuda_dtoh,
+  .sync = cuda_sync,
+  .load_ir = cuda_load_ir,
+  .load_ptx = cuda_load_ptx,
+  .unload = cuda_unload,
+  .launch = cuda_launch,
+};

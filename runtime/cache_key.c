@@ -1,0 +1,141 @@
+/*
+ * cache_key.c — SHA-256 (FIPS 180-4) and the key of a compilation. A cryptographic hash
+ * because a collision would silently run the wrong kernel; 64-bit FNV is not enough for a
+ * cache shared by every program of a user.
+ */
+#include "cache.h"
+
+#include <string.h>
+
+static const uint32_t K[64] = {
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+static uint32_t ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+static void compress(uint32_t h[8], const uint8_t p[64]) {
+  uint32_t w[64];
+  for (int i = 0; i < 16; i++)
+    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+           (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+  for (int i = 16; i < 64; i++) {
+    uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+  for (int i = 0; i < 64; i++) {
+    uint32_t t1 = hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+    uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    hh = g; g = f; f = e; e = d + t1;
+    d = c; c = b; b = a; a = t1 + t2;
+  }
+  h[0] += a; h[1] += b; h[2] += c; h[3] += d;
+  h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+}
+
+void rt_key_init(rt_key_builder *k) {
+  static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  memcpy(k->h, iv, sizeof iv);
+  k->nbytes = 0;
+  k->nblock = 0;
+}
+
+void rt_key_bytes(rt_key_builder *k, const void *p, size_t n) {
+  const uint8_t *s = p;
+  k->nbytes += n;
+  while (n > 0) {
+    size_t take = 64 - k->nblock < n ? 64 - k->nblock : n;
+    memcpy(k->block + k->nblock, s, take);
+    k->nblock += take;
+    s += take;
+    n -= take;
+    if (k->nblock == 64) {
+      compress(k->h, k->block);
+      k->nblock = 0;
+    }
+  }
+}
+
+void rt_key_int(rt_key_builder *k, int64_t v) {
+  uint8_t b[8];
+  for (int i = 0; i < 8; i++) b[i] = (uint8_t)((uint64_t)v >> (8 * i));
+  rt_key_bytes(k, b, sizeof b);
+}
+
+void rt_key_field(rt_key_builder *k, const void *p, size_t n) {
+  rt_key_int(k, (int64_t)n);
+  rt_key_bytes(k, p, n);
+}
+
+void rt_key_str(rt_key_builder *k, const char *s) {
+  if (!s) {
+    rt_key_int(k, -1); /* no field of that length exists */
+    return;
+  }
+  rt_key_field(k, s, strlen(s));
+}
+
+rt_cache_key rt_key_final(rt_key_builder *k) {
+  uint64_t bits = k->nbytes * 8;
+  static const uint8_t pad[64] = {0x80};
+  size_t padlen = k->nblock < 56 ? 56 - k->nblock : 120 - k->nblock;
+  rt_key_bytes(k, pad, padlen);
+  uint8_t len[8];
+  for (int i = 0; i < 8; i++) len[i] = (uint8_t)(bits >> (56 - 8 * i));
+  rt_key_bytes(k, len, 8);
+  SU_ASSERT(k->nblock == 0);
+  rt_cache_key out;
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 4; j++) out.b[4 * i + j] = (uint8_t)(k->h[i] >> (24 - 8 * j));
+  return out;
+}
+
+rt_cache_key rt_key_digest(const void *p, size_t n) {
+  rt_key_builder k;
+  rt_key_init(&k);
+  rt_key_bytes(&k, p, n);
+  return rt_key_final(&k);
+}
+
+void rt_cache_key_hex(const rt_cache_key *k, char out[65]) {
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < 32; i++) {
+    out[2 * i] = digits[k->b[i] >> 4];
+    out[2 * i + 1] = digits[k->b[i] & 15];
+  }
+  out[64] = '\0';
+}
+
+#ifndef TK_VERSION
+#define TK_VERSION "unknown"
+#endif
+
+rt_cache_key rt_cache_key_compile(const char *source, size_t len, const char *name,
+                                  const tk_compile_options *opts, const char *arch) {
+  rt_key_builder k;
+  rt_key_init(&k);
+  /* A tag first, so a future kind of entry (e.g. cubin) can never share a key with this. */
+  rt_key_str(&k, "tk-jit-ptx");
+  rt_key_str(&k, TK_VERSION);
+  rt_key_field(&k, source, len);
+  rt_key_str(&k, name);
+  rt_key_str(&k, arch);
+  int opt = opts && opts->opt_level > 0 ? opts->opt_level : 3; /* zeroed options mean -O3 */
+  rt_key_int(&k, opt);
+  int nd = opts && opts->defines ? opts->ndefines : 0;
+  rt_key_int(&k, nd);
+  for (int i = 0; i < nd; i++) {
+    rt_key_str(&k, opts->defines[i].name);
+    rt_key_str(&k, opts->defines[i].value);
+  }
+  return rt_key_final(&k);
+}

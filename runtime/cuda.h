@@ -1,0 +1,110 @@
+/*
+ * runtime/cuda.h — the slice of the CUDA driver API that libtk uses, declared here and
+ * loaded at run time with dlopen("libcuda.so.1"), so that libtk builds and runs (on the
+ * interpreter) on a machine without CUDA. The toolkit's cuda.h is never included.
+ *
+ * Contract:
+ *  - rt_cuda_load fills a table of entry points; it fails (with a readable reason) when
+ *    the driver library or one of the required symbols is missing, and never aborts.
+ *  - The entry points are the current ABI versions (the _v2 names where they exist), so
+ *    CUdeviceptr is 64-bit and sizes are size_t.
+ *  - The table is plain data owned by the caller; rt_cuda_unload closes the library.
+ * Prefix: rt_cuda_ (the CUDA names keep their own spelling so that they read like the
+ * driver documentation).
+ */
+#ifndef TK_RUNTIME_CUDA_H
+#define TK_RUNTIME_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../include/tk.h"
+#include "../support/support.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef uint64_t CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NOT_INITIALIZED = 3,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_CONTEXT = 201
+};
+
+/* CUjit_option: only the log options (the driver writes the JIT's messages there). */
+typedef enum {
+  CU_JIT_INFO_LOG_BUFFER = 3,
+  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+  CU_JIT_ERROR_LOG_BUFFER = 5,
+  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  CU_JIT_LOG_VERBOSE = 12
+} CUjit_option;
+
+/* CUdevice_attribute: the two that name the architecture. */
+enum {
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+};
+
+enum { CU_EVENT_DEFAULT = 0 };
+
+/* The entry points, one field per driver function (named after it, without "cu"). */
+typedef struct {
+  void *lib; /* the dlopen handle */
+  CUresult (*Init)(unsigned flags);
+  CUresult (*DriverGetVersion)(int *version);
+  CUresult (*GetErrorName)(CUresult e, const char **s);
+  CUresult (*GetErrorString)(CUresult e, const char **s);
+  CUresult (*DeviceGetCount)(int *n);
+  CUresult (*DeviceGet)(CUdevice *d, int ordinal);
+  CUresult (*DeviceGetName)(char *name, int len, CUdevice d);
+  CUresult (*DeviceGetAttribute)(int *v, int attr, CUdevice d);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *c, CUdevice d);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice d);
+  CUresult (*CtxSetCurrent)(CUcontext c);
+  CUresult (*CtxSynchronize)(void);
+  CUresult (*MemAlloc)(CUdeviceptr *p, size_t bytes);
+  CUresult (*MemFree)(CUdeviceptr p);
+  CUresult (*MemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);
+  CUresult (*MemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
+  CUresult (*MemsetD8)(CUdeviceptr dst, unsigned char v, size_t n);
+  CUresult (*ModuleLoadDataEx)(CUmodule *m, const void *image, unsigned nopts,
+                               CUjit_option *opts, void **values);
+  CUresult (*ModuleUnload)(CUmodule m);
+  CUresult (*ModuleGetFunction)(CUfunction *f, CUmodule m, const char *name);
+  CUresult (*LaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                           unsigned by, unsigned bz, unsigned shmem, CUstream s,
+                           void **params, void **extra);
+  CUresult (*StreamSynchronize)(CUstream s);
+  CUresult (*EventCreate)(CUevent *e, unsigned flags);
+  CUresult (*EventRecord)(CUevent e, CUstream s);
+  CUresult (*EventSynchronize)(CUevent e);
+  CUresult (*EventElapsedTime)(float *ms, CUevent start, CUevent end);
+  CUresult (*EventDestroy)(CUevent e);
+} rt_cuda_api;
+
+/* Opens the driver library (TK_LIBCUDA overrides its name, which tests use to simulate a
+ * machine without a driver) and resolves every entry point into api. On failure returns
+ * false, leaves api closed and appends the reason to why. Does not call cuInit. */
+bool rt_cuda_load(rt_cuda_api *api, su_buf *why);
+/* Closes the library; the table is unusable afterwards. A never-loaded (zeroed) table is
+ * ignored. */
+void rt_cuda_unload(rt_cuda_api *api);
+/* "CUDA_ERROR_X: description" for a driver status, in a static or driver-owned string
+ * written to b (works with a partially loaded table). */
+void rt_cuda_describe(const rt_cuda_api *api, CUresult e, su_buf *b);
+
+/* The CUfunction behind k when k belongs to a CUDA-backend module, else NULL: lets a
+ * benchmark launch the very same function raw, to measure what tk_launch adds. */
+CUfunction rt_cuda_kernel_function(const tk_kernel *k);
+
+#endif

@@ -1,0 +1,100 @@
+/*
+ * fake_cuda.c — a stand-in for libcuda.so.1 (loaded through TK_LIBCUDA) so that the host
+ * side of the CUDA backend — driver loading, context start, memory calls, PTX loading
+ * and its error log, argument packing, launch geometry — is tested on machines without a
+ * GPU. Memory is host memory; a launch runs nothing and records what it was given.
+ *
+ * Knobs for tests (exported, found with dlsym): fake_cuda_set_devices(n) sets how many
+ * devices cuDeviceGetCount reports; fake_cuda_last_launch() returns the last launch.
+ * PTX containing "frobnicate" is rejected with a log, as the JIT would.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+
+typedef struct {
+  void *fn;
+  unsigned grid[3], block[3];
+  void **params;
+} fake_launch;
+
+/* The fake's state: one process, one test at a time. */
+static int ndevices = 1;
+static fake_launch last;
+static int ctx_token, mod_token, fn_token;
+
+void fake_cuda_set_devices(int n) { ndevices = n; }
+const fake_launch *fake_cuda_last_launch(void) { return &last; }
+
+CUresult cuInit(unsigned flags) { (void)flags; return 0; }
+CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+CUresult cuGetErrorName(CUresult e, const char **s) {
+  *s = e == 218 ? "CUDA_ERROR_INVALID_PTX" : e == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_FAKE";
+  return 0;
+}
+CUresult cuGetErrorString(CUresult e, const char **s) { (void)e; *s = "fake driver error"; return 0; }
+CUresult cuDeviceGetCount(int *n) { *n = ndevices; return 0; }
+CUresult cuDeviceGet(int *d, int i) { *d = i; return i < ndevices ? 0 : 101; }
+CUresult cuDeviceGetName(char *s, int n, int d) { (void)d; strncpy(s, "fake", (size_t)n); return 0; }
+CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
+  (void)d;
+  *v = attr == 75 ? 9 : 0; /* compute capability 9.0 */
+  return 0;
+}
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx_token; return 0; }
+CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
+CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
+CUresult cuCtxSynchronize(void) { return 0; }
+CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
+  void *m = malloc(n ? n : 1);
+  *p = (uint64_t)(uintptr_t)m;
+  return m ? 0 : 2;
+}
+CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
+CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) {
+  memcpy((void *)(uintptr_t)d, s, n);
+  return 0;
+}
+CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) {
+  memcpy(d, (const void *)(uintptr_t)s, n);
+  return 0;
+}
+CUresult cuMemsetD8_v2(uint64_t d, unsigned char v, size_t n) {
+  memset((void *)(uintptr_t)d, v, n);
+  return 0;
+}
+CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *opts, void **vals) {
+  if (!strstr(image, "frobnicate")) {
+    *m = &mod_token;
+    return 0;
+  }
+  for (unsigned i = 0; i < n; i++)
+    if (opts[i] == 5) /* CU_JIT_ERROR_LOG_BUFFER */
+      strcpy(vals[i], "ptxas application ptx input, line 4; error   : Not a name of any "
+                      "known instruction: 'frobnicate'");
+  return 218;
+}
+CUresult cuModuleUnload(void *m) { (void)m; return 0; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+  (void)m;
+  (void)name;
+  *f = &fn_token;
+  return 0;
+}
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned shmem, void *s, void **params,
+                        void **extra) {
+  (void)shmem;
+  (void)s;
+  (void)extra;
+  last = (fake_launch){f, {gx, gy, gz}, {bx, by, bz}, params};
+  return 0;
+}
+CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = &ctx_token; return 0; }
+CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return 0; }
+CUresult cuEventSynchronize(void *e) { (void)e; return 0; }
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 1; return 0; }
+CUresult cuEventDestroy_v2(void *e) { (void)e; return 0; }

@@ -1,0 +1,797 @@
+/*
+ * gpu_tests — the CUDA backend checked against the interpreter, the reference semantics.
+ *
+ * Every case runs one kernel on both backends with the same fresh random inputs (the seed
+ * is printed; TK_TEST_SEED replays it), outputs poisoned beforehand with the same bytes,
+ * at several sizes including ragged ones, and compares every buffer afterwards: exactly
+ * for integers, within a few ulps for floats (libdevice and libm, and tree and sequential
+ * reductions, may differ in the last bits).
+ *
+ * Without a device, the device tests are reported as skipped (cmocka's skip()), never as
+ * passes, and the program exits 77 (meson's "skipped") unless a host test failed; the host-only tests (no-driver errors, PTX signatures) always run. With
+ * TK_GPU_TESTS_SELFCHECK=1 and no device, a second interpreter context stands in for the
+ * device, which checks the harness (not the GPU) anywhere.
+ * Run from the repository root (samples are read from $TK_SAMPLES_DIR, else ./samples).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include "include/tk.h"
+#include "runtime/ptx_sig.h"
+
+/* ---- the cases ----------------------------------------------------------------------- */
+
+/* What a kernel parameter is for. Buffers (IN, OUT, ZERO, TGT) have an element type and
+ * a size; scalars take a value from the run's shape. */
+typedef enum { IN, OUT, ZERO, TGT, S_N, S_ROWS, S_STRIDE, S_EPS } role;
+typedef enum { SZ_N, SZ_ROWS, SZ_MAT, SZ_16 } sizing;
+
+typedef struct {
+  role r;
+  tk_dtype t;
+  sizing z;
+} param_spec;
+
+typedef struct {
+  const char *name;
+  const char *file;   /* under the samples directory, or NULL: source below */
+  const char *source;
+  const char *kernel;
+  bool per_row;       /* grid (rows): one program per row; else (cdiv(n, BLOCK)) */
+  bool any_n;         /* a row kernel that loops over chunks (n may exceed BLOCK) */
+  int block;          /* BLOCK, set with a define to keep the interpreter quick */
+  int nparams;
+  param_spec p[10];
+} gpu_case;
+
+static const char IOPS_TK[] =
+  "kernel iops<BLOCK: i32 = 256>(x: *i32, y: *i32, z: *i32, n: i32) {\n"
+  "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+  "    let m = offs < n;\n"
+  "    let a = load(x + offs, m);\n"
+  "    let b = load(y + offs, m, 1);\n"
+  "    store(z + offs, ((a * 3 + b) ^ (a >> 2)) - minimum(a, b) + a / b + a % b, m);\n"
+  "}\n";
+
+static const char HIST_TK[] =
+  "kernel hist<BLOCK: i32 = 256>(x: *i32, counts: *i32, n: i32) {\n"
+  "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+  "    let m = offs < n;\n"
+  "    atomic_add(counts + (load(x + offs, m) & 15), 1, m);\n"
+  "}\n";
+
+static const char OTHER_TK[] =
+  "kernel masked_other<BLOCK: i32 = 256>(x: *f32, y: *f32, n: i32) {\n"
+  "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+  "    let v = load(x + offs, offs < n - 3, -1.5);\n"
+  "    store(y + offs, exp(v) * 2.0 + sqrt(abs(v)), offs < n);\n"
+  "}\n";
+
+#define F32 TK_F32
+#define F16 TK_F16
+static const gpu_case cases[] = {
+  {"vadd", "vadd.tk", NULL, "vadd", false, false, 1024, 4,
+   {{IN, F32, SZ_N}, {IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I32, 0}}},
+  {"coscos", "coscos.tk", NULL, "coscos", false, false, 4096, 3,
+   {{IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I64, 0}}},
+  {"gelu_tanh", "gelu.tk", NULL, "gelu_tanh", false, false, 2048, 3,
+   {{IN, F16, SZ_N}, {OUT, F16, SZ_N}, {S_N, TK_I32, 0}}},
+  {"gelu_erf", "gelu.tk", NULL, "gelu_erf", false, false, 2048, 3,
+   {{IN, F16, SZ_N}, {OUT, F16, SZ_N}, {S_N, TK_I32, 0}}},
+  {"softmax", "softmax.tk", NULL, "softmax", true, false, 1024, 4,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}},
+  {"softmax_online", "softmax_online.tk", NULL, "softmax_online", true, true, 512, 4,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}},
+  {"row_sum_chunked", "row_sum_chunked.tk", NULL, "row_sum_chunked", true, true, 256, 4,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}},
+  {"layernorm", "layernorm.tk", NULL, "layernorm", true, false, 1024, 9,
+   {{IN, F16, SZ_MAT}, {OUT, F16, SZ_MAT}, {IN, F16, SZ_N}, {IN, F16, SZ_N},
+    {OUT, F32, SZ_ROWS}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0},
+    {S_EPS, F32, 0}}},
+  {"rmsnorm", "rmsnorm.tk", NULL, "rmsnorm", true, false, 1024, 7,
+   {{IN, F16, SZ_MAT}, {OUT, F16, SZ_MAT}, {IN, F16, SZ_N}, {OUT, F32, SZ_ROWS},
+    {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}, {S_EPS, F32, 0}}},
+  {"cross_entropy_i64", "cross_entropy.tk", NULL, "cross_entropy_i64", true, false, 1024, 5,
+   {{IN, F32, SZ_MAT}, {TGT, TK_I64, SZ_ROWS}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0},
+    {S_N, TK_I32, 0}}},
+  {"cross_entropy_i32", "cross_entropy.tk", NULL, "cross_entropy_i32", true, false, 1024, 5,
+   {{IN, F32, SZ_MAT}, {TGT, TK_I32, SZ_ROWS}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0},
+    {S_N, TK_I32, 0}}},
+  {"iops", NULL, IOPS_TK, "iops", false, false, 256, 4,
+   {{IN, TK_I32, SZ_N}, {IN, TK_I32, SZ_N}, {OUT, TK_I32, SZ_N}, {S_N, TK_I32, 0}}},
+  {"hist_atomic", NULL, HIST_TK, "hist", false, false, 256, 3,
+   {{IN, TK_I32, SZ_N}, {ZERO, TK_I32, SZ_16}, {S_N, TK_I32, 0}}},
+  {"masked_other", NULL, OTHER_TK, "masked_other", false, false, 256, 3,
+   {{IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I32, 0}}},
+};
+
+/* The shapes every case runs at: 1-D kernels use n only; row kernels rows x n with the
+ * row `stride` = n + pad elements apart (pad 0 keeps rows 16-byte aligned when n is a
+ * multiple of 4; an odd pad tests unaligned row starts). n > BLOCK only for any_n. */
+typedef struct {
+  long n, rows, pad;
+} shape;
+
+static const shape shapes_1d[] = {{1, 1, 0}, {1000, 1, 0}, {3 * 4096 + 17, 1, 0},
+                                  {100003, 1, 0}};
+static const shape shapes_rows[] = {{1, 1, 0}, {1000, 7, 0}, {1024, 3, 0}, {777, 64, 3},
+                                    {4, 5, 1}};
+static const shape shapes_long_rows[] = {{3 * 512 + 5, 5, 0}, {4096, 2, 3}};
+
+/* ---- global test state --------------------------------------------------------------- */
+
+typedef struct {
+  tk_context *cuda;   /* NULL without a device */
+  tk_context *interp;
+  uint64_t seed;
+  const char *samples;
+} globals;
+static globals G; /* the one fixture the whole program shares: contexts are expensive */
+
+static uint64_t rng_next(void) {
+  /* splitmix64: a reproducible stream from one printed seed */
+  uint64_t z = (G.seed += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* True when G.cuda is a CUDA context (not the self-check's stand-in). */
+static bool real_device(void) {
+  return G.cuda && tk_context_backend(G.cuda) == TK_BACKEND_CUDA;
+}
+
+/* ---- element helpers ----------------------------------------------------------------- */
+
+static size_t dtype_size(tk_dtype t) {
+  switch (t) {
+  case TK_I1: case TK_I8: case TK_U8: return 1;
+  case TK_I16: case TK_U16: case TK_F16: case TK_BF16: return 2;
+  case TK_I32: case TK_U32: case TK_F32: return 4;
+  default: return 8;
+  }
+}
+
+static float half_to_float(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  float v = e == 0 ? ldexpf((float)m, -24)
+          : e == 31 ? (m ? NAN : INFINITY)
+                    : ldexpf((float)(m | 1024), e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+static float bf16_to_float(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+/* A random non-zero value of type t, stored at p. Floats lie in ±[1/8, 4). */
+static void random_elem(tk_dtype t, void *p) {
+  uint64_t r = rng_next();
+  int sign = (int)(r & 1);
+  switch (t) {
+  case TK_F32: {
+    float f = ldexpf(1.0f + (float)((r >> 8) & 0xffffff) / 16777216.0f, (int)((r >> 40) % 5) - 3);
+    f = sign ? -f : f;
+    memcpy(p, &f, 4);
+    break;
+  }
+  case TK_F16: {
+    uint16_t h = (uint16_t)(sign << 15 | (12 + (r >> 20) % 5) << 10 | ((r >> 30) & 1023));
+    memcpy(p, &h, 2);
+    break;
+  }
+  case TK_I32: {
+    int32_t v = (int32_t)((r >> 8) % 2001) - 1000;
+    v = v ? v : 7;
+    memcpy(p, &v, 4);
+    break;
+  }
+  case TK_I64: {
+    int64_t v = (int64_t)((r >> 8) % 2001) - 1000;
+    v = v ? v : 7;
+    memcpy(p, &v, 8);
+    break;
+  }
+  default: fail_msg("no random generator for dtype %d", (int)t);
+  }
+}
+
+/* A class target: mostly in [0, n), sometimes the ignored index -100. */
+static void random_target(tk_dtype t, long n, void *p) {
+  uint64_t r = rng_next();
+  int64_t v = r % 10 == 0 ? -100 : (int64_t)((r >> 8) % (uint64_t)n);
+  if (t == TK_I64) {
+    memcpy(p, &v, 8);
+  } else {
+    int32_t w = (int32_t)v;
+    memcpy(p, &w, 4);
+  }
+}
+
+static double elem_value(tk_dtype t, const void *p) {
+  switch (t) {
+  case TK_F32: { float f; memcpy(&f, p, 4); return f; }
+  case TK_F64: { double f; memcpy(&f, p, 8); return f; }
+  case TK_F16: { uint16_t h; memcpy(&h, p, 2); return half_to_float(h); }
+  case TK_BF16: { uint16_t h; memcpy(&h, p, 2); return bf16_to_float(h); }
+  default: SU_UNREACHABLE();
+  }
+}
+
+/* Compares n elements; on the first mismatch fails naming the buffer and index. */
+static void compare(const char *what, tk_dtype t, const void *gpu, const void *ref, long n) {
+  size_t sz = dtype_size(t);
+  bool is_float = t == TK_F32 || t == TK_F64 || t == TK_F16 || t == TK_BF16;
+  double rtol = t == TK_F16 ? 2e-3 : t == TK_BF16 ? 1.6e-2 : 2e-5;
+  double atol = t == TK_F16 || t == TK_BF16 ? 1e-3 : 1e-6;
+  for (long i = 0; i < n; i++) {
+    const char *g = (const char *)gpu + i * sz, *r = (const char *)ref + i * sz;
+    if (memcmp(g, r, sz) == 0) continue;
+    if (is_float) {
+      double a = elem_value(t, g), b = elem_value(t, r);
+      if ((isnan(a) && isnan(b)) || fabs(a - b) <= atol + rtol * fabs(b)) continue;
+      fail_msg("%s[%ld]: cuda %.9g, interpreter %.9g (seed %llu)", what, i, a, b,
+               (unsigned long long)G.seed);
+    }
+    int64_t a = 0, b = 0;
+    memcpy(&a, g, sz);
+    memcpy(&b, r, sz);
+    fail_msg("%s[%ld]: cuda %lld, interpreter %lld (bits)", what, i, (long long)a,
+             (long long)b);
+  }
+}
+
+/* ---- running one case ---------------------------------------------------------------- */
+
+static tk_kernel *compile(tk_context *ctx, const gpu_case *c) {
+  char block[16];
+  snprintf(block, sizeof block, "%d", c->block);
+  tk_define d = {"BLOCK", block};
+  tk_compile_options o = {&d, 1, 3, NULL, 0};
+  tk_module *m = NULL;
+  tk_status s;
+  if (c->file) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", G.samples, c->file);
+    s = tk_module_compile_file(ctx, &m, path, &o);
+  } else {
+    s = tk_module_compile(ctx, &m, c->source, strlen(c->source), c->name, &o);
+  }
+  if (s != TK_OK)
+    fail_msg("%s: compiling on %s: %s\n%s", c->name, ctx == G.cuda ? "cuda" : "interpreter",
+             tk_status_name(s), tk_last_error(ctx));
+  tk_kernel *k = NULL;
+  if (tk_module_get_kernel(m, c->kernel, &k) != TK_OK) fail_msg("%s", tk_last_error(ctx));
+  return k;
+}
+
+static long elems(sizing z, const shape *sh) {
+  switch (z) {
+  case SZ_N: return sh->n;
+  case SZ_ROWS: return sh->rows;
+  case SZ_MAT: return sh->rows * (sh->n + sh->pad);
+  case SZ_16: return 16;
+  }
+  SU_UNREACHABLE();
+}
+
+static tk_arg scalar_arg(const param_spec *p, const shape *sh) {
+  int64_t v = p->r == S_N ? sh->n : p->r == S_ROWS ? sh->rows : sh->n + sh->pad;
+  if (p->r == S_EPS) return tk_arg_f32(1e-5f);
+  return p->t == TK_I64 ? tk_arg_i64(v) : tk_arg_i32((int32_t)v);
+}
+
+/* Runs kernel k (of ctx) on host buffers host[] (copied in, run, copied back). */
+static void run_on(tk_context *ctx, tk_kernel *k, const gpu_case *c, const shape *sh,
+                   void **host) {
+  tk_arg args[10];
+  tk_devptr dev[10] = {0};
+  for (int i = 0; i < c->nparams; i++) {
+    const param_spec *p = &c->p[i];
+    if (p->r >= S_N) {
+      args[i] = scalar_arg(p, sh);
+      continue;
+    }
+    size_t bytes = (size_t)elems(p->z, sh) * dtype_size(p->t);
+    assert_int_equal(tk_malloc(ctx, &dev[i], bytes), TK_OK);
+    assert_int_equal(tk_memcpy_htod(ctx, dev[i], host[i], bytes), TK_OK);
+    args[i] = tk_arg_ptr(dev[i]);
+  }
+  unsigned grid = c->per_row ? (unsigned)sh->rows
+                             : (unsigned)((sh->n + c->block - 1) / c->block);
+  tk_status s = tk_launch(k, (tk_grid){grid, 1, 1}, NULL, args, c->nparams);
+  if (s == TK_OK) s = tk_synchronize(ctx);
+  if (s != TK_OK)
+    fail_msg("%s (n=%ld rows=%ld) on %s: %s: %s", c->name, sh->n, sh->rows,
+             ctx == G.cuda ? "cuda" : "interpreter", tk_status_name(s), tk_last_error(ctx));
+  for (int i = 0; i < c->nparams; i++) {
+    if (!dev[i]) continue;
+    size_t bytes = (size_t)elems(c->p[i].z, sh) * dtype_size(c->p[i].t);
+    assert_int_equal(tk_memcpy_dtoh(ctx, host[i], dev[i], bytes), TK_OK);
+    assert_int_equal(tk_free(ctx, dev[i]), TK_OK);
+  }
+}
+
+static void run_shape(const gpu_case *c, tk_kernel *kc, tk_kernel *ki, const shape *sh) {
+  void *ref[10] = {0}, *gpu[10] = {0};
+  for (int i = 0; i < c->nparams; i++) {
+    const param_spec *p = &c->p[i];
+    if (p->r >= S_N) continue;
+    long n = elems(p->z, sh);
+    size_t sz = dtype_size(p->t);
+    ref[i] = malloc((size_t)n * sz);
+    for (long j = 0; j < n; j++) {
+      char *e = (char *)ref[i] + j * sz;
+      if (p->r == IN) random_elem(p->t, e);
+      else if (p->r == TGT) random_target(p->t, sh->n, e);
+      else if (p->r == ZERO) memset(e, 0, sz);
+      else memset(e, 0xcd, sz); /* poison: an unwritten output cannot pass by luck */
+    }
+    gpu[i] = malloc((size_t)n * sz);
+    memcpy(gpu[i], ref[i], (size_t)n * sz);
+  }
+  run_on(G.cuda, kc, c, sh, gpu);
+  run_on(G.interp, ki, c, sh, ref);
+  for (int i = 0; i < c->nparams; i++) {
+    if (!ref[i]) continue;
+    char what[64];
+    snprintf(what, sizeof what, "%s.%s", c->name, tk_kernel_param_name(ki, i));
+    compare(what, c->p[i].t, gpu[i], ref[i], elems(c->p[i].z, sh));
+    free(ref[i]);
+    free(gpu[i]);
+  }
+}
+
+static void test_case(void **state) {
+  const gpu_case *c = *state;
+  if (!G.cuda) skip();
+  tk_kernel *kc = compile(G.cuda, c), *ki = compile(G.interp, c);
+  const shape *list = c->per_row ? shapes_rows : shapes_1d;
+  size_t n = c->per_row ? sizeof shapes_rows / sizeof *shapes_rows
+                        : sizeof shapes_1d / sizeof *shapes_1d;
+  for (size_t i = 0; i < n; i++) {
+    shape sh = list[i];
+    if (c->per_row && sh.n > c->block) sh.n = c->block;
+    run_shape(c, kc, ki, &sh);
+  }
+  if (c->any_n)
+    for (size_t i = 0; i < sizeof shapes_long_rows / sizeof *shapes_long_rows; i++)
+      run_shape(c, kc, ki, &shapes_long_rows[i]);
+}
+
+/* ---- device tests of the backend itself ---------------------------------------------- */
+
+/* Hand-written PTX (as another compiler would hand us): fill(p, n, v) sets p[0..n) = v. */
+static const char FILL_PTX[] =
+  ".version 8.0\n.target sm_80\n.address_size 64\n"
+  "// a comment with .entry in it must not confuse the signature reader\n"
+  ".visible .entry fill(\n"
+  "  .param .u64 .ptr .global .align 4 fill_param_0,\n"
+  "  .param .u32 fill_param_1,\n"
+  "  .param .f32 fill_param_2\n"
+  ")\n.maxntid 64, 1, 1\n{\n"
+  "  .reg .b32 %r<6>; .reg .b64 %rd<4>; .reg .f32 %f1; .reg .pred %p1;\n"
+  "  ld.param.u64 %rd1, [fill_param_0];\n  ld.param.u32 %r1, [fill_param_1];\n"
+  "  ld.param.f32 %f1, [fill_param_2];\n"
+  "  mov.u32 %r2, %ctaid.x;\n  mov.u32 %r3, %ntid.x;\n  mov.u32 %r4, %tid.x;\n"
+  "  mad.lo.s32 %r5, %r2, %r3, %r4;\n  setp.ge.s32 %p1, %r5, %r1;\n  @%p1 bra DONE;\n"
+  "  cvta.to.global.u64 %rd2, %rd1;\n  mul.wide.s32 %rd3, %r5, 4;\n"
+  "  add.s64 %rd2, %rd2, %rd3;\n  st.global.f32 [%rd2], %f1;\n"
+  "DONE:\n  ret;\n}\n";
+
+static void test_aot_ptx(void **state) {
+  (void)state;
+  if (!real_device()) skip();
+  tk_module *m;
+  tk_kernel *k;
+  assert_int_equal(tk_module_load_ptx(G.cuda, &m, FILL_PTX, strlen(FILL_PTX)), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "fill", &k), TK_OK);
+  assert_int_equal(tk_kernel_num_params(k), 3);
+  assert_int_equal(tk_kernel_param_type(k, 0), TK_PTR);
+  assert_int_equal(tk_kernel_num_threads(k), 64);
+  enum { N = 1000 };
+  float host[N + 1];
+  for (int i = 0; i <= N; i++) host[i] = -1.0f;
+  tk_devptr p;
+  assert_int_equal(tk_malloc(G.cuda, &p, sizeof host), TK_OK);
+  assert_int_equal(tk_memcpy_htod(G.cuda, p, host, sizeof host), TK_OK);
+  tk_arg args[] = {tk_arg_ptr(p), tk_arg_i32(N), tk_arg_f32(2.5f)};
+  assert_int_equal(tk_launch(k, (tk_grid){(N + 63) / 64, 1, 1}, NULL, args, 3), TK_OK);
+  assert_int_equal(tk_memcpy_dtoh(G.cuda, host, p, sizeof host), TK_OK);
+  for (int i = 0; i < N; i++) assert_true(host[i] == 2.5f);
+  assert_true(host[N] == -1.0f); /* the one past the end was left alone */
+  /* a wrong argument count is refused before the driver sees it */
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 2), TK_ERR_ARGS);
+  tk_free(G.cuda, p);
+  tk_module_destroy(m);
+}
+
+static void test_bad_ptx_reports_log(void **state) {
+  (void)state;
+  if (!real_device()) skip();
+  static const char bad[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                            ".visible .entry k() { frobnicate.u32 %r1; ret; }\n";
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_load_ptx(G.cuda, &m, bad, strlen(bad)), TK_ERR_DRIVER);
+  const char *msg = tk_last_error(G.cuda);
+  assert_non_null(strstr(msg, "rejected the PTX"));
+  assert_non_null(strstr(msg, "line")); /* the JIT's log names the PTX line */
+}
+
+static const char ABI_TK[] =
+  "kernel abi(out: *f64, a: i8, b: i16, c: i32, d: i64, e: u8, f: u16, g: u32, h: u64,\n"
+  "           p: f16, q: bf16, r: f32, s: f64, t: bool) {\n"
+  "    store(out + 0, a as f64); store(out + 1, b as f64); store(out + 2, c as f64);\n"
+  "    store(out + 3, d as f64); store(out + 4, e as f64); store(out + 5, f as f64);\n"
+  "    store(out + 6, g as f64); store(out + 7, h as f64); store(out + 8, p as f64);\n"
+  "    store(out + 9, q as f64); store(out + 10, r as f64); store(out + 11, s);\n"
+  "    store(out + 12, t as f64);\n"
+  "}\n";
+
+/* Every scalar parameter type reaches the kernel with its value: the launch packing. */
+static void test_scalar_abi(void **state) {
+  (void)state;
+  if (!G.cuda) skip();
+  tk_module *m;
+  tk_kernel *k;
+  tk_status s = tk_module_compile(G.cuda, &m, ABI_TK, strlen(ABI_TK), "abi.tk", NULL);
+  if (s != TK_OK) fail_msg("%s", tk_last_error(G.cuda));
+  assert_int_equal(tk_module_get_kernel(m, "abi", &k), TK_OK);
+  tk_arg f16 = {TK_F16, {0}}, bf16 = {TK_BF16, {0}};
+  f16.v.f = 1.5;
+  bf16.v.f = -2.25;
+  tk_arg args[] = {tk_arg_ptr(0), {TK_I8, {.i = -5}}, {TK_I16, {.i = -300}},
+                   tk_arg_i32(-70000), tk_arg_i64(-(1ll << 40) - 3), {TK_U8, {.u = 200}},
+                   {TK_U16, {.u = 60000}}, tk_arg_u32(4000000000u),
+                   tk_arg_u64((1ull << 52) + 1), f16, bf16, tk_arg_f32(3.25f),
+                   tk_arg_f64(-1e300), tk_arg_bool(1)};
+  const double want[] = {-5, -300, -70000, (double)(-(1ll << 40) - 3), 200, 60000,
+                         4000000000.0, (double)((1ull << 52) + 1), 1.5, -2.25, 3.25,
+                         -1e300, 1};
+  double host[13];
+  tk_devptr p;
+  assert_int_equal(tk_malloc(G.cuda, &p, sizeof host), TK_OK);
+  args[0] = tk_arg_ptr(p);
+  s = tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 14);
+  if (s != TK_OK) fail_msg("%s", tk_last_error(G.cuda));
+  assert_int_equal(tk_memcpy_dtoh(G.cuda, host, p, sizeof host), TK_OK);
+  for (int i = 0; i < 13; i++)
+    if (host[i] != want[i]) fail_msg("parameter %d: got %.17g, want %.17g", i + 1, host[i], want[i]);
+  tk_free(G.cuda, p);
+  tk_module_destroy(m);
+}
+
+/* The inode of the one cache entry in dir (0 if there is not exactly one). */
+static ino_t entry_inode(const char *dir) {
+  DIR *d = opendir(dir);
+  ino_t ino = 0;
+  int count = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (!strstr(e->d_name, ".ptx") || strstr(e->d_name, ".tmp")) continue;
+    char path[512];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (stat(path, &st) == 0) ino = st.st_ino;
+    count++;
+  }
+  if (d) closedir(d);
+  return count == 1 ? ino : 0;
+}
+
+/* The JIT cache on a real compile: the first compile stores, the second hits (the entry
+ * is not rewritten), and a damaged entry is rebuilt (a new file replaces it). */
+static void test_jit_cache(void **state) {
+  (void)state;
+  if (!real_device()) skip();
+  char dir[] = "/tmp/tk-gpu-cache-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  setenv("TK_CACHE_DIR", dir, 1); /* read when the context is created */
+  tk_context *ctx;
+  assert_int_equal(tk_context_create(&ctx, &(tk_context_options){TK_BACKEND_CUDA, 0}), TK_OK);
+  unsetenv("TK_CACHE_DIR");
+  compile(ctx, &cases[0]);
+  ino_t first = entry_inode(dir);
+  assert_true(first != 0);
+  compile(ctx, &cases[0]);
+  assert_true(entry_inode(dir) == first);
+  char path[512];
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    if (strstr(e->d_name, ".ptx")) snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+  if (d) closedir(d);
+  FILE *fp = fopen(path, "r+b");
+  assert_non_null(fp);
+  fseek(fp, 100, SEEK_SET); /* inside the payload, past the 88-byte header */
+  fputs("garbage", fp);
+  fclose(fp);
+  tk_kernel *k = compile(ctx, &cases[0]);
+  assert_non_null(k);
+  assert_true(entry_inode(dir) != 0);
+  char back[8] = {0};
+  fp = fopen(path, "rb");
+  assert_non_null(fp);
+  fseek(fp, 100, SEEK_SET);
+  assert_int_equal(fread(back, 1, 7, fp), 7);
+  fclose(fp);
+  assert_string_not_equal(back, "garbage"); /* rewritten from a fresh compile */
+  tk_context_destroy(ctx);
+  remove(path);
+  rmdir(dir);
+}
+
+/* ---- the backend's host side, against the fake driver (tests/gpu/fake_cuda.c) --------- */
+
+typedef struct {
+  void *fn;
+  unsigned grid[3], block[3];
+  void **params;
+} fake_launch;
+
+/* A CUDA context on the fake driver ($TK_FAKE_LIBCUDA), with the cache in a fresh
+ * directory; skips the test when the fake was not built or named. */
+static tk_context *fake_context(void **lib, char *cachedir) {
+  const char *path = getenv("TK_FAKE_LIBCUDA");
+  if (!path || !*path) skip();
+  *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(*lib);
+  assert_non_null(mkdtemp(cachedir));
+  setenv("TK_LIBCUDA", path, 1);
+  setenv("TK_CACHE_DIR", cachedir, 1);
+  tk_context *ctx = NULL;
+  tk_status s = tk_context_create(&ctx, &(tk_context_options){TK_BACKEND_CUDA, 0});
+  unsetenv("TK_LIBCUDA");
+  unsetenv("TK_CACHE_DIR");
+  if (s != TK_OK) fail_msg("fake context: %s", tk_last_error(NULL));
+  return ctx;
+}
+
+static void fake_done(tk_context *ctx, void *lib, const char *cachedir) {
+  tk_context_destroy(ctx);
+  dlclose(lib);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", cachedir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static const fake_launch *last_launch(void *lib) {
+  const fake_launch *(*get)(void);
+  void *sym = dlsym(lib, "fake_cuda_last_launch");
+  assert_non_null(sym);
+  memcpy(&get, &sym, sizeof sym);
+  return get();
+}
+
+static void test_fake_no_device(void **state) {
+  (void)state;
+  const char *path = getenv("TK_FAKE_LIBCUDA");
+  if (!path || !*path) skip();
+  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(lib);
+  void (*set)(int);
+  void *sym = dlsym(lib, "fake_cuda_set_devices");
+  memcpy(&set, &sym, sizeof sym);
+  set(0);
+  setenv("TK_LIBCUDA", path, 1);
+  tk_context *ctx = NULL;
+  assert_int_equal(tk_context_create(&ctx, &(tk_context_options){TK_BACKEND_CUDA, 0}),
+                   TK_ERR_NO_DEVICE);
+  assert_non_null(strstr(tk_last_error(NULL), "no CUDA device 0 (the machine has 0)"));
+  set(1);
+  assert_int_equal(tk_context_create(&ctx, &(tk_context_options){TK_BACKEND_CUDA, 3}),
+                   TK_ERR_NO_DEVICE);
+  unsetenv("TK_LIBCUDA");
+  dlclose(lib);
+}
+
+/* Each scalar type lands in its parameter slot with the bytes the PTX ABI wants. */
+static void test_fake_launch_packing(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  tk_module *m;
+  tk_kernel *k;
+  tk_status s = tk_module_compile(ctx, &m, ABI_TK, strlen(ABI_TK), "abi.tk", NULL);
+  if (s != TK_OK) fail_msg("%s", tk_last_error(ctx));
+  assert_int_equal(tk_module_get_kernel(m, "abi", &k), TK_OK);
+  tk_arg f16 = {TK_F16, {0}}, bf16 = {TK_BF16, {0}};
+  f16.v.f = 1.5;
+  bf16.v.f = -2.25;
+  tk_arg args[] = {tk_arg_ptr(0x1234567890ull), {TK_I8, {.i = -5}}, {TK_I16, {.i = -300}},
+                   tk_arg_i32(-70000), tk_arg_i64(-(1ll << 40) - 3), {TK_U8, {.u = 200}},
+                   {TK_U16, {.u = 60000}}, tk_arg_u32(4000000000u), tk_arg_u64(1ull << 63),
+                   f16, bf16, tk_arg_f32(3.25f), tk_arg_f64(-1e300), tk_arg_bool(1)};
+  assert_int_equal(tk_launch(k, (tk_grid){7, 0, 2}, NULL, args, 14), TK_OK);
+  const fake_launch *l = last_launch(lib);
+  assert_int_equal(l->grid[0], 7);
+  assert_int_equal(l->grid[1], 1); /* 0 counts as 1 */
+  assert_int_equal(l->grid[2], 2);
+  assert_int_equal(l->block[0], 128); /* 4 warps by default */
+  void **p = l->params;
+  assert_true(*(uint64_t *)p[0] == 0x1234567890ull);
+  assert_int_equal(*(int8_t *)p[1], -5);
+  assert_int_equal(*(int16_t *)p[2], -300);
+  assert_int_equal(*(int32_t *)p[3], -70000);
+  assert_true(*(int64_t *)p[4] == -(1ll << 40) - 3);
+  assert_int_equal(*(uint8_t *)p[5], 200);
+  assert_int_equal(*(uint16_t *)p[6], 60000);
+  assert_true(*(uint32_t *)p[7] == 4000000000u);
+  assert_true(*(uint64_t *)p[8] == 1ull << 63);
+  assert_int_equal(*(uint16_t *)p[9], 0x3e00);  /* 1.5 as f16 */
+  assert_int_equal(*(uint16_t *)p[10], 0xc010); /* -2.25 as bf16 */
+  assert_true(*(float *)p[11] == 3.25f);
+  assert_true(*(double *)p[12] == -1e300);
+  assert_int_equal(*(uint8_t *)p[13], 1);
+  /* f16 rounding: to nearest even, overflow to inf, subnormals kept */
+  const struct { double in; uint16_t bits; } halves[] = {
+    {65504, 0x7bff}, {65520, 0x7c00}, {-1e9, 0xfc00}, {1.0 + 1.0 / 2048, 0x3c00},
+    {1.0 + 3.0 / 2048, 0x3c02}, {5.960464477539063e-8, 0x0001}, {6.1e-5, 0x03ff}, {0, 0}};
+  for (size_t i = 0; i < sizeof halves / sizeof *halves; i++) {
+    args[9].v.f = halves[i].in;
+    assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 14), TK_OK);
+    if (*(uint16_t *)last_launch(lib)->params[9] != halves[i].bits)
+      fail_msg("f16(%g) = 0x%04x, want 0x%04x", halves[i].in,
+               *(uint16_t *)last_launch(lib)->params[9], halves[i].bits);
+  }
+  tk_module_destroy(m);
+  fake_done(ctx, lib, dir);
+}
+
+/* A JIT failure reports the driver's log; AOT PTX takes its signature and block size
+ * from the text; a compile goes through the cache. */
+static void test_fake_ptx_paths(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  static const char bad[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                            ".visible .entry k() { frobnicate.u32 %r1; ret; }\n";
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_load_ptx(ctx, &m, bad, strlen(bad)), TK_ERR_DRIVER);
+  assert_non_null(strstr(tk_last_error(ctx), "CUDA_ERROR_INVALID_PTX"));
+  assert_non_null(strstr(tk_last_error(ctx), "line 4; error"));
+  tk_kernel *k;
+  assert_int_equal(tk_module_load_ptx(ctx, &m, FILL_PTX, strlen(FILL_PTX)), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "fill", &k), TK_OK);
+  assert_int_equal(tk_kernel_num_threads(k), 64);
+  tk_arg args[] = {tk_arg_ptr(64), tk_arg_u32(10), tk_arg_f32(1)}; /* u32 for .u32 is fine */
+  assert_int_equal(tk_launch(k, (tk_grid){2, 1, 1}, NULL, args, 3), TK_OK);
+  assert_int_equal(last_launch(lib)->block[0], 64);
+  args[2] = tk_arg_i32(1);
+  assert_int_equal(tk_launch(k, (tk_grid){2, 1, 1}, NULL, args, 3), TK_ERR_ARGS);
+  /* the JIT path: codegen once, then the cache */
+  assert_int_equal(tk_module_compile(ctx, &m, ABI_TK, strlen(ABI_TK), "abi.tk", NULL), TK_OK);
+  ino_t first = entry_inode(dir);
+  assert_true(first != 0);
+  assert_int_equal(tk_module_compile(ctx, &m, ABI_TK, strlen(ABI_TK), "abi.tk", NULL), TK_OK);
+  assert_true(entry_inode(dir) == first);
+  tk_compile_options nocache = {0};
+  nocache.no_cache = 1;
+  assert_int_equal(tk_module_compile(ctx, &m, ABI_TK, strlen(ABI_TK), "x.tk", &nocache), TK_OK);
+  assert_true(entry_inode(dir) == first); /* nothing stored under the other name */
+  fake_done(ctx, lib, dir);
+}
+
+/* ---- host-only tests (run everywhere) ------------------------------------------------ */
+
+static void test_no_driver_is_no_device(void **state) {
+  (void)state;
+  setenv("TK_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+  tk_context *ctx = NULL;
+  tk_status s = tk_context_create(&ctx, &(tk_context_options){TK_BACKEND_CUDA, 0});
+  assert_int_equal(s, TK_ERR_NO_DEVICE);
+  assert_null(ctx);
+  assert_non_null(strstr(tk_last_error(NULL), "no CUDA device"));
+  assert_non_null(strstr(tk_last_error(NULL), "libcuda"));
+  /* AUTO falls back to the interpreter */
+  s = tk_context_create(&ctx, NULL);
+  assert_int_equal(s, TK_OK);
+  assert_int_equal(tk_context_backend(ctx), TK_BACKEND_INTERP);
+  tk_context_destroy(ctx);
+  unsetenv("TK_LIBCUDA");
+}
+
+static void test_ptx_signatures(void **state) {
+  (void)state;
+  su_arena *a = su_arena_new();
+  rt_ptx_entry *es;
+  assert_int_equal(rt_ptx_entries(a, FILL_PTX, strlen(FILL_PTX), &es), 1);
+  assert_string_equal(es[0].name, "fill");
+  assert_int_equal(es[0].nparams, 3);
+  assert_int_equal(es[0].params[0].type, TK_PTR);
+  assert_int_equal(es[0].params[1].type, TK_I32);
+  assert_int_equal(es[0].params[2].type, TK_F32);
+  assert_string_equal(es[0].params[2].name, "fill_param_2");
+  assert_int_equal(es[0].num_threads, 64);
+  static const char two[] =
+    ".entry a() /* .entry fake( */ { ret; }\n"
+    ".visible .entry b(.param .s64 x, .param .f64 y, .param .b16 z)\n.reqntid 256\n{ ret; }\n"
+    ".entry agg(.param .align 8 .b8 s[16]) { ret; }\n"
+    ".entry half(.param .align 2 .b8 h[2], .param .u8 c) { ret; }\n";
+  assert_int_equal(rt_ptx_entries(a, two, strlen(two), &es), 3); /* the aggregate is skipped */
+  assert_string_equal(es[0].name, "a");
+  assert_int_equal(es[0].nparams, 0);
+  assert_int_equal(es[0].num_threads, 0);
+  assert_int_equal(es[1].nparams, 3);
+  assert_int_equal(es[1].params[0].type, TK_I64);
+  assert_int_equal(es[1].params[1].type, TK_F64);
+  assert_int_equal(es[1].params[2].type, TK_I16);
+  assert_int_equal(es[1].num_threads, 256);
+  assert_string_equal(es[2].name, "half");
+  assert_int_equal(es[2].nparams, 2);
+  assert_int_equal(es[2].params[0].type, TK_F16);
+  assert_int_equal(es[2].params[1].type, TK_I8);
+  /* garbage and truncations never crash and yield nothing or a prefix */
+  for (size_t cut = 0; cut < strlen(FILL_PTX); cut += 7)
+    assert_true(rt_ptx_entries(a, FILL_PTX, cut, &es) <= 1);
+  char junk[4096];
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(rng_next() & 0xff);
+  assert_true(rt_ptx_entries(a, junk, sizeof junk, &es) >= 0);
+  assert_int_equal(rt_ptx_entries(a, ".entry", 6, &es), 0);
+  su_arena_free(a);
+}
+
+int main(void) {
+  const char *seed = getenv("TK_TEST_SEED");
+  G.seed = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+  printf("gpu_tests: seed %llu (TK_TEST_SEED=%llu replays it)\n", (unsigned long long)G.seed,
+         (unsigned long long)G.seed);
+  G.samples = getenv("TK_SAMPLES_DIR") ? getenv("TK_SAMPLES_DIR") : "samples";
+
+  const struct CMUnitTest host_tests[] = {
+    cmocka_unit_test(test_no_driver_is_no_device),
+    cmocka_unit_test(test_ptx_signatures),
+    cmocka_unit_test(test_fake_no_device),
+    cmocka_unit_test(test_fake_launch_packing),
+    cmocka_unit_test(test_fake_ptx_paths),
+  };
+  int failed = cmocka_run_group_tests_name("host", host_tests, NULL, NULL);
+
+  if (tk_context_create(&G.cuda, &(tk_context_options){TK_BACKEND_CUDA, 0}) != TK_OK) {
+    printf("skipped: no CUDA device\n  (%s)\n", tk_last_error(NULL));
+    G.cuda = NULL;
+    /* Checks the harness itself (the case table, the embedded kernels) on a machine
+     * without a GPU, by comparing the interpreter with a second interpreter. */
+    const char *self = getenv("TK_GPU_TESTS_SELFCHECK");
+    if (self && *self && strcmp(self, "0") != 0) {
+      printf("TK_GPU_TESTS_SELFCHECK: the interpreter stands in for the device\n");
+      if (tk_context_create(&G.cuda, &(tk_context_options){TK_BACKEND_INTERP, 0}) != TK_OK)
+        G.cuda = NULL;
+    }
+  }
+  if (tk_context_create(&G.interp, &(tk_context_options){TK_BACKEND_INTERP, 0}) != TK_OK) {
+    fprintf(stderr, "gpu_tests: no interpreter context: %s\n", tk_last_error(NULL));
+    return 1;
+  }
+  enum { NCASES = sizeof cases / sizeof cases[0] };
+  struct CMUnitTest dev[NCASES + 4] = {
+    cmocka_unit_test(test_aot_ptx),
+    cmocka_unit_test(test_bad_ptx_reports_log),
+    cmocka_unit_test(test_scalar_abi),
+    cmocka_unit_test(test_jit_cache),
+  };
+  for (int i = 0; i < NCASES; i++)
+    dev[4 + i] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
+  failed += _cmocka_run_group_tests("device", dev, NCASES + 4, NULL, NULL);
+  bool device = real_device();
+  tk_context_destroy(G.cuda);
+  tk_context_destroy(G.interp);
+  /* 77 is the exit status meson (and automake) read as "skipped" */
+  return failed ? 1 : device ? 0 : 77;
+}
