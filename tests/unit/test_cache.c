@@ -174,7 +174,7 @@ static void expect_rejected(fixture *f, void (*damage)(char *p, long *len)) {
   const char payload[] = "0123456789abcdef0123456789abcdef";
   assert_true(rt_cache_put(&f->c, &k, payload, sizeof payload - 1));
   char *path = rt_cache_entry_path(&f->c, f->a, &k);
-  long len;
+  long len = 0;
   char *p = read_file(path, &len);
   assert_non_null(p);
   damage(p, &len);

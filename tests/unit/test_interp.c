@@ -231,7 +231,7 @@ static ip_status launch(kit *k, unsigned gx, const tk_arg *args, int nargs, FILE
 }
 
 static tk_devptr upload(kit *k, const void *host, size_t bytes) {
-  tk_devptr p;
+  tk_devptr p = 0;
   assert_true(ip_mem_alloc(k->mem, bytes, &p, &k->err));
   memcpy(ip_mem_host(k->mem, p, bytes, &k->err), host, bytes);
   return p;
@@ -373,7 +373,7 @@ static void test_for_and_if(void **state) {
   struct { int lb, ub, step, sum, odds; } cases[] = {
       {0, 10, 1, 45, 25}, {0, 10, 3, 18, 12}, {10, 0, -2, 30, 0}, {5, 5, 1, 0, 0}, {-3, 4, 1, 0, 0},
   };
-  int32_t r[2];
+  int32_t r[2] = {0};
   tk_devptr d = upload(k, r, sizeof r);
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     tk_arg args[] = {tk_arg_ptr(d), tk_arg_i32(cases[c].lb), tk_arg_i32(cases[c].ub),
@@ -440,7 +440,7 @@ static void test_reductions_and_shapes(void **state) {
   verify(k);
 
   float xs[32], res[77];
-  int32_t idx[4];
+  int32_t idx[4] = {0};
   for (int i = 0; i < 32; i++) xs[i] = (float)((i * 7) % 11) - 5.0f;
   tk_devptr dx = upload(k, xs, sizeof xs), dout = upload(k, res, sizeof res), di = upload(k, idx, sizeof idx);
   tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dout), tk_arg_ptr(di)};
