@@ -197,6 +197,9 @@ static bool driver_options(tk_context *ctx, su_arena *a, const tk_compile_option
                            drv_options *o) {
   memset(o, 0, sizeof *o);
   o->opt_level = 3;
+#ifndef NDEBUG
+  o->verify_each = true; /* debug builds check the IR after every pass, as tkc does */
+#endif
   if (!opts) return true;
   if (opts->ndefines < 0 || (opts->ndefines > 0 && !opts->defines)) {
     rt_error(ctx, TK_ERR_INVALID, "compile options: %d defines but no array", opts->ndefines);
