@@ -1,15 +1,16 @@
-/* Every sample kernel, compiled and run through the public API on the interpreter, on
- * random inputs of several sizes (ragged ones included), against a plain C reference in
- * double precision with a tolerance fitting the kernel's dtype; then the failures a user
- * meets first (out-of-bounds access, bad arguments, unknown kernel, compile error,
- * division by zero, device_assert), each with its status and message.
+/* Every sample kernel of samples/check (the cases tk-samples runs), compiled and run
+ * through the public API on the interpreter at the case's interpreter sizes, ragged ones
+ * included, against its C reference; then the failures a user meets first (out-of-bounds
+ * access, bad arguments, unknown kernel, compile error, division by zero, device_assert),
+ * each with its status and message.
  *
  * TK_SAMPLES_DIR is set by meson; TK_TEST_SEED in the environment changes the inputs. */
-#include <math.h>
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,22 +18,15 @@
 #include <cmocka.h>
 
 #include "include/tk.h"
-
-/* ---- harness -------------------------------------------------------------------------- */
-
-static uint64_t rng_state;
-
-static double uniform(double lo, double hi) {
-  rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
-  return lo + (hi - lo) * (double)(rng_state >> 11) / 9007199254740992.0;
-}
+#include "samples/check/cases.h"
 
 static tk_context *ctx;
+static uint64_t seed;
 
 static int setup(void **state) {
   (void)state;
-  const char *seed = getenv("TK_TEST_SEED");
-  rng_state = seed ? strtoull(seed, NULL, 0) | 1 : 0x9e3779b97f4a7c15ull;
+  const char *s = getenv("TK_TEST_SEED");
+  seed = s ? strtoull(s, NULL, 0) : 0x9e3779b97f4a7c15ull;
   tk_context_options o = {TK_BACKEND_INTERP, 0};
   return tk_context_create(&ctx, &o) == TK_OK ? 0 : -1;
 }
@@ -48,17 +42,95 @@ static void ok(tk_status s) {
   if (s != TK_OK) fail_msg("%s: %s", tk_status_name(s), tk_last_error(ctx));
 }
 
-/* Compiles samples/NAME.tk with up to two NAME=VALUE defines and returns its kernel. */
-static tk_kernel *sample(const char *file, const char *kernel, const char *d1, const char *v1,
-                         const char *d2, const char *v2) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s.tk", TK_SAMPLES_DIR, file);
-  tk_define defs[2] = {{d1, v1}, {d2, v2}};
-  tk_compile_options o = {.defines = defs, .ndefines = d2 ? 2 : d1 ? 1 : 0};
-  tk_module *m = NULL;
-  ok(tk_module_compile_file(ctx, &m, path, &o));
-  tk_kernel *k = NULL;
-  ok(tk_module_get_kernel(m, kernel, &k));
+/* ---- the samples ---------------------------------------------------------------------- */
+
+/* One test a case (*state is the case): every interpreter size must match the reference. */
+static void test_case(void **state) {
+  const ck_case *c = *state;
+  tk_module *m;
+  tk_kernel *k;
+  ok(ck_compile(ctx, TK_SAMPLES_DIR, c, &m, &k));
+  int nsizes = 0;
+  for (; nsizes < CK_MAX_SIZES && c->interp_sizes[nsizes].d[0]; nsizes++) {
+    ck_result r = ck_run(ctx, k, c, seed, c->interp_sizes[nsizes]);
+    if (r.status != CK_OK) {
+      char size[64];
+      ck_size_format(c, c->interp_sizes[nsizes], size, sizeof size);
+      tk_module_destroy(m);
+      fail_msg("%s at %s: %s", c->name, size, r.msg);
+    }
+  }
+  assert_true(nsizes >= 2);
+  tk_module_destroy(m);
+}
+
+/* Every .tk file of samples/ has a case, so a new sample cannot go unchecked; every case
+ * has at least two sizes on each backend. */
+static void test_every_sample_has_a_case(void **state) {
+  (void)state;
+  DIR *d = opendir(TK_SAMPLES_DIR);
+  assert_non_null(d);
+  int nfiles = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    if (len < 4 || strcmp(e->d_name + len - 3, ".tk") != 0) continue;
+    nfiles++;
+    bool found = false;
+    for (int j = 0; j < ck_ncases && !found; j++) found = strcmp(ck_cases[j].file, e->d_name) == 0;
+    if (!found) {
+      closedir(d);
+      fail_msg("no case in samples/check for samples/%s", e->d_name);
+    }
+  }
+  closedir(d);
+  assert_true(nfiles >= 11);
+  for (int i = 0; i < ck_ncases; i++) {
+    assert_true(ck_cases[i].gpu_sizes[1].d[0] > 0);
+    assert_ptr_equal(ck_find(ck_cases[i].name), &ck_cases[i]);
+  }
+  assert_null(ck_find("no_such_case"));
+}
+
+/* A kernel that writes wrong values must be reported as a mismatch, with the element,
+ * not as a pass: the checks can fail. vadd's case run on a kernel that subtracts. */
+static void test_mismatch_is_reported(void **state) {
+  (void)state;
+  const char *src = "kernel vadd<BLOCK: i32 = 1024>(x: *f32, y: *f32, z: *f32, n: i32) {\n"
+                    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+                    "    let m = offs < n;\n"
+                    "    store(z + offs, load(x + offs, m) - load(y + offs, m), m);\n"
+                    "}\n";
+  tk_module *m;
+  tk_kernel *k;
+  ok(tk_module_compile(ctx, &m, src, strlen(src), "wrong.tk", NULL));
+  ok(tk_module_get_kernel(m, "vadd", &k));
+  ck_result r = ck_run(ctx, k, ck_find("vadd"), seed, (ck_size){{100}});
+  assert_int_equal(r.status, CK_MISMATCH);
+  assert_memory_equal(r.msg, "vadd[0]: got ", 13);
+  /* A launch the API refuses (softmax's arguments for vadd) is an API error. */
+  r = ck_run(ctx, k, ck_find("softmax"), seed, (ck_size){{2, 8, 8}});
+  assert_int_equal(r.status, CK_API_ERROR);
+  assert_int_equal(r.api, TK_ERR_ARGS);
+  assert_non_null(strstr(r.msg, "tk_launch: TK_ERR_ARGS"));
+  tk_module_destroy(m);
+}
+
+static void test_size_format(void **state) {
+  (void)state;
+  char buf[64];
+  ck_size_format(ck_find("softmax"), (ck_size){{7, 1000, 1003}}, buf, sizeof buf);
+  assert_string_equal(buf, "7x1000/1003");
+  ck_size_format(ck_find("softmax"), (ck_size){{4, 1024, 1024}}, buf, sizeof buf);
+  assert_string_equal(buf, "4x1024");
+  ck_size_format(ck_find("matmul"), (ck_size){{70, 50, 33}}, buf, sizeof buf);
+  assert_string_equal(buf, "70x50x33");
+}
+
+/* Compiles samples/vadd.tk and returns its kernel (the module lives as long as ctx). */
+static tk_kernel *vadd_kernel(void) {
+  tk_module *m;
+  tk_kernel *k;
+  ok(ck_compile(ctx, TK_SAMPLES_DIR, ck_find("vadd"), &m, &k));
   return k;
 }
 
@@ -72,283 +144,6 @@ static tk_devptr upload(const void *host, size_t bytes) {
 static void download(void *host, tk_devptr p, size_t bytes) {
   ok(tk_memcpy_dtoh(ctx, host, p, bytes));
   ok(tk_free(ctx, p));
-}
-
-static float *random_f32(size_t n, double lo, double hi) {
-  float *v = malloc(n * sizeof *v);
-  for (size_t i = 0; i < n; i++) v[i] = (float)uniform(lo, hi);
-  return v;
-}
-
-static _Float16 *random_f16(size_t n, double lo, double hi) {
-  _Float16 *v = malloc(n * sizeof *v);
-  for (size_t i = 0; i < n; i++) v[i] = (_Float16)uniform(lo, hi);
-  return v;
-}
-
-/* |got - want| <= atol + rtol * |want|, reported with the element that failed. */
-static void expect_close(const char *what, size_t i, double got, double want, double rtol,
-                         double atol) {
-  if (fabs(got - want) <= atol + rtol * fabs(want)) return;
-  fail_msg("%s[%zu]: got %.9g, want %.9g", what, i, got, want);
-}
-
-/* Tolerances: f32 results of a few ops (libm, sequential sums) against double; f16
- * results are rounded once more, to 11 bits. */
-static const double F32_RTOL = 2e-5, F32_ATOL = 1e-6;
-static const double F16_RTOL = 2e-3, F16_ATOL = 1e-3;
-
-static unsigned cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
-
-/* ---- elementwise samples -------------------------------------------------------------- */
-
-static void test_vadd(void **state) {
-  (void)state;
-  tk_kernel *k = sample("vadd", "vadd", NULL, NULL, NULL, NULL);
-  const int sizes[] = {1, 1000, 1024, 4097};
-  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-    int n = sizes[s];
-    float *x = random_f32(n, -10, 10), *y = random_f32(n, -10, 10), *z = malloc(n * 4);
-    tk_devptr dx = upload(x, n * 4), dy = upload(y, n * 4), dz = upload(z, n * 4);
-    tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_ptr(dz), tk_arg_i32(n)};
-    ok(tk_launch(k, (tk_grid){cdiv(n, 1024), 1, 1}, NULL, a, 4));
-    download(z, dz, n * 4), ok(tk_free(ctx, dx)), ok(tk_free(ctx, dy));
-    for (int i = 0; i < n; i++) expect_close("vadd", i, z[i], (double)(x[i] + y[i]), 0, 0);
-    free(x), free(y), free(z);
-  }
-}
-
-static void test_coscos(void **state) {
-  (void)state;
-  tk_kernel *k = sample("coscos", "coscos", "BLOCK", "512", NULL, NULL);
-  const long sizes[] = {1, 511, 2048, 3001};
-  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-    long n = sizes[s];
-    float *x = random_f32(n, -20, 20), *y = malloc(n * 4);
-    tk_devptr dx = upload(x, n * 4), dy = upload(y, n * 4);
-    tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i64(n)};
-    ok(tk_launch(k, (tk_grid){cdiv(n, 512), 1, 1}, NULL, a, 3));
-    download(y, dy, n * 4), ok(tk_free(ctx, dx));
-    for (long i = 0; i < n; i++) expect_close("coscos", i, y[i], cos(cos(x[i])), F32_RTOL, F32_ATOL);
-    free(x), free(y);
-  }
-}
-
-static double gelu_ref(double x, bool exact) {
-  if (exact) return 0.5 * x * (1 + erf(x / sqrt(2)));
-  return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-
-static void test_gelu(void **state) {
-  (void)state;
-  const char *names[] = {"gelu_tanh", "gelu_erf"};
-  for (int kind = 0; kind < 2; kind++) {
-    tk_kernel *k = sample("gelu", names[kind], "BLOCK", "256", NULL, NULL);
-    const int sizes[] = {3, 256, 1000};
-    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-      int n = sizes[s];
-      _Float16 *x = random_f16(n, -6, 6), *y = malloc(n * 2);
-      tk_devptr dx = upload(x, n * 2), dy = upload(y, n * 2);
-      tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i32(n)};
-      ok(tk_launch(k, (tk_grid){cdiv(n, 256), 1, 1}, NULL, a, 3));
-      download(y, dy, n * 2), ok(tk_free(ctx, dx));
-      for (int i = 0; i < n; i++)
-        expect_close(names[kind], i, y[i], gelu_ref(x[i], kind == 1), F16_RTOL, F16_ATOL);
-      free(x), free(y);
-    }
-  }
-}
-
-/* ---- row-wise samples ----------------------------------------------------------------- */
-
-/* softmax and softmax_online share the reference: rows of n values, stride apart. */
-static void check_softmax(const char *what, const float *x, const float *y, int rows, int n,
-                          int stride) {
-  for (int r = 0; r < rows; r++) {
-    const float *xr = x + (size_t)r * stride;
-    double m = -INFINITY, s = 0;
-    for (int c = 0; c < n; c++) m = fmax(m, xr[c]);
-    for (int c = 0; c < n; c++) s += exp(xr[c] - m);
-    for (int c = 0; c < n; c++)
-      expect_close(what, (size_t)r * stride + c, y[(size_t)r * stride + c], exp(xr[c] - m) / s,
-                   F32_RTOL, F32_ATOL);
-  }
-}
-
-static void run_softmax(tk_kernel *k, const char *what, int rows, int n, int stride) {
-  size_t total = (size_t)rows * stride;
-  float *x = random_f32(total, -8, 8), *y = calloc(total, 4);
-  tk_devptr dx = upload(x, total * 4), dy = upload(y, total * 4);
-  tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i64(stride), tk_arg_i32(n)};
-  ok(tk_launch(k, (tk_grid){(unsigned)rows, 1, 1}, NULL, a, 4));
-  download(y, dy, total * 4), ok(tk_free(ctx, dx));
-  check_softmax(what, x, y, rows, n, stride);
-  free(x), free(y);
-}
-
-static void test_softmax(void **state) {
-  (void)state;
-  tk_kernel *k = sample("softmax", "softmax", NULL, NULL, NULL, NULL);
-  run_softmax(k, "softmax", 4, 1024, 1024);
-  run_softmax(k, "softmax", 7, 1000, 1003);
-  run_softmax(k, "softmax", 3, 1, 1);
-}
-
-static void test_softmax_online(void **state) {
-  (void)state;
-  tk_kernel *k = sample("softmax_online", "softmax_online", "BLOCK", "256", NULL, NULL);
-  run_softmax(k, "softmax_online", 2, 1000, 1000);
-  run_softmax(k, "softmax_online", 3, 256, 300);
-  run_softmax(k, "softmax_online", 1, 5, 5);
-}
-
-static void test_row_sum_chunked(void **state) {
-  (void)state;
-  tk_kernel *k = sample("row_sum_chunked", "row_sum_chunked", "BLOCK", "128", NULL, NULL);
-  const int shapes[][3] = {{3, 1000, 1000}, {5, 128, 130}, {2, 1, 7}, {1, 4096, 4096}};
-  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-    int rows = shapes[s][0], n = shapes[s][1], stride = shapes[s][2];
-    size_t total = (size_t)rows * stride;
-    float *x = random_f32(total, -1, 1), *out = malloc(rows * 4);
-    tk_devptr dx = upload(x, total * 4), dout = upload(out, rows * 4);
-    tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dout), tk_arg_i64(stride), tk_arg_i32(n)};
-    ok(tk_launch(k, (tk_grid){(unsigned)rows, 1, 1}, NULL, a, 4));
-    download(out, dout, rows * 4), ok(tk_free(ctx, dx));
-    for (int r = 0; r < rows; r++) {
-      double sum = 0;
-      for (int c = 0; c < n; c++) sum += x[(size_t)r * stride + c];
-      expect_close("row_sum", r, out[r], sum, 1e-4, 1e-4);
-    }
-    free(x), free(out);
-  }
-}
-
-/* layernorm (with_bias) and rmsnorm share the shape of the test: f16 rows, f32 stats. */
-static void run_norm(tk_kernel *k, bool layernorm, int rows, int n, int stride) {
-  size_t total = (size_t)rows * stride;
-  _Float16 *x = random_f16(total, -3, 3), *w = random_f16(n, 0.5, 1.5), *b = random_f16(n, -1, 1);
-  _Float16 *y = calloc(total, 2);
-  float *mean = calloc(rows, 4), *rstd = calloc(rows, 4);
-  tk_devptr dx = upload(x, total * 2), dy = upload(y, total * 2), dw = upload(w, n * 2);
-  tk_devptr db = upload(b, n * 2), dm = upload(mean, rows * 4), dr = upload(rstd, rows * 4);
-  float eps = 1e-5f;
-  if (layernorm) {
-    tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_ptr(dw), tk_arg_ptr(db), tk_arg_ptr(dm),
-                  tk_arg_ptr(dr), tk_arg_i64(stride), tk_arg_i32(n), tk_arg_f32(eps)};
-    ok(tk_launch(k, (tk_grid){(unsigned)rows, 1, 1}, NULL, a, 9));
-  } else {
-    tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_ptr(dw), tk_arg_ptr(dr),
-                  tk_arg_i64(stride), tk_arg_i32(n), tk_arg_f32(eps)};
-    ok(tk_launch(k, (tk_grid){(unsigned)rows, 1, 1}, NULL, a, 7));
-  }
-  download(y, dy, total * 2), download(mean, dm, rows * 4), download(rstd, dr, rows * 4);
-  ok(tk_free(ctx, dx)), ok(tk_free(ctx, dw)), ok(tk_free(ctx, db));
-  for (int r = 0; r < rows; r++) {
-    const _Float16 *xr = x + (size_t)r * stride;
-    double mu = 0, var = 0;
-    for (int c = 0; c < n; c++) mu += xr[c];
-    mu = layernorm ? mu / n : 0;
-    for (int c = 0; c < n; c++) var += (xr[c] - mu) * (xr[c] - mu);
-    double rs = 1 / sqrt(var / n + eps);
-    if (layernorm) expect_close("mean", r, mean[r], mu, 1e-4, 1e-5);
-    expect_close("rstd", r, rstd[r], rs, 1e-4, 1e-5);
-    for (int c = 0; c < n; c++) {
-      double want = (xr[c] - mu) * rs * w[c] + (layernorm ? (double)b[c] : 0);
-      expect_close(layernorm ? "layernorm" : "rmsnorm", (size_t)r * stride + c,
-                   y[(size_t)r * stride + c], want, F16_RTOL, F16_ATOL);
-    }
-  }
-  free(x), free(w), free(b), free(y), free(mean), free(rstd);
-}
-
-static void test_layernorm(void **state) {
-  (void)state;
-  tk_kernel *k = sample("layernorm", "layernorm", "BLOCK", "1024", NULL, NULL);
-  run_norm(k, true, 3, 1024, 1024);
-  run_norm(k, true, 5, 700, 701);
-  run_norm(k, true, 2, 2, 2);
-}
-
-static void test_rmsnorm(void **state) {
-  (void)state;
-  tk_kernel *k = sample("rmsnorm", "rmsnorm", "BLOCK", "1024", NULL, NULL);
-  run_norm(k, false, 3, 1024, 1024);
-  run_norm(k, false, 4, 333, 400);
-}
-
-/* Both kernels (i64 and i32 targets), with an ignored row (target -100). */
-static void test_cross_entropy(void **state) {
-  (void)state;
-  for (int wide = 0; wide < 2; wide++) {
-    tk_kernel *k = sample("cross_entropy", wide ? "cross_entropy_i64" : "cross_entropy_i32",
-                          "BLOCK", "512", NULL, NULL);
-    const int shapes[][3] = {{4, 500, 512}, {6, 512, 512}, {3, 10, 17}};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-      int rows = shapes[s][0], n = shapes[s][1], stride = shapes[s][2];
-      size_t total = (size_t)rows * stride;
-      float *x = random_f32(total, -5, 5), *loss = malloc(rows * 4);
-      int64_t t64[8];
-      int32_t t32[8];
-      for (int r = 0; r < rows; r++) t64[r] = t32[r] = r == 1 ? -100 : (int)uniform(0, n - 0.01);
-      tk_devptr dx = upload(x, total * 4), dl = upload(loss, rows * 4);
-      tk_devptr dt = wide ? upload(t64, rows * 8) : upload(t32, rows * 4);
-      tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dt), tk_arg_ptr(dl), tk_arg_i64(stride), tk_arg_i32(n)};
-      ok(tk_launch(k, (tk_grid){(unsigned)rows, 1, 1}, NULL, a, 5));
-      download(loss, dl, rows * 4), ok(tk_free(ctx, dx)), ok(tk_free(ctx, dt));
-      for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * stride;
-        double m = -INFINITY, sum = 0;
-        for (int c = 0; c < n; c++) m = fmax(m, xr[c]);
-        for (int c = 0; c < n; c++) sum += exp(xr[c] - m);
-        double want = t64[r] < 0 ? 0 : m + log(sum) - xr[t64[r]];
-        expect_close("cross_entropy", r, loss[r], want, F32_RTOL, 1e-5);
-      }
-      free(x), free(loss);
-    }
-  }
-}
-
-/* ---- 2-D samples ---------------------------------------------------------------------- */
-
-static void test_transpose(void **state) {
-  (void)state;
-  tk_kernel *k = sample("transpose", "transpose", "BM", "32", "BN", "16");
-  const int shapes[][2] = {{64, 64}, {100, 37}, {1, 5}, {33, 1}};
-  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-    int M = shapes[s][0], N = shapes[s][1];
-    float *x = random_f32((size_t)M * N, -1, 1), *y = malloc((size_t)M * N * 4);
-    tk_devptr dx = upload(x, (size_t)M * N * 4), dy = upload(y, (size_t)M * N * 4);
-    tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i32(M), tk_arg_i32(N)};
-    ok(tk_launch(k, (tk_grid){cdiv(M, 32), cdiv(N, 16), 1}, NULL, a, 4));
-    download(y, dy, (size_t)M * N * 4), ok(tk_free(ctx, dx));
-    for (int i = 0; i < M; i++)
-      for (int j = 0; j < N; j++) expect_close("transpose", (size_t)j * M + i, y[j * M + i], x[i * N + j], 0, 0);
-    free(x), free(y);
-  }
-}
-
-static void test_matmul(void **state) {
-  (void)state;
-  tk_kernel *k = sample("matmul", "matmul", "BM", "32", "BN", "32");
-  const int shapes[][3] = {{64, 64, 64}, {70, 50, 33}, {16, 40, 100}};
-  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-    int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-    _Float16 *a = random_f16((size_t)M * K, -1, 1), *b = random_f16((size_t)K * N, -1, 1);
-    _Float16 *c = calloc((size_t)M * N, 2);
-    tk_devptr da = upload(a, (size_t)M * K * 2), db = upload(b, (size_t)K * N * 2);
-    tk_devptr dc = upload(c, (size_t)M * N * 2);
-    tk_arg args[] = {tk_arg_ptr(da), tk_arg_ptr(db), tk_arg_ptr(dc), tk_arg_i32(M), tk_arg_i32(N),
-                     tk_arg_i32(K)};
-    ok(tk_launch(k, (tk_grid){cdiv(M, 32), cdiv(N, 32), 1}, NULL, args, 6));
-    download(c, dc, (size_t)M * N * 2), ok(tk_free(ctx, da)), ok(tk_free(ctx, db));
-    for (int i = 0; i < M; i++)
-      for (int j = 0; j < N; j++) {
-        double want = 0;
-        for (int q = 0; q < K; q++) want += (double)a[i * K + q] * (double)b[q * N + j];
-        expect_close("matmul", (size_t)i * N + j, c[i * N + j], want, F16_RTOL, 2e-3);
-      }
-    free(a), free(b), free(c);
-  }
 }
 
 /* ---- failures ------------------------------------------------------------------------- */
@@ -394,13 +189,14 @@ static void test_out_of_bounds(void **state) {
   assert_memory_equal(tk_last_error(ctx), "copy.tk:5:", 10);
   ok(tk_free(ctx, dx));
   tk_arg c[] = {tk_arg_ptr(dx), tk_arg_ptr(dy)};
-  expect_error(tk_launch(k, (tk_grid){1, 1, 1}, NULL, c, 2), TK_ERR_ARGS, "argument 0 of 'copy' ('x')");
+  expect_error(tk_launch(k, (tk_grid){1, 1, 1}, NULL, c, 2), TK_ERR_ARGS,
+               "argument 0 of 'copy' ('x')");
   ok(tk_free(ctx, dy));
 }
 
 static void test_bad_launches(void **state) {
   (void)state;
-  tk_kernel *k = sample("vadd", "vadd", NULL, NULL, NULL, NULL);
+  tk_kernel *k = vadd_kernel();
   float v[4] = {0};
   tk_devptr d = upload(v, sizeof v);
   tk_arg a[] = {tk_arg_ptr(d), tk_arg_ptr(d), tk_arg_ptr(d), tk_arg_f32(4)};
@@ -485,18 +281,10 @@ static void test_device_assert(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_vadd),
-      cmocka_unit_test(test_coscos),
-      cmocka_unit_test(test_gelu),
-      cmocka_unit_test(test_softmax),
-      cmocka_unit_test(test_softmax_online),
-      cmocka_unit_test(test_row_sum_chunked),
-      cmocka_unit_test(test_layernorm),
-      cmocka_unit_test(test_rmsnorm),
-      cmocka_unit_test(test_cross_entropy),
-      cmocka_unit_test(test_transpose),
-      cmocka_unit_test(test_matmul),
+  const struct CMUnitTest fixed[] = {
+      cmocka_unit_test(test_every_sample_has_a_case),
+      cmocka_unit_test(test_mismatch_is_reported),
+      cmocka_unit_test(test_size_format),
       cmocka_unit_test(test_out_of_bounds),
       cmocka_unit_test(test_bad_launches),
       cmocka_unit_test(test_unknown_kernel),
@@ -504,5 +292,17 @@ int main(void) {
       cmocka_unit_test(test_division_by_zero),
       cmocka_unit_test(test_device_assert),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  enum { NFIXED = sizeof fixed / sizeof *fixed, MAX_CASES = 32 };
+  struct CMUnitTest tests[MAX_CASES + NFIXED];
+  size_t n = 0;
+  /* The samples first, one test a case, named after it. */
+  for (int i = 0; i < ck_ncases && i < MAX_CASES; i++)
+    tests[n++] = (struct CMUnitTest){.name = ck_cases[i].name, .test_func = test_case,
+                                     .initial_state = (void *)&ck_cases[i]};
+  for (size_t i = 0; i < NFIXED; i++) tests[n++] = fixed[i];
+  if (ck_ncases > MAX_CASES) {
+    fprintf(stderr, "test_samples: raise MAX_CASES to %d\n", ck_ncases);
+    return 1;
+  }
+  return _cmocka_run_group_tests("interp_samples", tests, n, setup, teardown);
 }

@@ -1,0 +1,92 @@
+/* cases.c — the table of sample cases, and compiling and running one of them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "samples/check/job.h"
+
+/* Defines keep the tiles small where the interpreter would otherwise spend its time on
+ * masked lanes, and give even small sizes several programs (and ragged edges). */
+const ck_case ck_cases[] = {
+    {"vadd", "vadd.tk", "vadd", {{0}}, 0, CK_1D,
+     {{{1}}, {{1000}}, {{1024}}, {{4097}}}, {{{1 << 20}}, {{1000003}}}, 0, ck_run_vadd},
+    {"coscos", "coscos.tk", "coscos", {{"BLOCK", "512"}}, 1, CK_1D,
+     {{{1}}, {{511}}, {{2048}}, {{3001}}}, {{{1 << 20}}, {{999999}}}, 0, ck_run_coscos},
+    {"gelu_tanh", "gelu.tk", "gelu_tanh", {{"BLOCK", "256"}}, 1, CK_1D,
+     {{{3}}, {{256}}, {{1000}}}, {{{1 << 20}}, {{100003}}}, 0, ck_run_gelu},
+    {"gelu_erf", "gelu.tk", "gelu_erf", {{"BLOCK", "256"}}, 1, CK_1D,
+     {{{3}}, {{256}}, {{1000}}}, {{{1 << 20}}, {{100003}}}, 1, ck_run_gelu},
+    {"softmax", "softmax.tk", "softmax", {{0}}, 0, CK_ROWS,
+     {{{4, 1024, 1024}}, {{7, 1000, 1003}}, {{3, 1, 1}}},
+     {{{4096, 1024, 1024}}, {{1000, 777, 800}}}, 0, ck_run_softmax},
+    {"softmax_online", "softmax_online.tk", "softmax_online", {{"BLOCK", "256"}}, 1, CK_ROWS,
+     {{{2, 1000, 1000}}, {{3, 256, 300}}, {{1, 5, 5}}},
+     {{{512, 8192, 8192}}, {{300, 5000, 5003}}}, 0, ck_run_softmax},
+    {"row_sum_chunked", "row_sum_chunked.tk", "row_sum_chunked", {{"BLOCK", "128"}}, 1, CK_ROWS,
+     {{{3, 1000, 1000}}, {{5, 128, 130}}, {{2, 1, 7}}, {{1, 4096, 4096}}},
+     {{{1024, 4096, 4096}}, {{333, 10000, 10007}}}, 0, ck_run_row_sum},
+    {"layernorm", "layernorm.tk", "layernorm", {{"BLOCK", "1024"}}, 1, CK_ROWS,
+     {{{3, 1024, 1024}}, {{5, 700, 701}}, {{2, 2, 2}}},
+     {{{4096, 1024, 1024}}, {{1000, 700, 701}}}, 0, ck_run_norm},
+    {"rmsnorm", "rmsnorm.tk", "rmsnorm", {{"BLOCK", "1024"}}, 1, CK_ROWS,
+     {{{3, 1024, 1024}}, {{4, 333, 400}}},
+     {{{4096, 1024, 1024}}, {{999, 333, 400}}}, 1, ck_run_norm},
+    {"cross_entropy_i32", "cross_entropy.tk", "cross_entropy_i32", {{"BLOCK", "512"}}, 1, CK_ROWS,
+     {{{4, 500, 512}}, {{6, 512, 512}}, {{3, 10, 17}}},
+     {{{4096, 512, 512}}, {{1000, 500, 509}}}, 0, ck_run_cross_entropy},
+    {"cross_entropy_i64", "cross_entropy.tk", "cross_entropy_i64", {{"BLOCK", "512"}}, 1, CK_ROWS,
+     {{{4, 500, 512}}, {{6, 512, 512}}, {{3, 10, 17}}},
+     {{{4096, 512, 512}}, {{1000, 500, 509}}}, 1, ck_run_cross_entropy},
+    {"transpose", "transpose.tk", "transpose", {{"BM", "32"}, {"BN", "16"}}, 2, CK_2D,
+     {{{64, 64}}, {{100, 37}}, {{1, 5}}, {{33, 1}}},
+     {{{2048, 1024}}, {{1000, 777}}}, 0, ck_run_transpose},
+    {"matmul", "matmul.tk", "matmul", {{"BM", "32"}, {"BN", "32"}}, 2, CK_MNK,
+     {{{64, 64, 64}}, {{70, 50, 33}}, {{16, 40, 100}}},
+     {{{512, 512, 512}}, {{300, 200, 100}}}, 0, ck_run_matmul},
+};
+const int ck_ncases = (int)(sizeof ck_cases / sizeof *ck_cases);
+
+const ck_case *ck_find(const char *name) {
+  for (int i = 0; i < ck_ncases; i++)
+    if (strcmp(ck_cases[i].name, name) == 0) return &ck_cases[i];
+  return NULL;
+}
+
+tk_status ck_compile(tk_context *ctx, const char *dir, const ck_case *c, tk_module **module,
+                     tk_kernel **kernel) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, c->file);
+  tk_compile_options o = {.defines = c->defines, .ndefines = c->ndefines};
+  *module = NULL;
+  *kernel = NULL;
+  tk_status s = tk_module_compile_file(ctx, module, path, &o);
+  if (s == TK_OK) s = tk_module_get_kernel(*module, c->kernel, kernel);
+  if (s != TK_OK) {
+    tk_module_destroy(*module);
+    *module = NULL;
+  }
+  return s;
+}
+
+ck_result ck_run(tk_context *ctx, tk_kernel *k, const ck_case *c, uint64_t seed, ck_size size) {
+  ck_job job = {.ctx = ctx, .kernel = k, .c = c, .size = size, .rng = seed | 1};
+  c->run(&job);
+  for (int i = 0; i < job.nhost; i++) free(job.host[i]);
+  /* A failed free after a fault is not the news; the fault is already recorded. */
+  for (int i = 0; i < job.ndev; i++) tk_free(ctx, job.dev[i]);
+  return job.res;
+}
+
+void ck_size_format(const ck_case *c, ck_size size, char *buf, size_t cap) {
+  const long *d = size.d;
+  switch (c->shape) {
+  case CK_1D: snprintf(buf, cap, "%ld", d[0]); return;
+  case CK_2D: snprintf(buf, cap, "%ldx%ld", d[0], d[1]); return;
+  case CK_MNK: snprintf(buf, cap, "%ldx%ldx%ld", d[0], d[1], d[2]); return;
+  case CK_ROWS:
+    if (d[2] == d[1]) snprintf(buf, cap, "%ldx%ld", d[0], d[1]);
+    else snprintf(buf, cap, "%ldx%ld/%ld", d[0], d[1], d[2]);
+    return;
+  }
+  snprintf(buf, cap, "?");
+}
