@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
-if [ ! -d build-fuzz/meson-info ]; then
+if [ ! -f build-fuzz/build.ninja ]; then
+  rm -rf build-fuzz
   CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=false -Dwerror=false \
-    -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link >/dev/null
+    -Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fsanitize=fuzzer-no-link </dev/null >/dev/null
 fi
 ninja -C build-fuzz tests/fuzz/fuzz_frontend >/dev/null
 corpus=build-fuzz/corpus
