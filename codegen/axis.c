@@ -1,4 +1,5 @@
-/* Axis analysis (Triton's AxisInfo, 1-D): contiguity, constancy and power-of-two
+/* Axis analysis (Triton's AxisInfo, along the row-major order of a tile's elements, so
+ * that for N-D tiles runs follow the last dim): contiguity, constancy and power-of-two
  * divisibility of integer and pointer values, which decide where memory accesses may be
  * vectorized and where a mask is uniform over a vector. Pointer parameters are assumed
  * 16-byte aligned (the ABI in codegen.h); integer parameters are assumed nothing. Values
@@ -46,6 +47,15 @@ static cg_axis add_like(cg_axis a, cg_axis b, bool sub, int64_t bscale) {
 static int cmp_constancy(cg_axis x, cg_axis n) {
   int64_t g = min64(min64(x.contig, n.constancy), min64(x.div, div_at(n, 1)));
   return (int)g;
+}
+
+/* Runs along the last dim survive a broadcast of the leading dims, up to a row; a last
+ * dim stretched from 1 repeats each element along the row. */
+static cg_axis broadcast(const ir_op *op, cg_axis a) {
+  const ir_type *s = op->operands[0]->type, *d = op->results[0]->type;
+  int row = d->shape[d->rank - 1];
+  if (s->shape[s->rank - 1] == row) return (cg_axis){mini(a.contig, row), mini(a.constancy, row), div_at(a, mini(a.contig, row))};
+  return (cg_axis){1, row, div_at(a, 1)};
 }
 
 /* The integer constant v is (directly or splatted), if it is one. */
@@ -103,6 +113,10 @@ static void analyze(ir_op *op, void *ctx) {
         ir_dtype_is_int(ir_type_elem(op->results[0]->type)->dtype))
       *res = a;
     break;
+  case IR_CONVERT_LAYOUT: case IR_RESHAPE: case IR_EXPAND_DIMS:
+    *res = a; /* the row-major order of the elements is unchanged */
+    break;
+  case IR_BROADCAST: *res = broadcast(op, a); break;
   case IR_CMP: {
     int k = mini(a.constancy, b.constancy);
     if (op->attr == IR_CMP_LT || op->attr == IR_CMP_GE) k = maxi(k, cmp_constancy(a, b));

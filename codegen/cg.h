@@ -12,15 +12,25 @@
 
 enum { CG_GLOBAL_AS = 1, CG_SHARED_AS = 3, CG_WARP = 32, CG_VEC_BYTES = 16 };
 
-/* How a value is spread over the CTA's threads. Scalars: numel = per = vec = 1, !tile.
- * Thread t's slot j holds element  (j / vec) * vec * threads + (t * vec) % min(numel,
- * vec * threads) + j % vec; threads with t * vec >= numel hold replicas. */
+/* How a value is spread over the CTA's threads, resolved from the IR layout (or from the
+ * tiling pass's default when the IR has none). Every layout is a blocked base (rank brank)
+ * of which the tile keeps some dims (a slice removes one). Along base dim d a thread's
+ * coordinate is tc = warp_d * tpw + lane_d; tile dim i (base dim base[i]) gives thread
+ * slots k in [0, ext[i]), k = r * spt + e, holding index (r * cta + tc * spt + e) mod
+ * shape[i]. Slot j of a thread is k_i = (j / stride[i]) % ext[i] per tile dim; the tile
+ * dim `fast` has stride 1, so the spt elements a thread owns along it are adjacent slots.
+ * An element whose unreduced index reaches shape[i], or that a thread holds for a nonzero
+ * coordinate along a removed dim, is a replica: stores and reductions skip it. Scalars:
+ * tile = false, numel = per = 1. */
 typedef struct {
   bool tile;
-  int numel;   /* elements of the tile */
-  int vec;     /* contiguous elements per thread in each repetition */
-  int threads; /* 32 * num_warps */
-  int per;     /* slots per thread */
+  int rank, numel, per, threads, fast;
+  int shape[IR_MAX_RANK], base[IR_MAX_RANK], ext[IR_MAX_RANK], stride[IR_MAX_RANK];
+  /* the blocked base, by base dim */
+  int brank;
+  bool kept[IR_MAX_RANK];
+  int spt[IR_MAX_RANK], tpw[IR_MAX_RANK], wpc[IR_MAX_RANK], order[IR_MAX_RANK];
+  int lstride[IR_MAX_RANK], wstride[IR_MAX_RANK], cta[IR_MAX_RANK];
 } cg_layout;
 
 /* What is provable about an integer or pointer value (Triton's axis info), 1-D:
@@ -58,8 +68,12 @@ typedef struct {
   int nvalues;
   cg_val *vals;     /* by value id */
   cg_axis *axis;    /* by value id */
-  int vec_for_log2[32]; /* chosen vec per tile size 2^k (0: none chosen yet) */
-  int nshared;      /* shared-memory scratch arrays made so far (for names) */
+  int vec;         /* the tiling pass's vector width for untiled values */
+  /* shared-memory scratch (smem.c): one buffer per kernel, in two halves used in turn */
+  LLVMValueRef smem_base, smem_half; /* placeholders until the kernel's size is known */
+  int smem_need;    /* bytes the largest single use needs */
+  int smem_uses;    /* uses so far in this kernel */
+  su_buf shared_note; /* ".tk.shared" lines appended to the PTX */
 } cg_ctx;
 
 /* ---- diagnostics (emit_kernel.c) ---- */
@@ -77,15 +91,60 @@ LLVMTypeRef cg_ptr_type(cg_ctx *c);
 LLVMValueRef cg_i32(cg_ctx *c, int64_t v);
 
 /* ---- layout.c ---- */
-/* Picks, for every 1-D tile size in f, the vector width its layout uses. */
+/* Picks the default vector width for values the IR leaves without a layout. */
 void cg_layout_choose(cg_ctx *c, const ir_func *f);
+/* Resolves layout il (NULL: the tiling pass's default) for a tile of type t. False when il
+ * does not fit: rank, a warp of 32 lanes, threads / 32 warps, positive entries. */
+bool cg_layout_resolve(const ir_layout *il, const ir_type *t, int threads, int vec, cg_layout *out);
 /* The layout of a value of type t (a scalar gives the trivial layout). */
 cg_layout cg_layout_of(cg_ctx *c, const ir_type *t);
-/* The i32 index of the element in slot j of this thread. */
+/* l with tile dim `axis` removed: where a reduction along axis leaves its result. */
+cg_layout cg_layout_slice(const cg_layout *l, int axis);
+/* The slot of l holding, along tile dim axis, slot ka of the elements that slot js of
+ * s = cg_layout_slice(l, axis) stands for. */
+int cg_layout_slice_slot(const cg_layout *l, const cg_layout *s, int axis, int js, int ka);
+/* True when a and b place every element alike. */
+bool cg_layout_same(const cg_layout *a, const cg_layout *b);
+/* The index along tile dim i and the row-major linear index of thread t's slot j
+ * (evaluated on the host: for static checks and tests); *owner tells it is no replica. */
+int cg_layout_coord_at(const cg_layout *l, int t, int j, int i, bool *owner);
+int64_t cg_layout_elem_at(const cg_layout *l, int t, int j, bool *owner);
+/* The same, as i32 values of this thread. */
+LLVMValueRef cg_layout_coord(cg_ctx *c, const cg_layout *l, int j, int i);
 LLVMValueRef cg_layout_index(cg_ctx *c, const cg_layout *l, int j);
-/* An i1 that is true when this thread is the owner (not a replica) of its elements;
- * NULL when every thread owns its elements. */
-LLVMValueRef cg_layout_owner(cg_ctx *c, const cg_layout *l);
+/* An i1: this thread's slot j is no replica; NULL when that holds for every thread. Along
+ * tile dim `skip` (-1: none) replicas are not looked for. */
+LLVMValueRef cg_layout_owner(cg_ctx *c, const cg_layout *l, int j, int skip);
+/* An i1: slot j's unwrapped index along tile dim i is in range; NULL when always. */
+LLVMValueRef cg_layout_in_range(cg_ctx *c, const cg_layout *l, int j, int i);
+/* This thread's coordinate along base dim d, and its lane's part alone. */
+LLVMValueRef cg_thread_coord(cg_ctx *c, const cg_layout *l, int d);
+LLVMValueRef cg_lane_coord(cg_ctx *c, const cg_layout *l, int d);
+LLVMValueRef cg_warp_coord(cg_ctx *c, const cg_layout *l, int d);
+
+/* ---- relayout.c ---- */
+/* v's slots rearranged into layout to (v's shape), through registers when every thread
+ * already holds what it needs, else through shared memory. */
+cg_val cg_get_in(cg_ctx *c, const ir_value *v, const cg_layout *to);
+/* The same for slots x held in layout from (same shape). */
+cg_val cg_relayout(cg_ctx *c, cg_val x, const cg_layout *from, const cg_layout *to);
+/* Result of the shape op `op` (broadcast, expand_dims, reshape, trans, convert_layout). */
+void cg_emit_shape_op(cg_ctx *c, const ir_op *op);
+
+/* ---- smem.c ---- */
+/* The base (shared address space) of the scratch for the next use, which needs `bytes`;
+ * the caller writes it, calls cg_barrier, then reads it. Consecutive uses alternate two
+ * halves, so that one barrier per use is enough. */
+LLVMValueRef cg_smem_take(cg_ctx *c, int bytes);
+/* After a region (loop body, if arm) that used scratch: a barrier, so that the next use,
+ * whichever half it takes, cannot overtake a reader. `before` is the use count at the
+ * region's start. */
+void cg_smem_region_end(cg_ctx *c, int before);
+/* Before and after a kernel: the placeholders, then the buffer sized to what was used. */
+void cg_smem_begin_kernel(cg_ctx *c);
+void cg_smem_end_kernel(cg_ctx *c);
+/* The address of element i (i32) of type t in scratch base. */
+LLVMValueRef cg_smem_at(cg_ctx *c, LLVMValueRef base, LLVMTypeRef t, LLVMValueRef i);
 
 /* ---- axis.c ---- */
 /* Computes the axis facts of every value of f (values must be numbered). */
@@ -115,26 +174,36 @@ LLVMValueRef cg_call(cg_ctx *c, const char *name, LLVMTypeRef ret, LLVMValueRef 
                      int nargs);
 /* A __syncthreads(). */
 void cg_barrier(cg_ctx *c);
-/* A fresh shared-memory array of n elements of type t (for cross-warp exchange). */
-LLVMValueRef cg_shared_array(cg_ctx *c, LLVMTypeRef t, int n);
+/* x as stored in shared memory (i1 as a byte) and back. */
+LLVMValueRef cg_to_smem(cg_ctx *c, LLVMValueRef x);
+LLVMValueRef cg_from_smem(cg_ctx *c, LLVMValueRef x, LLVMTypeRef reg);
 
 /* ---- emitters by concern; each returns after setting the op's results ---- */
 void cg_emit_value_op(cg_ctx *c, const ir_op *op);       /* emit_values.c */
 void cg_emit_elementwise(cg_ctx *c, const ir_op *op);    /* emit_elementwise.c */
 void cg_emit_memory(cg_ctx *c, const ir_op *op);         /* emit_memory.c */
 void cg_emit_control(cg_ctx *c, const ir_op *op);        /* emit_control.c */
-void cg_emit_reduce(cg_ctx *c, const ir_op *op);         /* emit_reduce.c */
+void cg_emit_reduce(cg_ctx *c, const ir_op *op);         /* emit_reduce.c: reduce, argreduce */
+void cg_emit_scan(cg_ctx *c, const ir_op *op);           /* emit_scan.c */
+/* The value of x held by lane (this lane ^ lane_xor), for any register type. */
+LLVMValueRef cg_shfl_xor(cg_ctx *c, LLVMValueRef x, int lane_xor);
 /* Converts one scalar x of dtype from to dtype to (the language's `as`). */
 LLVMValueRef cg_convert(cg_ctx *c, LLVMValueRef x, tk_dtype from, tk_dtype to);
 /* Combines two scalars of dtype dt as reduction kind k (also used by MIN/MAX). */
 LLVMValueRef cg_combine(cg_ctx *c, ir_reduce_kind k, tk_dtype dt, LLVMValueRef x,
                         LLVMValueRef y);
 
+/* ---- math.c ---- */
+/* The unary math op opc (exp, sin, sqrt, ...) on one f32 or f64 element x, with the
+ * accuracy codegen.h promises; NULL when opc is no math op. */
+LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef x);
+
 /* ---- target.c ---- */
 /* The target machine for arch (validated; reported and NULL when unknown). */
 LLVMTargetMachineRef cg_target_machine(cg_ctx *c, const char *arch, int opt_level);
-/* Links libdevice into c->mod when a __nv_ function is used; false (reported) when the
- * file cannot be read. */
+/* Links the libdevice routines c->mod calls (__nv_*), and only those and what they call,
+ * then internalizes every non-kernel; false (reported) when the file cannot be read,
+ * parsed or linked. */
 bool cg_link_libdevice(cg_ctx *c, const cg_options *o);
 /* Runs the O0..O3 pipeline. */
 void cg_optimize(cg_ctx *c, LLVMTargetMachineRef tm, int opt_level);

@@ -37,11 +37,16 @@ static bool emit_module(cg_ctx *c, const cg_options *o, LLVMTargetMachineRef tm,
     c->failed = false;
   }
   if (c->failed_any) return false;
+  for (int i = 0; i < 2; i++) { /* smem.c's placeholders, all replaced by now */
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, i ? "tk.smem.half" : "tk.smem.base");
+    if (fn) LLVMDeleteFunction(fn);
+  }
   verify(c);
   if (!cg_link_libdevice(c, o)) return false;
   cg_optimize(c, tm, o ? o->opt_level : 3);
   if (f == CG_PTX) {
     cg_emit_ptx(c, tm, out);
+    su_buf_puts(out, su_buf_str(&c->shared_note));
   } else {
     char *ir = LLVMPrintModuleToString(c->mod);
     su_buf_puts(out, ir);
@@ -71,6 +76,7 @@ bool cg_emit(const ir_module *m, const cg_options *o, cg_format f, su_buf *out, 
     LLVMDisposeTargetMachine(tm);
   }
   LLVMContextDispose(c.llc);
+  su_buf_free(&c.shared_note);
   su_arena_free(c.arena);
   su_buf_str(out); /* NUL-terminated even when nothing was appended */
   return ok;

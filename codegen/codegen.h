@@ -21,8 +21,23 @@
  *    a per-element predicated fallback runs otherwise (a branch on the tail only).
  *  - Atomics are relaxed (monotonic) at GPU scope, like CUDA's atomicAdd. A scalar atomic
  *    is performed once per program (by thread 0) and its old value broadcast.
- *  - Not supported yet (reported through su_error, located at the op): tiles of rank > 1,
- *    dot, scan, argreduce, device_print, device_assert. The interpreter runs them.
+ *  - Tiles of any rank follow the thread layouts in their types (the tiling pass's); a
+ *    tile without one gets the tiling pass's default for its shape. Values move between
+ *    layouts (convert_layout, trans, broadcast, expand_dims, reshape) in registers when
+ *    every thread already holds what it needs, else through shared memory.
+ *  - Shared memory: one scratch buffer per kernel, static when it needs at most 48 KB,
+ *    else the module's dynamic buffer `tk_dyn_smem`, whose size the launcher must pass
+ *    (and allow with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES): see
+ *    cg_ptx_shared_bytes.
+ *  - Not supported yet (reported through su_error, located at the op): dot,
+ *    device_print, device_assert. The interpreter runs them.
+ *  - Math accuracy (as Triton's): f32 sin and cos are PTX sin/cos.approx.f32 (absolute
+ *    error about 2^-21 on [-pi, pi], growing outside it: no exact range reduction); f32
+ *    exp2 is ex2.approx.f32 (2 ulp) and exp(x) is ex2.approx.f32(x * log2(e)) (2 ulp plus
+ *    about 1.2 |x| ulp from rounding the product). sqrt (sqrt.rn: correctly rounded),
+ *    floor and ceil are exact at any precision. The rest is libdevice's, without ftz:
+ *    every other f64 function, and f32 log, log2, rsqrt, tanh, erf and %; only the
+ *    routines used are linked. f16/bf16 math computes in f32 and rounds once.
  *  - Nothing here keeps global mutable state other than LLVM's one-time target
  *    registration; the scratch ids of the module's values are renumbered.
  * Prefix: cg_ / CG_.
@@ -47,6 +62,11 @@ typedef struct {
  * function. User-facing failures (unsupported construct, unknown arch, missing libdevice)
  * are reported to d and return false. */
 bool cg_emit(const ir_module *m, const cg_options *o, cg_format f, su_buf *out, su_diags *d);
+
+/* The dynamic shared memory, in bytes, that `kernel` of PTX made by cg_emit needs at
+ * launch (0: none, its scratch is static), read from the "// .tk.shared KERNEL BYTES"
+ * line cg_emit appends per kernel. False when ptx has no line for kernel. */
+bool cg_ptx_shared_bytes(const char *ptx, const char *kernel, int *bytes);
 
 /* Writes NAME.h and NAME.c for --emit=c: the PTX embedded as a byte array, NAME_load /
  * NAME_unload, and one typed launch function NAME_KERNEL(gx, gy, gz, stream, params...)

@@ -3,27 +3,27 @@
  * constant step folds the test away). */
 #include "cg.h"
 
-/* Phis in the current block for the slots of v's type, one incoming edge from `from`. */
-static LLVMValueRef *phis_for(cg_ctx *c, const ir_value *v, const ir_value *init,
-                              LLVMBasicBlockRef from, int *n) {
-  cg_layout l = cg_layout_of(c, v->type);
-  LLVMValueRef *s = cg_slots(c, l.per);
-  for (int j = 0; j < l.per; j++) {
-    s[j] = LLVMBuildPhi(c->b, cg_type(c, v->type), "");
-    if (init) {
-      LLVMValueRef x = cg_slot(c, init, j);
-      LLVMAddIncoming(s[j], &x, &from, 1);
-    }
-  }
-  *n = l.per;
-  return s;
+/* The slots of v in the layout of `like` (a region argument or result of v's shape). */
+static cg_val carried_in(cg_ctx *c, const ir_value *v, const ir_value *like) {
+  cg_layout l = cg_layout_of(c, like->type);
+  return cg_get_in(c, v, &l);
 }
 
-static void add_incoming(cg_ctx *c, cg_val phis, const ir_value *v, LLVMBasicBlockRef from) {
+static void add_incoming(cg_val phis, cg_val x, LLVMBasicBlockRef from) {
   for (int j = 0; j < phis.n; j++) {
-    LLVMValueRef x = cg_slot(c, v, j);
-    LLVMAddIncoming(phis.v[j], &x, &from, 1);
+    LLVMValueRef v = x.v[x.n == 1 ? 0 : j];
+    LLVMAddIncoming(phis.v[j], &v, &from, 1);
   }
+}
+
+/* Phis in the current block for the slots of v's type, with an incoming edge from `from`
+ * when init is set. */
+static cg_val phis_for(cg_ctx *c, const ir_value *v, const cg_val *init, LLVMBasicBlockRef from) {
+  cg_layout l = cg_layout_of(c, v->type);
+  cg_val s = {cg_slots(c, l.per), l.per};
+  for (int j = 0; j < l.per; j++) s.v[j] = LLVMBuildPhi(c->b, cg_type(c, v->type), "");
+  if (init) add_incoming(s, *init, from);
+  return s;
 }
 
 static void emit_for(cg_ctx *c, const ir_op *op) {
@@ -31,17 +31,19 @@ static void emit_for(cg_ctx *c, const ir_op *op) {
   tk_dtype it = op->operands[0]->type->dtype;
   LLVMValueRef ub = cg_slot(c, op->operands[1], 0);
   LLVMValueRef step = cg_slot(c, op->operands[2], 0);
+  int ncarried = body->nargs;
+  cg_val *inits = SU_NEW_ARRAY(c->arena, cg_val, ncarried);
+  for (int i = 0; i < ncarried; i++)
+    inits[i] = carried_in(c, i == 0 ? op->operands[0] : op->operands[2 + i], body->args[i]);
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
   LLVMBasicBlockRef head = cg_block(c, "for.head"), loop = cg_block(c, "for.body");
   LLVMBasicBlockRef exit = cg_block(c, "for.exit");
   LLVMBuildBr(c->b, head);
 
   LLVMPositionBuilderAtEnd(c->b, head);
-  int ncarried = body->nargs;
   cg_val *phis = SU_NEW_ARRAY(c->arena, cg_val, ncarried);
   for (int i = 0; i < ncarried; i++) {
-    const ir_value *init = i == 0 ? op->operands[0] : op->operands[2 + i];
-    phis[i].v = phis_for(c, body->args[i], init, pre, &phis[i].n);
+    phis[i] = phis_for(c, body->args[i], &inits[i], pre);
     cg_set(c, body->args[i], phis[i].v, phis[i].n);
   }
   LLVMValueRef iv = phis[0].v[0];
@@ -56,16 +58,22 @@ static void emit_for(cg_ctx *c, const ir_op *op) {
   LLVMBuildCondBr(c->b, go, loop, exit);
 
   LLVMPositionBuilderAtEnd(c->b, loop);
+  int smem_before = c->smem_uses;
   const ir_op *yield = cg_emit_block(c, body);
   if (c->failed) return;
   SU_ASSERT(yield && yield->opc == IR_YIELD && yield->noperands == ncarried - 1);
-  LLVMValueRef next = LLVMBuildAdd(c->b, iv, step, "iv.next");
+  cg_val *next = SU_NEW_ARRAY(c->arena, cg_val, ncarried);
+  for (int i = 1; i < ncarried; i++) next[i] = carried_in(c, yield->operands[i - 1], body->args[i]);
+  cg_smem_region_end(c, smem_before);
+  LLVMValueRef iv_next = LLVMBuildAdd(c->b, iv, step, "iv.next");
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
-  LLVMAddIncoming(iv, &next, &latch, 1);
-  for (int i = 1; i < ncarried; i++) add_incoming(c, phis[i], yield->operands[i - 1], latch);
+  LLVMAddIncoming(iv, &iv_next, &latch, 1);
+  for (int i = 1; i < ncarried; i++) add_incoming(phis[i], next[i], latch);
   LLVMBuildBr(c->b, head);
 
   LLVMPositionBuilderAtEnd(c->b, exit);
+  /* A loop that ran no iteration skipped the latch's barrier. */
+  cg_smem_region_end(c, smem_before);
   for (int i = 0; i < op->nresults; i++) cg_set(c, op->results[i], phis[i + 1].v, phis[i + 1].n);
 }
 
@@ -75,21 +83,26 @@ static void emit_if(cg_ctx *c, const ir_op *op) {
   LLVMBuildCondBr(c->b, cg_slot(c, op->operands[0], 0), arms[0], arms[1]);
   const ir_op *yields[2];
   LLVMBasicBlockRef ends[2];
+  cg_val *vals[2];
+  int smem_before = c->smem_uses;
   for (int r = 0; r < 2; r++) {
     LLVMPositionBuilderAtEnd(c->b, arms[r]);
     yields[r] = r < op->nregions ? cg_emit_block(c, op->regions[r]) : NULL;
     if (c->failed) return;
     SU_ASSERT(op->nresults == 0 || (yields[r] && yields[r]->noperands == op->nresults));
+    vals[r] = SU_NEW_ARRAY(c->arena, cg_val, op->nresults + 1);
+    for (int i = 0; i < op->nresults; i++)
+      vals[r][i] = carried_in(c, yields[r]->operands[i], op->results[i]);
     ends[r] = LLVMGetInsertBlock(c->b);
     LLVMBuildBr(c->b, join);
   }
   LLVMPositionBuilderAtEnd(c->b, join);
   for (int i = 0; i < op->nresults; i++) {
-    int n;
-    LLVMValueRef *s = phis_for(c, op->results[i], NULL, NULL, &n);
-    for (int r = 0; r < 2; r++) add_incoming(c, (cg_val){s, n}, yields[r]->operands[i], ends[r]);
-    cg_set(c, op->results[i], s, n);
+    cg_val s = phis_for(c, op->results[i], NULL, NULL);
+    for (int r = 0; r < 2; r++) add_incoming(s, vals[r][i], ends[r]);
+    cg_set(c, op->results[i], s.v, s.n);
   }
+  cg_smem_region_end(c, smem_before);
 }
 
 void cg_emit_control(cg_ctx *c, const ir_op *op) {

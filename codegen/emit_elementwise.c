@@ -1,7 +1,7 @@
 /* Elementwise ops, slot by slot. f16 and bf16 arithmetic is computed in f32 and rounded
  * back: for + - * / sqrt and fma a single f32 operation rounded to 16 bits is exactly the
- * correctly rounded 16-bit result, and PTX lacks most bf16 ops before sm_90. Math goes
- * through libdevice (__nv_*), linked later only if used. */
+ * correctly rounded 16-bit result, and PTX lacks most bf16 ops before sm_90. Math
+ * functions are chosen in math.c. */
 #include "cg.h"
 
 #include <string.h>
@@ -60,31 +60,6 @@ LLVMValueRef cg_combine(cg_ctx *c, ir_reduce_kind k, tk_dtype dt, LLVMValueRef x
   return cg_intrinsic(c, name, &t, 1, args, 2);
 }
 
-/* The libdevice function for a unary math op ("__nv_expf", "__nv_exp"). */
-static LLVMValueRef libdevice1(cg_ctx *c, const char *base, tk_dtype dt, LLVMValueRef x) {
-  char name[32];
-  snprintf(name, sizeof name, "__nv_%s%s", base, dt == TK_F32 ? "f" : "");
-  return cg_call(c, name, LLVMTypeOf(x), &x, 1);
-}
-
-static const char *math_name(ir_opcode opc) {
-  switch (opc) {
-  case IR_EXP: return "exp";
-  case IR_EXP2: return "exp2";
-  case IR_LOG: return "log";
-  case IR_LOG2: return "log2";
-  case IR_SQRT: return "sqrt";
-  case IR_RSQRT: return "rsqrt";
-  case IR_SIN: return "sin";
-  case IR_COS: return "cos";
-  case IR_TANH: return "tanh";
-  case IR_ERF: return "erf";
-  case IR_FLOOR: return "floor";
-  case IR_CEIL: return "ceil";
-  default: return NULL;
-  }
-}
-
 static LLVMRealPredicate fcmp_pred(int64_t p) {
   static const LLVMRealPredicate preds[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
                                             LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
@@ -103,8 +78,8 @@ static LLVMIntPredicate icmp_pred(int64_t p, bool is_signed) {
 static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef *a) {
   LLVMBuilderRef b = c->b;
   LLVMTypeRef t = LLVMTypeOf(a[0]);
-  const char *math = math_name(op->opc);
-  if (math) return libdevice1(c, math, dt, a[0]);
+  LLVMValueRef math = cg_math(c, op->opc, dt, a[0]);
+  if (math) return math;
   switch (op->opc) {
   case IR_NEG: return LLVMBuildFNeg(b, a[0], "");
   case IR_ADD: return LLVMBuildFAdd(b, a[0], a[1], "");
@@ -119,7 +94,7 @@ static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueR
   case IR_CMP: return LLVMBuildFCmp(b, fcmp_pred(op->attr), a[0], a[1], "");
   case IR_SIGMOID: { /* 1 / (1 + exp(-x)) */
     LLVMValueRef one = LLVMConstReal(t, 1.0);
-    LLVMValueRef e = libdevice1(c, "exp", dt, LLVMBuildFNeg(b, a[0], ""));
+    LLVMValueRef e = cg_math(c, IR_EXP, dt, LLVMBuildFNeg(b, a[0], ""));
     return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, e, ""), "");
   }
   default: return NULL;
@@ -189,9 +164,13 @@ void cg_emit_elementwise(cg_ctx *c, const ir_op *op) {
   cg_layout l = cg_layout_of(c, res->type);
   LLVMValueRef *s = cg_slots(c, l.per);
   SU_ASSERT(op->noperands <= 3);
+  /* Operands arrive in the result's layout (the tiling pass makes them agree; IR that
+   * disagrees is still compiled, through a conversion). */
+  cg_val in[3];
+  for (int i = 0; i < op->noperands; i++) in[i] = cg_get_in(c, op->operands[i], &l);
   for (int j = 0; j < l.per; j++) {
     LLVMValueRef a[3];
-    for (int i = 0; i < op->noperands; i++) a[i] = cg_slot(c, op->operands[i], j);
+    for (int i = 0; i < op->noperands; i++) a[i] = in[i].v[in[i].n == 1 ? 0 : j];
     s[j] = element(c, op, a);
     if (!s[j]) {
       char what[64];

@@ -55,31 +55,31 @@ LLVMValueRef cg_call(cg_ctx *c, const char *name, LLVMTypeRef ret, LLVMValueRef 
 
 void cg_barrier(cg_ctx *c) { cg_intrinsic(c, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
 
-LLVMValueRef cg_shared_array(cg_ctx *c, LLVMTypeRef t, int n) {
-  char name[32];
-  snprintf(name, sizeof name, "tk.smem.%d", c->nshared++);
-  LLVMTypeRef at = LLVMArrayType2(t, (uint64_t)n);
-  LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, CG_SHARED_AS);
-  LLVMSetInitializer(g, LLVMGetUndef(at));
-  LLVMSetLinkage(g, LLVMInternalLinkage);
-  LLVMSetAlignment(g, CG_VEC_BYTES);
-  return g;
+/* Every tile's layout must describe this kernel's CTA; one that does not is reported
+ * once, at the first op that has it. */
+static bool layout_fits(cg_ctx *c, const ir_op *op, const ir_value *v) {
+  cg_layout l;
+  if (v->type->kind != IR_TILE || cg_layout_resolve(v->type->layout, v->type, c->threads, c->vec, &l))
+    return true;
+  char what[96];
+  snprintf(what, sizeof what, "a layout that does not fit %d warps of 32 threads", c->threads / CG_WARP);
+  cg_unsupported(c, op, what);
+  return false;
 }
 
-/* The GPU back end handles 1-D tiles; anything wider is reported once, at its op. */
-static bool shapes_supported(cg_ctx *c, const ir_op *op) {
-  for (int i = 0; i < op->noperands + op->nresults; i++) {
-    const ir_value *v = i < op->noperands ? op->operands[i] : op->results[i - op->noperands];
-    if (v->type->kind == IR_TILE && v->type->rank != 1) {
-      cg_unsupported(c, op, "a tile of rank > 1");
-      return false;
-    }
-  }
+static bool layouts_fit(cg_ctx *c, const ir_op *op) {
+  for (int i = 0; i < op->noperands; i++)
+    if (!layout_fits(c, op, op->operands[i])) return false;
+  for (int i = 0; i < op->nresults; i++)
+    if (!layout_fits(c, op, op->results[i])) return false;
+  for (int r = 0; r < op->nregions; r++)
+    for (int i = 0; i < op->regions[r]->nargs; i++)
+      if (!layout_fits(c, op, op->regions[r]->args[i])) return false;
   return true;
 }
 
 static void emit_op(cg_ctx *c, const ir_op *op) {
-  if (!shapes_supported(c, op)) return;
+  if (!layouts_fit(c, op)) return;
   switch (op->opc) {
   case IR_CONST: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS: case IR_ARANGE: case IR_SPLAT:
   case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS:
@@ -92,10 +92,13 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   case IR_FOR: case IR_IF:
     cg_emit_control(c, op);
     return;
-  case IR_REDUCE:
+  case IR_REDUCE: case IR_ARGREDUCE:
     cg_emit_reduce(c, op);
     return;
-  case IR_ARGREDUCE: case IR_SCAN: case IR_DOT: case IR_PRINT: case IR_ASSERT: {
+  case IR_SCAN:
+    cg_emit_scan(c, op);
+    return;
+  case IR_DOT: case IR_PRINT: case IR_ASSERT: {
     char what[64];
     snprintf(what, sizeof what, "'%s'", ir_op_info(op->opc)->name);
     cg_unsupported(c, op, what);
@@ -161,6 +164,7 @@ void cg_emit_kernel(cg_ctx *c, ir_func *f) {
   c->fn = make_function(c, f);
   LLVMPositionBuilderAtEnd(c->b, cg_block(c, "entry"));
   c->tid = cg_intrinsic(c, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+  cg_smem_begin_kernel(c);
   for (int i = 0; i < f->body->nargs; i++) {
     const ir_value *p = f->body->args[i];
     LLVMValueRef *s = cg_slots(c, 1);
@@ -173,6 +177,7 @@ void cg_emit_kernel(cg_ctx *c, ir_func *f) {
     cg_set(c, p, s, 1);
   }
   cg_emit_block(c, f->body);
+  cg_smem_end_kernel(c);
   if (c->failed) return;
   LLVMBuildRetVoid(c->b);
   annotate(c, c->fn, "kernel", 1);

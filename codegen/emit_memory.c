@@ -3,7 +3,9 @@
  * (axis.c); masks are handled as codegen.h says: a uniform mask predicates the vector, a
  * mask of unknown shape falls back to per-element predication when a vector is partly
  * active. A contiguous run whose alignment is unknown (a row base `x + row * stride`)
- * takes the vector path when its address turns out aligned at run time. Replicated elements and scalar stores/atomics are issued by one thread only. */
+ * takes the vector path when its address turns out aligned at run time. Replicated
+ * elements and scalar stores/atomics are issued by one thread only. Masks, values and
+ * results follow the pointer tile's layout (converted when the IR disagrees). */
 #include "cg.h"
 
 typedef enum { UNMASKED, UNIFORM, SPLIT } mask_mode;
@@ -23,22 +25,28 @@ static LLVMValueRef and_opt(cg_ctx *c, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildAnd(c->b, a, b, "");
 }
 
-/* The vector width for op's pointer tile under layout l: contiguous and <= 16 bytes;
+/* The vector width for op's pointer tile under layout l: a thread's adjacent slots along
+ * the last dim (the one row-major addresses follow), contiguous and <= 16 bytes;
  * *aligned tells whether the alignment is proven (else it is tested at run time). */
 static int access_width(cg_ctx *c, const ir_value *ptr, const cg_layout *l, int bytes,
                         bool *aligned) {
   *aligned = true;
-  if (!l->tile) return 1;
+  if (!l->tile || l->fast != l->rank - 1) return 1;
   cg_axis ax = cg_axis_of(c, ptr);
-  int w = l->vec < ax.contig ? l->vec : ax.contig;
-  while (w > 1 && w * bytes > CG_VEC_BYTES) w /= 2;
+  int spt = l->spt[l->base[l->fast]], w = 1;
+  /* A power of two dividing the run a thread owns, the dim, and its slot count, so that
+   * a group never straddles two runs or the dim's wrap-around. */
+  while (2 * w <= spt && 2 * w <= ax.contig && 2 * w * bytes <= CG_VEC_BYTES && spt % (2 * w) == 0 &&
+         l->shape[l->fast] % (2 * w) == 0 && l->ext[l->fast] % (2 * w) == 0)
+    w *= 2;
   *aligned = w == 1 || ax.div % (w * bytes) == 0;
   return w;
 }
 
-/* Collects ptr/mask/value slots; mask also folds in ownership (replicas stay quiet). */
+/* Collects ptr/mask/value slots in the pointer's layout l; the mask also folds in
+ * ownership when `owners` (replicas stay quiet). */
 static access gather(cg_ctx *c, const ir_op *op, const cg_layout *l, int mask_at, int val_at,
-                     LLVMValueRef owner) {
+                     bool owners) {
   access a;
   a.dt = ir_type_elem(op->operands[0]->type)->elem->dtype;
   a.bytes = ir_dtype_bytes(a.dt);
@@ -46,12 +54,23 @@ static access gather(cg_ctx *c, const ir_op *op, const cg_layout *l, int mask_at
   a.val = cg_slots(c, l->per);
   a.mask = NULL;
   bool has_mask = op->noperands > mask_at;
-  if (has_mask || owner) a.mask = cg_slots(c, l->per);
+  cg_val ptr = cg_get(c, op->operands[0]);
+  cg_val mask = has_mask ? cg_get_in(c, op->operands[mask_at], l) : (cg_val){NULL, 0};
+  cg_val val = op->noperands > val_at ? cg_get_in(c, op->operands[val_at], l) : (cg_val){NULL, 0};
+  LLVMValueRef *own = cg_slots(c, l->per);
+  bool any_owner = false;
+  for (int j = 0; j < l->per; j++) {
+    own[j] = !owners ? NULL
+             : l->tile ? cg_layout_owner(c, l, j, -1)
+                       : LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_i32(c, 0), "");
+    any_owner |= own[j] != NULL;
+  }
+  if (has_mask || any_owner) a.mask = cg_slots(c, l->per);
   LLVMValueRef zero = LLVMConstNull(cg_dtype_type(c, a.dt));
   for (int j = 0; j < l->per; j++) {
-    a.ptr[j] = cg_slot(c, op->operands[0], j);
-    a.val[j] = op->noperands > val_at ? cg_slot(c, op->operands[val_at], j) : zero;
-    if (a.mask) a.mask[j] = and_opt(c, has_mask ? cg_slot(c, op->operands[mask_at], j) : NULL, owner);
+    a.ptr[j] = ptr.v[ptr.n == 1 ? 0 : j];
+    a.val[j] = val.n ? val.v[val.n == 1 ? 0 : j] : zero;
+    if (a.mask) a.mask[j] = and_opt(c, has_mask ? mask.v[mask.n == 1 ? 0 : j] : NULL, own[j]);
   }
   return a;
 }
@@ -184,18 +203,18 @@ static void access_group(cg_ctx *c, const access *a, int j0, int w, mask_mode mo
 static void emit_load_store(cg_ctx *c, const ir_op *op, bool store) {
   const ir_value *ptr = op->operands[0];
   cg_layout l = cg_layout_of(c, ptr->type);
-  LLVMValueRef owner = NULL;
-  if (store) owner = l.tile ? cg_layout_owner(c, &l)
-                            : LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_i32(c, 0), "");
   int mask_at = store ? 2 : 1, val_at = store ? 1 : 2;
-  access a = gather(c, op, &l, mask_at, val_at, owner);
+  access a = gather(c, op, &l, mask_at, val_at, store);
   bool aligned;
   int w = access_width(c, ptr, &l, a.bytes, &aligned);
   mask_mode mode = mode_of(c, op, mask_at, &a, w);
   LLVMValueRef *out = store ? NULL : cg_slots(c, l.per);
   for (int j0 = 0; j0 < l.per; j0 += w)
     access_group(c, &a, j0, w, mode, !aligned, store, out ? out + j0 : NULL);
-  if (!store) cg_set(c, op->results[0], out, l.per);
+  if (store) return;
+  cg_layout rl = cg_layout_of(c, op->results[0]->type);
+  cg_val r = cg_relayout(c, (cg_val){out, l.per}, &l, &rl);
+  cg_set(c, op->results[0], r.v, r.n);
 }
 
 /* ---- atomics ---- */
@@ -250,21 +269,17 @@ static LLVMValueRef atomic_if(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValue
 
 /* Thread 0's value, seen by every thread (through shared memory). */
 static LLVMValueRef broadcast0(cg_ctx *c, LLVMValueRef x) {
-  LLVMTypeRef t = LLVMTypeOf(x);
-  bool is_bool = t == LLVMInt1TypeInContext(c->llc);
-  if (is_bool) x = LLVMBuildZExt(c->b, x, LLVMInt8TypeInContext(c->llc), "");
-  LLVMValueRef smem = cg_shared_array(c, LLVMTypeOf(x), 1);
+  LLVMValueRef m = cg_to_smem(c, x);
+  LLVMValueRef smem = cg_smem_take(c, (int)LLVMABISizeOfType(LLVMGetModuleDataLayout(c->mod), LLVMTypeOf(m)));
   LLVMValueRef is0 = LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_i32(c, 0), "");
   LLVMBasicBlockRef yes = cg_block(c, "bcast"), join = cg_block(c, "bcast.join");
   LLVMBuildCondBr(c->b, is0, yes, join);
   LLVMPositionBuilderAtEnd(c->b, yes);
-  LLVMBuildStore(c->b, x, smem);
+  LLVMBuildStore(c->b, m, smem);
   LLVMBuildBr(c->b, join);
   LLVMPositionBuilderAtEnd(c->b, join);
   cg_barrier(c);
-  LLVMValueRef y = LLVMBuildLoad2(c->b, LLVMTypeOf(x), smem, "");
-  cg_barrier(c); /* the next use of this op (in a loop) may overwrite it */
-  return is_bool ? LLVMBuildTrunc(c->b, y, t, "") : y;
+  return cg_from_smem(c, LLVMBuildLoad2(c->b, LLVMTypeOf(m), smem, ""), LLVMTypeOf(x));
 }
 
 static void emit_atomic(cg_ctx *c, const ir_op *op) {
@@ -272,17 +287,23 @@ static void emit_atomic(cg_ctx *c, const ir_op *op) {
   tk_dtype dt = ir_type_elem(ptr->type)->elem->dtype;
   cg_layout l = cg_layout_of(c, ptr->type);
   bool cas = op->opc == IR_ATOMIC_CAS;
-  LLVMValueRef owner = l.tile ? cg_layout_owner(c, &l)
-                              : LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_i32(c, 0), "");
+  cg_val p = cg_get(c, ptr);
+  cg_val mask = !cas && op->noperands > 2 ? cg_get_in(c, op->operands[2], &l) : (cg_val){NULL, 0};
+  cg_val val = cg_get_in(c, op->operands[cas ? 2 : 1], &l);
+  cg_val cmp = cas ? cg_get_in(c, op->operands[1], &l) : (cg_val){NULL, 0};
   LLVMValueRef *out = cg_slots(c, l.per);
   for (int j = 0; j < l.per; j++) {
-    LLVMValueRef mask = !cas && op->noperands > 2 ? cg_slot(c, op->operands[2], j) : NULL;
-    LLVMValueRef v = cg_slot(c, op->operands[cas ? 2 : 1], j);
-    LLVMValueRef cmp = cas ? cg_slot(c, op->operands[1], j) : NULL;
-    out[j] = atomic_if(c, op, dt, and_opt(c, mask, owner), cg_slot(c, ptr, j), v, cmp);
+    LLVMValueRef owner = l.tile ? cg_layout_owner(c, &l, j, -1)
+                                : LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_i32(c, 0), "");
+    LLVMValueRef m = mask.n ? mask.v[mask.n == 1 ? 0 : j] : NULL;
+    LLVMValueRef v = val.v[val.n == 1 ? 0 : j];
+    LLVMValueRef k = cas ? cmp.v[cmp.n == 1 ? 0 : j] : NULL;
+    out[j] = atomic_if(c, op, dt, and_opt(c, m, owner), p.v[p.n == 1 ? 0 : j], v, k);
   }
   if (!l.tile) out[0] = broadcast0(c, out[0]);
-  cg_set(c, op->results[0], out, l.per);
+  cg_layout rl = cg_layout_of(c, op->results[0]->type);
+  cg_val r = cg_relayout(c, (cg_val){out, l.per}, &l, &rl);
+  cg_set(c, op->results[0], r.v, r.n);
 }
 
 void cg_emit_memory(cg_ctx *c, const ir_op *op) {

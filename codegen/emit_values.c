@@ -1,5 +1,5 @@
 /* Values that come from nowhere but the thread's position: constants, program ids,
- * arange, splat; and the shape ops that are the identity on 1-D tiles. */
+ * arange, splat; the shape ops are relayout.c's. */
 #include "cg.h"
 
 static LLVMValueRef constant(cg_ctx *c, const ir_op *op) {
@@ -23,18 +23,6 @@ static void fill(cg_ctx *c, const ir_value *res, LLVMValueRef x) {
   cg_set(c, res, s, l.per);
 }
 
-/* A 1-D reshape, broadcast or conversion between layouts that place elements alike. */
-static void identity(cg_ctx *c, const ir_op *op) {
-  cg_layout from = cg_layout_of(c, op->operands[0]->type);
-  cg_layout to = cg_layout_of(c, op->results[0]->type);
-  if (from.numel != to.numel || from.vec != to.vec || from.per != to.per) {
-    cg_unsupported(c, op, "a change of layout or shape");
-    return;
-  }
-  cg_val v = cg_get(c, op->operands[0]);
-  cg_set(c, op->results[0], v.v, v.n);
-}
-
 void cg_emit_value_op(cg_ctx *c, const ir_op *op) {
   const ir_value *res = op->results[0];
   switch (op->opc) {
@@ -46,13 +34,13 @@ void cg_emit_value_op(cg_ctx *c, const ir_op *op) {
     cg_layout l = cg_layout_of(c, res->type);
     LLVMValueRef *s = cg_slots(c, l.per);
     for (int j = 0; j < l.per; j++)
-      s[j] = LLVMBuildAdd(c->b, cg_layout_index(c, &l, j), cg_i32(c, op->attr), "");
+      s[j] = LLVMBuildAdd(c->b, cg_layout_coord(c, &l, j, 0), cg_i32(c, op->attr), "");
     cg_set(c, res, s, l.per);
     return;
   }
   case IR_BROADCAST: case IR_RESHAPE: case IR_CONVERT_LAYOUT: case IR_EXPAND_DIMS:
   case IR_TRANS:
-    identity(c, op);
+    cg_emit_shape_op(c, op);
     return;
   default: SU_UNREACHABLE();
   }

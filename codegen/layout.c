@@ -1,66 +1,252 @@
-/* Blocked layouts of 1-D tiles (Triton's sizePerThread=[vec], threadsPerWarp=[32],
- * warpsPerCTA=[W]). One vector width per tile size and kernel, so that every elementwise
- * op sees its operands distributed identically and never needs a layout conversion: the
- * width is 16 bytes of the narrowest element any load, store or atomic of that size moves
- * (a f16 load then a f32 store: 8 per thread, the store issues two 16-byte vectors). */
+/* Thread layouts, as codegen reads them: an IR layout (blocked, or a chain of slices of
+ * a blocked base) resolved against a tile's shape into the numbers every emitter needs,
+ * and the index of each slot, both on the host (static checks) and as LLVM values. A
+ * value the IR left without a layout gets the tiling pass's default, so untiled IR still
+ * compiles: all same-shaped values then agree, and shape changes go through relayout.c. */
 #include "cg.h"
 
-enum { DEFAULT_VEC = 4 };
+#include "../passes/passes.h"
 
-static int log2i(int64_t n) {
-  int k = 0;
-  while ((int64_t)1 << (k + 1) <= n) k++;
-  return k;
+#include <string.h>
+
+void cg_layout_choose(cg_ctx *c, const ir_func *f) { c->vec = pass_tiling_vec(f); }
+
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/* Fills the base fields from the blocked layout b; false if b is not a CTA's layout. */
+static bool resolve_base(const ir_layout *b, int threads, cg_layout *l) {
+  l->brank = b->rank;
+  int lanes = 1, warps = 1;
+  unsigned seen = 0;
+  for (int d = 0; d < b->rank; d++) {
+    if (b->size_per_thread[d] < 1 || b->threads_per_warp[d] < 1 || b->warps_per_cta[d] < 1)
+      return false;
+    l->spt[d] = b->size_per_thread[d];
+    l->tpw[d] = b->threads_per_warp[d];
+    l->wpc[d] = b->warps_per_cta[d];
+    l->cta[d] = l->spt[d] * l->tpw[d] * l->wpc[d];
+    lanes *= l->tpw[d];
+    warps *= l->wpc[d];
+    int o = b->order[d];
+    if (o < 0 || o >= b->rank || (seen & (1u << o))) return false;
+    seen |= 1u << o;
+    l->order[d] = o;
+  }
+  if (lanes != CG_WARP || warps * CG_WARP != threads) return false;
+  /* Lanes and warps are numbered fastest dim first, as in Triton. */
+  int ls = 1, ws = 1;
+  for (int k = 0; k < b->rank; k++) {
+    int d = l->order[k];
+    l->lstride[d] = ls;
+    l->wstride[d] = ws;
+    ls *= l->tpw[d];
+    ws *= l->wpc[d];
+  }
+  return true;
 }
 
-static void note_access(ir_op *op, void *ctx) {
-  cg_ctx *c = ctx;
-  if (op->opc != IR_LOAD && op->opc != IR_STORE && op->opc != IR_ATOMIC &&
-      op->opc != IR_ATOMIC_CAS)
-    return;
-  const ir_type *t = op->operands[0]->type;
-  if (t->kind != IR_TILE || t->rank != 1) return;
-  int bytes = ir_dtype_bytes(t->elem->elem->dtype);
-  int vec = CG_VEC_BYTES / bytes;
-  int k = log2i(t->shape[0]);
-  if (vec > c->vec_for_log2[k]) c->vec_for_log2[k] = vec;
+/* Slot counts and strides of the kept dims, fastest (in the base order) first. */
+static void finish(cg_layout *l) {
+  int bi[IR_MAX_RANK]; /* base dim → tile dim */
+  for (int i = 0; i < l->rank; i++) bi[l->base[i]] = i;
+  l->per = 1;
+  l->fast = -1;
+  for (int k = 0; k < l->brank; k++) {
+    int d = l->order[k];
+    if (!l->kept[d]) continue;
+    int i = bi[d];
+    /* A thread holding more than the dim along it holds each element once. */
+    int run = l->spt[d] < l->shape[i] ? l->spt[d] : l->shape[i];
+    l->ext[i] = run * ceil_div(l->shape[i], l->cta[d]);
+    l->stride[i] = l->per;
+    l->per *= l->ext[i];
+    if (l->fast < 0) l->fast = i;
+  }
 }
 
-void cg_layout_choose(cg_ctx *c, const ir_func *f) {
-  for (int k = 0; k < 32; k++) c->vec_for_log2[k] = 0;
-  ir_walk(f->body, note_access, c);
+bool cg_layout_resolve(const ir_layout *il, const ir_type *t, int threads, int vec, cg_layout *out) {
+  cg_layout l;
+  memset(&l, 0, sizeof l);
+  l.threads = threads;
+  if (t->kind != IR_TILE) {
+    l.numel = l.per = 1;
+    *out = l;
+    return true;
+  }
+  l.tile = true;
+  l.rank = t->rank;
+  l.numel = (int)ir_type_numel(t);
+  for (int i = 0; i < t->rank; i++) l.shape[i] = t->shape[i];
+  ir_layout dflt;
+  if (!il) {
+    pass_tiling_blocked(t->rank, t->shape, vec, threads / CG_WARP, &dflt);
+    il = &dflt;
+  }
+  if (il->rank != t->rank) return false;
+  /* Walk down the slice chain, remembering which base dims survive. */
+  int map[IR_MAX_RANK]; /* tile dim → dim of the current layout */
+  for (int i = 0; i < t->rank; i++) map[i] = i;
+  const ir_layout *b = il;
+  while (b->kind == IR_LAYOUT_SLICE) {
+    for (int i = 0; i < t->rank; i++)
+      if (map[i] >= b->slice_dim) map[i]++;
+    b = b->parent;
+  }
+  if (b->kind != IR_LAYOUT_BLOCKED || !resolve_base(b, threads, &l)) return false;
+  for (int i = 0; i < t->rank; i++) {
+    l.base[i] = map[i];
+    l.kept[map[i]] = true;
+  }
+  finish(&l);
+  *out = l;
+  return true;
 }
 
 cg_layout cg_layout_of(cg_ctx *c, const ir_type *t) {
-  cg_layout l = {false, 1, 1, c->threads, 1};
-  if (t->kind != IR_TILE) return l;
-  SU_ASSERT(t->rank == 1);
-  l.tile = true;
-  l.numel = t->shape[0];
-  int vec = c->vec_for_log2[log2i(l.numel)];
-  if (t->layout && t->layout->kind == IR_LAYOUT_BLOCKED) vec = t->layout->size_per_thread[0];
-  if (vec <= 0) vec = DEFAULT_VEC;
-  /* Small tiles first spread over all threads, one element each (as Triton does), and
-   * only then replicate. */
-  int spread = l.numel / l.threads;
-  if (vec > spread) vec = spread > 1 ? spread : 1;
-  l.vec = vec;
-  l.per = l.numel >= vec * l.threads ? l.numel / l.threads : vec;
+  cg_layout l;
+  bool ok = cg_layout_resolve(t->kind == IR_TILE ? t->layout : NULL, t, c->threads, c->vec, &l);
+  SU_ASSERT(ok); /* layouts are checked when the kernel starts (emit_kernel.c) */
   return l;
 }
 
-LLVMValueRef cg_layout_index(cg_ctx *c, const cg_layout *l, int j) {
-  if (!l->tile) return cg_i32(c, 0);
-  int span = l->vec * l->threads;
-  int wrap = l->numel < span ? l->numel : span;
-  LLVMValueRef base = LLVMBuildMul(c->b, c->tid, cg_i32(c, l->vec), "");
-  base = LLVMBuildAnd(c->b, base, cg_i32(c, wrap - 1), "");
-  int64_t off = (int64_t)(j / l->vec) * span + j % l->vec;
-  return LLVMBuildAdd(c->b, base, cg_i32(c, off), "idx");
+cg_layout cg_layout_slice(const cg_layout *l, int axis) {
+  cg_layout s = *l;
+  s.rank = l->rank - 1;
+  s.kept[l->base[axis]] = false;
+  s.numel = 1;
+  for (int i = axis; i < s.rank; i++) {
+    s.shape[i] = l->shape[i + 1];
+    s.base[i] = l->base[i + 1];
+  }
+  for (int i = 0; i < s.rank; i++) s.numel *= s.shape[i];
+  if (s.rank == 0) {
+    memset(&s, 0, sizeof s);
+    s.numel = s.per = 1;
+    s.threads = l->threads;
+    s.fast = -1;
+    return s;
+  }
+  finish(&s);
+  return s;
 }
 
-LLVMValueRef cg_layout_owner(cg_ctx *c, const cg_layout *l) {
-  if (!l->tile || l->numel >= l->vec * l->threads) return NULL;
-  LLVMValueRef first = LLVMBuildMul(c->b, c->tid, cg_i32(c, l->vec), "");
-  return LLVMBuildICmp(c->b, LLVMIntULT, first, cg_i32(c, l->numel), "owner");
+bool cg_layout_same(const cg_layout *a, const cg_layout *b) {
+  if (a->tile != b->tile || a->numel != b->numel || a->per != b->per || a->rank != b->rank)
+    return false;
+  if (!a->tile || memcmp(a, b, sizeof *a) == 0) return true; /* built from zeroed structs */
+  for (int j = 0; j < a->per; j++)
+    for (int t = 0; t < a->threads; t += CG_WARP / 2) /* cheap necessary check first */
+      if (cg_layout_elem_at(a, t, j, NULL) != cg_layout_elem_at(b, t, j, NULL)) return false;
+  for (int t = 0; t < a->threads; t++)
+    for (int j = 0; j < a->per; j++)
+      if (cg_layout_elem_at(a, t, j, NULL) != cg_layout_elem_at(b, t, j, NULL)) return false;
+  return true;
+}
+
+int cg_layout_slice_slot(const cg_layout *l, const cg_layout *s, int axis, int js, int ka) {
+  int j = ka * l->stride[axis];
+  for (int i = 0; i < s->rank; i++) j += ((js / s->stride[i]) % s->ext[i]) * l->stride[i < axis ? i : i + 1];
+  return j;
+}
+
+/* ---- on the host ---- */
+
+static int thread_coord_at(const cg_layout *l, int t, int d) {
+  int lane = t % CG_WARP, warp = t / CG_WARP;
+  return ((warp / l->wstride[d]) % l->wpc[d]) * l->tpw[d] + (lane / l->lstride[d]) % l->tpw[d];
+}
+
+/* The unwrapped index along tile dim i (>= shape[i] for a replica). */
+static int raw_at(const cg_layout *l, int t, int j, int i) {
+  int d = l->base[i], spt = l->spt[d];
+  int k = (j / l->stride[i]) % l->ext[i];
+  return (k / spt) * l->cta[d] + thread_coord_at(l, t, d) * spt + k % spt;
+}
+
+int cg_layout_coord_at(const cg_layout *l, int t, int j, int i, bool *owner) {
+  int raw = raw_at(l, t, j, i);
+  if (owner) *owner = raw < l->shape[i];
+  return raw % l->shape[i];
+}
+
+int64_t cg_layout_elem_at(const cg_layout *l, int t, int j, bool *owner) {
+  if (owner) *owner = true;
+  if (!l->tile) return 0;
+  int64_t idx = 0;
+  for (int i = 0; i < l->rank; i++) {
+    bool own;
+    idx = idx * l->shape[i] + cg_layout_coord_at(l, t, j, i, &own);
+    if (owner) *owner &= own;
+  }
+  if (owner)
+    for (int d = 0; d < l->brank; d++)
+      if (!l->kept[d] && thread_coord_at(l, t, d) != 0) *owner = false;
+  return idx;
+}
+
+/* ---- as LLVM values ---- */
+
+LLVMValueRef cg_lane_coord(cg_ctx *c, const cg_layout *l, int d) {
+  LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, cg_i32(c, CG_WARP - 1), "");
+  lane = LLVMBuildUDiv(c->b, lane, cg_i32(c, l->lstride[d]), "");
+  return LLVMBuildURem(c->b, lane, cg_i32(c, l->tpw[d]), "");
+}
+
+LLVMValueRef cg_warp_coord(cg_ctx *c, const cg_layout *l, int d) {
+  LLVMValueRef warp = LLVMBuildUDiv(c->b, c->tid, cg_i32(c, CG_WARP), "");
+  warp = LLVMBuildUDiv(c->b, warp, cg_i32(c, l->wstride[d]), "");
+  return LLVMBuildURem(c->b, warp, cg_i32(c, l->wpc[d]), "");
+}
+
+LLVMValueRef cg_thread_coord(cg_ctx *c, const cg_layout *l, int d) {
+  LLVMValueRef w = LLVMBuildMul(c->b, cg_warp_coord(c, l, d), cg_i32(c, l->tpw[d]), "");
+  return LLVMBuildAdd(c->b, w, cg_lane_coord(c, l, d), "");
+}
+
+/* The unwrapped index along tile dim i; its constant part is added last so that the
+ * slots of one thread share the thread-dependent part. */
+static LLVMValueRef raw_index(cg_ctx *c, const cg_layout *l, int j, int i) {
+  int d = l->base[i], spt = l->spt[d];
+  int k = (j / l->stride[i]) % l->ext[i];
+  LLVMValueRef tc = LLVMBuildMul(c->b, cg_thread_coord(c, l, d), cg_i32(c, spt), "");
+  return LLVMBuildAdd(c->b, tc, cg_i32(c, (int64_t)(k / spt) * l->cta[d] + k % spt), "");
+}
+
+LLVMValueRef cg_layout_coord(cg_ctx *c, const cg_layout *l, int j, int i) {
+  if (!l->tile) return cg_i32(c, 0);
+  return LLVMBuildURem(c->b, raw_index(c, l, j, i), cg_i32(c, l->shape[i]), "");
+}
+
+LLVMValueRef cg_layout_index(cg_ctx *c, const cg_layout *l, int j) {
+  LLVMValueRef idx = cg_i32(c, 0);
+  for (int i = 0; l->tile && i < l->rank; i++) {
+    idx = LLVMBuildMul(c->b, idx, cg_i32(c, l->shape[i]), "");
+    idx = LLVMBuildAdd(c->b, idx, cg_layout_coord(c, l, j, i), "");
+  }
+  return idx;
+}
+
+static LLVMValueRef and_opt(cg_ctx *c, LLVMValueRef a, LLVMValueRef b) {
+  return a ? LLVMBuildAnd(c->b, a, b, "") : b;
+}
+
+LLVMValueRef cg_layout_in_range(cg_ctx *c, const cg_layout *l, int j, int i) {
+  int d = l->base[i];
+  /* Exact covering: every unwrapped index is in range. */
+  if (l->ext[i] * l->tpw[d] * l->wpc[d] == l->shape[i]) return NULL;
+  return LLVMBuildICmp(c->b, LLVMIntULT, raw_index(c, l, j, i), cg_i32(c, l->shape[i]), "");
+}
+
+LLVMValueRef cg_layout_owner(cg_ctx *c, const cg_layout *l, int j, int skip) {
+  if (!l->tile) return NULL;
+  LLVMValueRef own = NULL;
+  for (int i = 0; i < l->rank; i++) {
+    LLVMValueRef in = i == skip ? NULL : cg_layout_in_range(c, l, j, i);
+    if (in) own = and_opt(c, own, in);
+  }
+  for (int d = 0; d < l->brank; d++)
+    if (!l->kept[d] && l->tpw[d] * l->wpc[d] > 1)
+      own = and_opt(c, own, LLVMBuildICmp(c->b, LLVMIntEQ, cg_thread_coord(c, l, d),
+                                          cg_i32(c, 0), ""));
+  return own;
 }

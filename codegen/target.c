@@ -40,10 +40,12 @@ LLVMTargetMachineRef cg_target_machine(cg_ctx *c, const char *arch, int opt_leve
   LLVMTargetRef t;
   char *err = NULL;
   if (LLVMGetTargetFromTriple(TRIPLE, &t, &err)) su_fatal("NVPTX target missing: %s", err);
+  /* O3 keeps the back end at its default level: at the aggressive one NVPTX reruns GVN
+   * twice after the O3 pipeline has already run it, which doubled the back end's time on
+   * large kernels for no change in the PTX of any sample. */
   LLVMCodeGenOptLevel lv = opt_level <= 0   ? LLVMCodeGenLevelNone
                            : opt_level == 1 ? LLVMCodeGenLevelLess
-                           : opt_level == 2 ? LLVMCodeGenLevelDefault
-                                            : LLVMCodeGenLevelAggressive;
+                                            : LLVMCodeGenLevelDefault;
   return LLVMCreateTargetMachine(t, TRIPLE, arch, FEATURES, lv, LLVMRelocDefault,
                                  LLVMCodeModelDefault);
 }
@@ -71,7 +73,20 @@ static bool uses_libdevice(LLVMModuleRef m) {
   return false;
 }
 
-static LLVMModuleRef read_libdevice(cg_ctx *c, const char *path) {
+/* LLVM reports bad bitcode and failed links to the context's diagnostic handler, whose
+ * default prints and exits the process; this one keeps the first error to report it. */
+static void keep_error(LLVMDiagnosticInfoRef di, void *why) {
+  su_buf *msg = why;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || msg->len) return;
+  char *text = LLVMGetDiagInfoDescription(di);
+  su_buf_puts(msg, text);
+  LLVMDisposeMessage(text);
+}
+
+/* Reads libdevice lazily: only its symbol table and function headers are parsed now; a
+ * body is materialized when the linker copies it. Parsing all ~350 bodies, then
+ * optimizing them, cost more than the rest of a compilation together. */
+static LLVMModuleRef read_libdevice(cg_ctx *c, const char *path, su_buf *why) {
   LLVMMemoryBufferRef buf;
   char *msg = NULL;
   if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
@@ -81,25 +96,57 @@ static LLVMModuleRef read_libdevice(cg_ctx *c, const char *path) {
     return NULL;
   }
   LLVMModuleRef lib = NULL;
-  if (LLVMParseBitcodeInContext2(c->llc, buf, &lib)) {
-    su_error(c->diags, no_loc(), "'%s' is not a valid libdevice bitcode file", path);
-    lib = NULL;
+  /* The module owns buf from here on, but only when reading succeeded. */
+  if (LLVMGetBitcodeModuleInContext2(c->llc, buf, &lib)) {
+    su_error(c->diags, no_loc(), "'%s' is not a valid libdevice bitcode file: %s", path,
+             why->len ? su_buf_str(why) : "unreadable");
+    LLVMDisposeMemoryBuffer(buf);
+    return NULL;
   }
-  LLVMDisposeMemoryBuffer(buf);
+  /* libdevice says "nvptx64-nvidia-gpulibs"; adopting ours keeps the linker quiet. */
+  LLVMSetTarget(lib, LLVMGetTarget(c->mod));
+  LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(c->mod));
   return lib;
+}
+
+/* The linker copies every external definition of its source, but a linkonce_odr one only
+ * when something it already copies refers to it. Marking libdevice's functions so makes
+ * the link pull exactly the kernels' math functions and what they call, transitively. Its
+ * data (tables of constants) is internal already, so pulled the same way. */
+static void link_on_demand(LLVMModuleRef lib) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(lib); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f) && LLVMGetLinkage(f) == LLVMExternalLinkage)
+      LLVMSetLinkage(f, LLVMLinkOnceODRLinkage);
+}
+
+/* Links the libdevice at path into c->mod; false (reported) when it is unreadable,
+ * not bitcode, or its bodies do not link. */
+static bool link_file(cg_ctx *c, const char *path) {
+  su_buf why = {0};
+  LLVMDiagnosticHandler prev = LLVMContextGetDiagnosticHandler(c->llc);
+  void *prev_ctx = LLVMContextGetDiagnosticContext(c->llc);
+  LLVMContextSetDiagnosticHandler(c->llc, keep_error, &why);
+  LLVMModuleRef lib = read_libdevice(c, path, &why);
+  bool ok = lib != NULL;
+  if (lib) { /* the link consumes lib, success or not */
+    link_on_demand(lib);
+    ok = !LLVMLinkModules2(c->mod, lib);
+    if (!ok)
+      su_error(c->diags, no_loc(), "cannot link libdevice '%s': %s", path,
+               why.len ? su_buf_str(&why) : "unknown error");
+  }
+  LLVMContextSetDiagnosticHandler(c->llc, prev, prev_ctx);
+  su_buf_free(&why);
+  return ok;
 }
 
 bool cg_link_libdevice(cg_ctx *c, const cg_options *o) {
   if (!uses_libdevice(c->mod)) return true;
   su_buf path = {0};
   cg_libdevice_path(o, &path);
-  LLVMModuleRef lib = read_libdevice(c, su_buf_str(&path));
+  bool ok = link_file(c, su_buf_str(&path));
   su_buf_free(&path);
-  if (!lib) return false;
-  /* libdevice says "nvptx64-nvidia-gpulibs"; adopting ours keeps the linker quiet. */
-  LLVMSetTarget(lib, LLVMGetTarget(c->mod));
-  LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(c->mod));
-  if (LLVMLinkModules2(c->mod, lib)) su_fatal("linking libdevice failed");
+  if (!ok) return false;
   /* Only the kernels stay visible, so the optimizer may inline and drop the rest; a
    * blind internalize pass would hide the kernels too. */
   for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f; f = LLVMGetNextFunction(f))

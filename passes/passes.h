@@ -10,7 +10,7 @@
  *    fault), prints and asserts are never removed, reordered or duplicated; an op that may
  *    fault at run time (integer division) is never evaluated where the program would not.
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
- *    fixed point with a bound), licm, canonicalize again. `only` replaces it.
+ *    fixed point with a bound), licm, canonicalize again, tiling. `only` replaces it.
  * Prefix: pass_.
  */
 #ifndef TK_PASSES_H
@@ -51,5 +51,21 @@ bool pass_cse(ir_module *m, ir_func *f);
 bool pass_dce(ir_module *m, ir_func *f);
 /* Hoists loop-invariant pure ops out of for bodies (licm.c). */
 bool pass_licm(ir_module *m, ir_func *f);
+/* Gives every tile value a thread layout: memory accesses choose coalesced blocked layouts,
+ * which spread through elementwise, shape and control ops; reductions yield slices of
+ * their operand's layout; where two choices meet, an explicit convert_layout (tiling.c).
+ * A kernel whose tiles all have layouts is left alone. */
+bool pass_tiling(ir_module *m, ir_func *f);
+
+/* The tiling pass's anchor layout for a tile of the given shape (rank 1..IR_MAX_RANK),
+ * written to *out (not interned): `vec` contiguous elements per thread along the last
+ * (fastest) dim, the 32 lanes of a warp spread fastest dim first, num_warps warps slowest
+ * dim first (a row reduction then stays within a warp), tiles smaller than the CTA spread
+ * one element per thread before replicating. The back end uses the same choice for IR
+ * that was not tiled. */
+void pass_tiling_blocked(int rank, const int *shape, int vec, int num_warps, ir_layout *out);
+/* The vector width of kernel f's accesses: 16 bytes of the narrowest element a tile load,
+ * store or atomic moves (4 when there is none). */
+int pass_tiling_vec(const ir_func *f);
 
 #endif

@@ -262,7 +262,7 @@ static void test_f16_moves_128_bits(void **state) {
   end(&x);
 }
 
-/* Math goes through libdevice, which must be linked, inlined and then gone. */
+/* Math (here the fast f32 forms) leaves no call and no unused libdevice behind. */
 static void test_math_through_libdevice(void **state) {
   (void)state;
   fixture x;
@@ -286,7 +286,7 @@ static void test_math_through_libdevice(void **state) {
   char *ptx = emit(&x, CG_PTX, NULL);
   assert_non_null(ptx);
   assert_has(ptx, ".entry coscos(");
-  assert_has(ptx, "ex2.approx"); /* __nv_expf */
+  assert_has(ptx, "ex2.approx");
   assert_lacks(ptx, ".func"); /* everything inlined, unused libdevice dropped */
   free(ptx);
   end(&x);
@@ -300,7 +300,7 @@ static void test_missing_libdevice_reported(void **state) {
   ir_value *px = param(&x, "x", ptr(&x, TK_F32));
   ir_value *o = block_offsets(&x, 128);
   ir_value *p = addptr(&x, px, o);
-  store(&x, p, ir_unary(&x.b, IR_SIN, load(&x, p, NULL)), NULL);
+  store(&x, p, ir_unary(&x.b, IR_LOG, load(&x, p, NULL)), NULL); /* f32 log: libdevice's */
   ret(&x);
   cg_options o2 = {"sm_90a", 3, "/nonexistent/libdevice.bc"};
   su_buf out = {0};
@@ -418,18 +418,15 @@ static void test_every_dtype_compiles(void **state) {
 static void test_unsupported_is_reported(void **state) {
   (void)state;
   fixture x;
-  begin(&x, "twod");
+  begin(&x, "printing");
   ir_value *px = param(&x, "x", ptr(&x, TK_F32));
-  int shape[2] = {16, 16};
-  const ir_type *t2 = ir_type_tile(x.m, scalar(&x, TK_F32), 2, shape);
-  ir_value *z = ir_const_float(&x.b, t2, 0.0);
-  (void)z;
-  (void)px;
+  ir_op *pr = ir_build(&x.b, IR_PRINT, 1, &px, 0, NULL);
+  pr->str = "x";
   ret(&x);
   su_buf out = {0};
   assert_false(cg_emit(x.m, NULL, CG_PTX, &out, &x.d));
   assert_int_equal(x.d.nerrors, 1);
-  assert_string_equal(x.d.first->msg, "a tile of rank > 1 is not supported yet by the GPU back end");
+  assert_string_equal(x.d.first->msg, "'print' is not supported yet by the GPU back end");
   assert_int_equal(x.d.first->loc.line, 2);
   assert_int_equal(x.d.first->loc.col, 5);
   assert_string_equal(x.d.first->loc.src->name, "test.tk");
@@ -526,6 +523,111 @@ static void test_emit_c(void **state) {
   end(&x);
 }
 
+/* kernel k(x, y: *dt): y[o] = f(x[o]) for each op in ops, chained; 256 per program. */
+static void build_math(fixture *x, tk_dtype dt, const ir_opcode *ops, int nops) {
+  begin(x, "k");
+  ir_value *px = param(x, "x", ptr(x, dt)), *py = param(x, "y", ptr(x, dt));
+  ir_value *o = block_offsets(x, 256);
+  ir_value *v = load(x, addptr(x, px, o), NULL);
+  for (int i = 0; i < nops; i++) v = ir_unary(&x->b, ops[i], v);
+  store(x, addptr(x, py, o), v, NULL);
+  ret(x);
+}
+
+/* Emits x's module with libdevice at path; NULL (reported) on failure. */
+static char *emit_with_libdevice(fixture *x, cg_format f, const char *path) {
+  assert_true(ir_verify(x->m, &x->d));
+  cg_options o = {"sm_90a", 3, path};
+  su_buf out = {0};
+  if (!cg_emit(x->m, &o, f, &out, &x->d)) {
+    su_buf_free(&out);
+    return NULL;
+  }
+  if (f == CG_PTX) assert_ptxas_accepts(out.data, "sm_90a");
+  return out.data;
+}
+
+/* f32 sin, cos, exp and exp2 are the hardware approximations, sqrt and floor exact LLVM
+ * intrinsics: none needs libdevice, so a missing one does not matter. */
+static void test_f32_math_is_approx(void **state) {
+  (void)state;
+  fixture x;
+  static const ir_opcode ops[] = {IR_COS, IR_SIN, IR_EXP, IR_EXP2, IR_SQRT, IR_FLOOR};
+  build_math(&x, TK_F32, ops, sizeof ops / sizeof *ops);
+  char *ll = emit_with_libdevice(&x, CG_LLVM_IR, "/nonexistent/libdevice.bc");
+  assert_lacks(ll, "__nv_");
+  free(ll);
+  char *ptx = emit_with_libdevice(&x, CG_PTX, "/nonexistent/libdevice.bc");
+  assert_has(ptx, "cos.approx.f32");
+  assert_has(ptx, "sin.approx.f32");
+  assert_has(ptx, "ex2.approx.f32");
+  assert_lacks(ptx, "ex2.approx.ftz"); /* subnormals kept, as in the rest of f32 */
+  assert_has(ptx, "sqrt.rn.f32");
+  assert_has(ptx, "cvt.rmi.f32.f32");
+  assert_int_equal(x.d.nerrors, 0);
+  free(ptx);
+  end(&x);
+}
+
+/* exp(x) is 2^(x * log2(e)): the multiply by log2(e) must precede ex2. */
+static void test_f32_exp_scales_by_log2e(void **state) {
+  (void)state;
+  fixture x;
+  static const ir_opcode ops[] = {IR_EXP};
+  build_math(&x, TK_F32, ops, 1);
+  char *ll = emit_with_libdevice(&x, CG_LLVM_IR, "/nonexistent/libdevice.bc");
+  assert_has(ll, "fmul float %");
+  assert_has(ll, "0x3FF7154760000000"); /* log2(e) rounded to f32 */
+  assert_has(ll, "@llvm.nvvm.ex2.approx.f(");
+  free(ll);
+  end(&x);
+}
+
+/* f64 cos and exp stay precise: libdevice's, linked and inlined; never the f32 .approx. */
+static void test_f64_math_through_libdevice(void **state) {
+  (void)state;
+  fixture x;
+  static const ir_opcode ops[] = {IR_COS, IR_EXP};
+  build_math(&x, TK_F64, ops, 2);
+  assert_null(emit_with_libdevice(&x, CG_PTX, "/nonexistent/libdevice.bc"));
+  assert_int_equal(x.d.nerrors, 1);
+  if (!have_libdevice()) {
+    print_message("skipped: libdevice not found (set TK_LIBDEVICE or CUDA_HOME)\n");
+    end(&x);
+    skip();
+  }
+  char *ll = emit_with_libdevice(&x, CG_LLVM_IR, NULL);
+  assert_lacks(ll, "@__nv_cos");
+  assert_lacks(ll, "nvvm.cos.approx");
+  free(ll);
+  char *ptx = emit_with_libdevice(&x, CG_PTX, NULL);
+  assert_has(ptx, ".entry k(");
+  assert_has(ptx, "fma.rn.f64"); /* the polynomials */
+  assert_lacks(ptx, "cos.approx");
+  assert_lacks(ptx, "ex2.approx.f32");
+  free(ptx);
+  end(&x);
+}
+
+/* A libdevice that is not bitcode is a reported error; LLVM must not exit the process. */
+static void test_bad_libdevice_reported(void **state) {
+  (void)state;
+  char path[] = "/tmp/tk-libdevice-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "not bitcode", 11), 11);
+  close(fd);
+  fixture x;
+  static const ir_opcode ops[] = {IR_TANH};
+  build_math(&x, TK_F32, ops, 1);
+  char *ptx = emit_with_libdevice(&x, CG_PTX, path);
+  unlink(path);
+  assert_null(ptx);
+  assert_int_equal(x.d.nerrors, 1);
+  assert_non_null(strstr(x.d.first->msg, "is not a valid libdevice bitcode file"));
+  end(&x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unmasked_add_is_vectorized),
@@ -542,6 +644,10 @@ int main(void) {
       cmocka_unit_test(test_unknown_arch_is_reported),
       cmocka_unit_test(test_emit_c),
       cmocka_unit_test(test_reductions),
+      cmocka_unit_test(test_f32_math_is_approx),
+      cmocka_unit_test(test_f32_exp_scales_by_log2e),
+      cmocka_unit_test(test_f64_math_through_libdevice),
+      cmocka_unit_test(test_bad_libdevice_reported),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
