@@ -201,13 +201,15 @@ static double time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *arg
   return med;
 }
 
-static tk_kernel *compile_sample(bench *b, const char *file, const char *kernel, int block,
-                                 int no_cache, tk_module **mod) {
-  char path[512], blk[16];
+/* Compiles a sample with BLOCK (and warps, when not 0) set. */
+static tk_kernel *compile_warps(bench *b, const char *file, const char *kernel, int block,
+                                int warps, int no_cache, tk_module **mod) {
+  char path[512], blk[16], wrp[16];
   snprintf(path, sizeof path, "%s/%s", b->samples, file);
   snprintf(blk, sizeof blk, "%d", block);
-  tk_define d = {"BLOCK", blk};
-  tk_compile_options o = {&d, 1, 3, NULL, no_cache};
+  snprintf(wrp, sizeof wrp, "%d", warps);
+  tk_define d[2] = {{"BLOCK", blk}, {"warps", wrp}};
+  tk_compile_options o = {d, warps ? 2 : 1, 3, NULL, no_cache};
   tk_kernel *k = NULL;
   if (tk_module_compile_file(b->ctx, mod, path, &o) != TK_OK ||
       tk_module_get_kernel(*mod, kernel, &k) != TK_OK) {
@@ -215,6 +217,11 @@ static tk_kernel *compile_sample(bench *b, const char *file, const char *kernel,
     return NULL;
   }
   return k;
+}
+
+static tk_kernel *compile_sample(bench *b, const char *file, const char *kernel, int block,
+                                 int no_cache, tk_module **mod) {
+  return compile_warps(b, file, kernel, block, 0, no_cache, mod);
 }
 
 static void run_workload(bench *b, const workload *w) {
@@ -260,8 +267,37 @@ static void run_workload(bench *b, const workload *w) {
   }
   if (!why) us = time_launches(b, k, g, args, w->nparams);
   if (!why && isnan(us)) why = tk_last_error(b->ctx);
+  /* Row kernels: a user tunes warps per program to the row length (as Triton's autotune
+   * would); try each, check its output, keep the fastest. */
+  int best_warps = 0;
+  for (int wi = 0; w->per_row && !why && wi < 3; wi++) {
+    static const int cands[] = {4, 8, 16};
+    tk_module *m2 = NULL;
+    tk_kernel *k2 = compile_warps(b, w->file, w->kernel, w->block, cands[wi], 0, &m2);
+    if (!k2) continue;
+    size_t bytes = (size_t)welems(w, w->p[out].z) * dsize(w->p[out].t);
+    memset(host[out], 0xff, bytes);
+    const char *bad = NULL;
+    if (tk_memcpy_htod(b->ctx, dev[out], host[out], bytes) != TK_OK ||
+        tk_launch(k2, g, NULL, args, w->nparams) != TK_OK || tk_synchronize(b->ctx) != TK_OK ||
+        tk_memcpy_dtoh(b->ctx, host[out], dev[out], bytes) != TK_OK)
+      bad = tk_last_error(b->ctx);
+    else
+      bad = check_output(w, host[0], w->p[1].r == W_IN ? host[1] : NULL, host[out],
+                         w->p[out].t, welems(w, w->p[out].z));
+    double t = bad ? NAN : time_launches(b, k2, g, args, w->nparams);
+    if (bad) fprintf(stderr, "tkbench: %s warps=%d: %s\n", w->name, cands[wi], bad);
+    if (!isnan(t) && t < us) {
+      us = t;
+      best_warps = cands[wi];
+    }
+    tk_module_destroy(m2);
+  }
   char note[160];
-  snprintf(note, sizeof note, "%s", why ? why : "checked");
+  if (best_warps)
+    snprintf(note, sizeof note, "checked, warps=%d", best_warps);
+  else
+    snprintf(note, sizeof note, "%s", why ? why : "checked");
   for (char *c = note; *c; c++) if (*c == '\t' || *c == '\n') *c = ' ';
   emit(w->name, us, "us", note);
   if (!isnan(us)) emit(w->name, w->bytes / (us * 1e-6) / 1e9, "GB/s", "");

@@ -41,6 +41,7 @@ typedef enum { SLOT_BITS, SLOT_BOOL, SLOT_F16, SLOT_BF16, SLOT_F32, SLOT_F64 } s
 typedef struct {
   CUfunction fn;
   unsigned block; /* threads per program */
+  unsigned shmem; /* dynamic shared memory bytes (scratch above 48 KB), 0 when static */
   int nparams;
   uint8_t *kinds;
   uint64_t *slots;
@@ -210,8 +211,10 @@ static slot_kind slot_of(tk_dtype t) {
   }
 }
 
-/* Resolves k's CUfunction and precomputes its launch layout. */
-static tk_status bind_kernel(tk_context *ctx, tk_module *m, tk_kernel *k) {
+/* Resolves k's CUfunction and precomputes its launch layout; a kernel whose scratch
+ * exceeds the 48 KB of static shared memory is allowed its dynamic size here, once, so a
+ * launch stays one driver call. */
+static tk_status bind_kernel(tk_context *ctx, tk_module *m, tk_kernel *k, const char *ptx) {
   cuda_state *st = state(ctx);
   cuda_kernel *ck = SU_NEW(m->arena, cuda_kernel);
   CUresult r = st->cu.ModuleGetFunction(&ck->fn, (CUmodule)m->handle, k->name);
@@ -224,6 +227,19 @@ static tk_status bind_kernel(tk_context *ctx, tk_module *m, tk_kernel *k) {
     return TK_ERR_DRIVER;
   }
   ck->block = 32u * (unsigned)(k->num_warps > 0 ? k->num_warps : 4);
+  int shmem = 0;
+  if (cg_ptx_shared_bytes(ptx, k->name, &shmem) && shmem > 0) {
+    r = st->cu.FuncSetAttribute(ck->fn, RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shmem);
+    if (r != CUDA_SUCCESS) {
+      su_buf b = {0};
+      rt_cuda_describe(&st->cu, r, &b);
+      rt_error(ctx, TK_ERR_DRIVER, "kernel '%s' needs %d bytes of shared memory, which the device refused (%s)",
+               k->name, shmem, su_buf_str(&b));
+      su_buf_free(&b);
+      return TK_ERR_DRIVER;
+    }
+    ck->shmem = (unsigned)shmem;
+  }
   ck->nparams = k->nparams;
   ck->kinds = SU_NEW_ARRAY(m->arena, uint8_t, k->nparams + 1);
   ck->slots = SU_NEW_ARRAY(m->arena, uint64_t, k->nparams + 1);
@@ -236,9 +252,9 @@ static tk_status bind_kernel(tk_context *ctx, tk_module *m, tk_kernel *k) {
   return TK_OK;
 }
 
-static tk_status bind_all(tk_context *ctx, tk_module *m) {
+static tk_status bind_all(tk_context *ctx, tk_module *m, const char *ptx) {
   for (int i = 0; i < m->nkernels; i++) {
-    tk_status s = bind_kernel(ctx, m, &m->kernels[i]);
+    tk_status s = bind_kernel(ctx, m, &m->kernels[i], ptx);
     if (s != TK_OK) return s;
   }
   return TK_OK;
@@ -273,8 +289,9 @@ static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_op
   su_buf ptx = {0};
   tk_status s = get_ptx(ctx, m, opts, source, len, &ptx);
   if (s == TK_OK) s = load_module(ctx, m, su_buf_str(&ptx));
+  if (s == TK_OK) s = bind_all(ctx, m, su_buf_str(&ptx));
   su_buf_free(&ptx);
-  return s == TK_OK ? bind_all(ctx, m) : s;
+  return s;
 }
 
 /* Builds m->kernels from the PTX's entries when the caller has not (no IR to read). */
@@ -299,7 +316,7 @@ static tk_status cuda_load_ptx(tk_context *ctx, tk_module *m, const char *ptx, s
   tk_status s = load_module(ctx, m, text);
   if (s != TK_OK) return s;
   if (m->nkernels == 0) kernels_from_ptx(m, text, strlen(text));
-  return bind_all(ctx, m);
+  return bind_all(ctx, m, text);
 }
 
 static void cuda_unload(tk_context *ctx, tk_module *m) {
@@ -367,11 +384,11 @@ static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *
   }
   cuda_state *st = state(ctx);
   unsigned gx = grid.x ? grid.x : 1, gy = grid.y ? grid.y : 1, gz = grid.z ? grid.z : 1;
-  CUresult r = st->cu.LaunchKernel(ck->fn, gx, gy, gz, ck->block, 1, 1, 0, (CUstream)stream,
+  CUresult r = st->cu.LaunchKernel(ck->fn, gx, gy, gz, ck->block, 1, 1, ck->shmem, (CUstream)stream,
                                    ck->argv, NULL);
   if (r == CUDA_ERROR_INVALID_CONTEXT) { /* first launch from this thread */
     CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
-    r = st->cu.LaunchKernel(ck->fn, gx, gy, gz, ck->block, 1, 1, 0, (CUstream)stream,
+    r = st->cu.LaunchKernel(ck->fn, gx, gy, gz, ck->block, 1, 1, ck->shmem, (CUstream)stream,
                             ck->argv, NULL);
   }
   if (r != CUDA_SUCCESS) return fail(ctx, r, "cuLaunchKernel");

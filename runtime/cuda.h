@@ -57,6 +57,9 @@ enum {
 
 enum { CU_EVENT_DEFAULT = 0 };
 
+/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES of the driver's CUfunction_attribute. */
+enum { RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
+
 /* The entry points, one field per driver function (named after it, without "cu"). */
 typedef struct {
   void *lib; /* the dlopen handle */
@@ -81,6 +84,7 @@ typedef struct {
                                CUjit_option *opts, void **values);
   CUresult (*ModuleUnload)(CUmodule m);
   CUresult (*ModuleGetFunction)(CUfunction *f, CUmodule m, const char *name);
+  CUresult (*FuncSetAttribute)(CUfunction f, int attr, int value);
   CUresult (*LaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                            unsigned by, unsigned bz, unsigned shmem, CUstream s,
                            void **params, void **extra);

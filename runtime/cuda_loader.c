@@ -38,6 +38,7 @@ static const entry entries[] = {
   E(ModuleLoadDataEx, "cuModuleLoadDataEx"),
   E(ModuleUnload, "cuModuleUnload"),
   E(ModuleGetFunction, "cuModuleGetFunction"),
+  E(FuncSetAttribute, "cuFuncSetAttribute"),
   E(LaunchKernel, "cuLaunchKernel"),
   E(StreamSynchronize, "cuStreamSynchronize"),
   E(EventCreate, "cuEventCreate"),
