@@ -67,7 +67,7 @@ static uint64_t rng_next(bench *b) {
 
 /* ---- workloads ------------------------------------------------------------------------ */
 
-typedef enum { W_IN, W_OUT, W_N, W_STRIDE, W_EPS } wrole;
+typedef enum { W_IN, W_OUT, W_N, W_STRIDE, W_EPS, W_ROWS } wrole;
 typedef enum { Z_N, Z_ROWS, Z_MAT } wsize;
 typedef struct {
   wrole r;
@@ -87,37 +87,40 @@ typedef struct {
   wcheck check;
   int nparams;
   wparam p[9];
+  int rows_per_prog; /* > 0: the kernel takes ROWS rows per program (tuned over 1, 2, 4, 8) */
 } workload;
 
 #define N28 (1l << 28)
 static const workload workloads[] = {
   {"vadd f32 2^28", "vadd.tk", "vadd", 1024, false, 1, N28, 12.0 * N28, CHECK_VADD, 4,
-   {{W_IN, TK_F32, Z_N}, {W_IN, TK_F32, Z_N}, {W_OUT, TK_F32, Z_N}, {W_N, TK_I32, 0}}},
+   {{W_IN, TK_F32, Z_N}, {W_IN, TK_F32, Z_N}, {W_OUT, TK_F32, Z_N}, {W_N, TK_I32, 0}}, 0},
   {"coscos f32 2^28", "coscos.tk", "coscos", 4096, false, 1, N28, 8.0 * N28, CHECK_COSCOS, 3,
-   {{W_IN, TK_F32, Z_N}, {W_OUT, TK_F32, Z_N}, {W_N, TK_I64, 0}}},
+   {{W_IN, TK_F32, Z_N}, {W_OUT, TK_F32, Z_N}, {W_N, TK_I64, 0}}, 0},
   {"gelu_tanh f16 2^28", "gelu.tk", "gelu_tanh", 2048, false, 1, N28, 4.0 * N28, CHECK_NONE, 3,
-   {{W_IN, TK_F16, Z_N}, {W_OUT, TK_F16, Z_N}, {W_N, TK_I32, 0}}},
-  {"softmax f32 4096x1024", "softmax.tk", "softmax", 1024, true, 4096, 1024,
-   8.0 * 4096 * 1024, CHECK_SOFTMAX, 4,
-   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}},
+   {{W_IN, TK_F16, Z_N}, {W_OUT, TK_F16, Z_N}, {W_N, TK_I32, 0}}, 0},
+  /* short rows: the several-rows-per-program sample, as a user would pick for them */
+  {"softmax f32 4096x1024", "softmax_rows.tk", "softmax_rows", 1024, true, 4096, 1024,
+   8.0 * 4096 * 1024, CHECK_SOFTMAX, 5,
+   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0},
+    {W_ROWS, TK_I32, 0}}, 1},
   {"softmax f32 4096x4096", "softmax.tk", "softmax", 4096, true, 4096, 4096,
    8.0 * 4096 * 4096, CHECK_SOFTMAX, 4,
-   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}},
+   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}, 0},
   {"softmax f32 8192x8192", "softmax.tk", "softmax", 8192, true, 8192, 8192,
    8.0 * 8192 * 8192, CHECK_SOFTMAX, 4,
-   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}},
+   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}, 0},
   {"softmax f32 1024x131072", "softmax_online.tk", "softmax_online", 4096, true, 1024, 131072,
    8.0 * 1024 * 131072, CHECK_SOFTMAX, 4,
-   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}},
+   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}, 0},
   {"layernorm f16 8192x4096", "layernorm.tk", "layernorm", 4096, true, 8192, 4096,
    4.0 * 8192 * 4096, CHECK_NONE, 9,
    {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_IN, TK_F16, Z_N},
     {W_OUT, TK_F32, Z_ROWS}, {W_OUT, TK_F32, Z_ROWS}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0},
-    {W_EPS, TK_F32, 0}}},
+    {W_EPS, TK_F32, 0}}, 0},
   {"rmsnorm f16 8192x4096", "rmsnorm.tk", "rmsnorm", 4096, true, 8192, 4096,
    4.0 * 8192 * 4096, CHECK_NONE, 7,
    {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_OUT, TK_F32, Z_ROWS},
-    {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}, {W_EPS, TK_F32, 0}}},
+    {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}, {W_EPS, TK_F32, 0}}, 0},
 };
 
 static size_t dsize(tk_dtype t) { return t == TK_F16 ? 2 : t == TK_I64 ? 8 : 4; }
@@ -201,15 +204,19 @@ static double time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *arg
   return med;
 }
 
-/* Compiles a sample with BLOCK (and warps, when not 0) set. */
-static tk_kernel *compile_warps(bench *b, const char *file, const char *kernel, int block,
-                                int warps, int no_cache, tk_module **mod) {
-  char path[512], blk[16], wrp[16];
+/* Compiles a sample with BLOCK (and warps and ROWS, when not 0) set. */
+static tk_kernel *compile_tuned(bench *b, const char *file, const char *kernel, int block,
+                                int warps, int rows, int no_cache, tk_module **mod) {
+  char path[512], blk[16], wrp[16], rws[16];
   snprintf(path, sizeof path, "%s/%s", b->samples, file);
   snprintf(blk, sizeof blk, "%d", block);
   snprintf(wrp, sizeof wrp, "%d", warps);
-  tk_define d[2] = {{"BLOCK", blk}, {"warps", wrp}};
-  tk_compile_options o = {d, warps ? 2 : 1, 3, NULL, no_cache};
+  snprintf(rws, sizeof rws, "%d", rows);
+  tk_define d[3] = {{"BLOCK", blk}, {"warps", wrp}, {"ROWS", rws}};
+  int nd = 1;
+  if (warps) d[nd++] = d[1];
+  if (rows) d[nd++] = d[2];
+  tk_compile_options o = {d, nd, 3, NULL, no_cache};
   tk_kernel *k = NULL;
   if (tk_module_compile_file(b->ctx, mod, path, &o) != TK_OK ||
       tk_module_get_kernel(*mod, kernel, &k) != TK_OK) {
@@ -221,13 +228,13 @@ static tk_kernel *compile_warps(bench *b, const char *file, const char *kernel, 
 
 static tk_kernel *compile_sample(bench *b, const char *file, const char *kernel, int block,
                                  int no_cache, tk_module **mod) {
-  return compile_warps(b, file, kernel, block, 0, no_cache, mod);
+  return compile_tuned(b, file, kernel, block, 0, 0, no_cache, mod);
 }
 
 static void run_workload(bench *b, const workload *w) {
   fprintf(stderr, "tkbench: %s\n", w->name);
   tk_module *m = NULL;
-  tk_kernel *k = compile_sample(b, w->file, w->kernel, w->block, 0, &m);
+  tk_kernel *k = compile_tuned(b, w->file, w->kernel, w->block, 0, w->rows_per_prog, 0, &m);
   if (!k) {
     emit(w->name, NAN, "us", "compile failed");
     return;
@@ -241,6 +248,7 @@ static void run_workload(bench *b, const workload *w) {
     if (p->r == W_N) { args[i] = p->t == TK_I64 ? tk_arg_i64(w->n) : tk_arg_i32((int)w->n); continue; }
     if (p->r == W_STRIDE) { args[i] = tk_arg_i64(w->n); continue; }
     if (p->r == W_EPS) { args[i] = tk_arg_f32(1e-5f); continue; }
+    if (p->r == W_ROWS) { args[i] = tk_arg_i32((int)w->rows); continue; }
     size_t bytes = (size_t)welems(w, p->z) * dsize(p->t);
     host[i] = malloc(bytes);
     if (!host[i] || tk_malloc(b->ctx, &dev[i], bytes) != TK_OK) { why = "out of memory"; break; }
@@ -249,7 +257,9 @@ static void run_workload(bench *b, const workload *w) {
     if (tk_memcpy_htod(b->ctx, dev[i], host[i], bytes) != TK_OK) why = "copy failed";
     args[i] = tk_arg_ptr(dev[i]);
   }
-  tk_grid g = {w->per_row ? (unsigned)w->rows : (unsigned)((w->n + w->block - 1) / w->block), 1, 1};
+  long per = w->rows_per_prog > 0 ? w->rows_per_prog : 1;
+  tk_grid g = {w->per_row ? (unsigned)((w->rows + per - 1) / per)
+                          : (unsigned)((w->n + w->block - 1) / w->block), 1, 1};
   double us = NAN;
   if (!why) {
     /* one checked run on poisoned outputs before timing */
@@ -269,32 +279,38 @@ static void run_workload(bench *b, const workload *w) {
   if (!why && isnan(us)) why = tk_last_error(b->ctx);
   /* Row kernels: a user tunes warps per program to the row length (as Triton's autotune
    * would); try each, check its output, keep the fastest. */
-  int best_warps = 0;
-  for (int wi = 0; w->per_row && !why && wi < 3; wi++) {
-    static const int cands[] = {4, 8, 16};
+  int best_warps = 0, best_rows = 0;
+  static const int cands[] = {4, 8, 16}, rcands[] = {1, 2, 4, 8};
+  int nr = w->rows_per_prog > 0 ? 4 : 1;
+  for (int ci = 0; w->per_row && !why && ci < 3 * nr; ci++) {
+    int warps = cands[ci % 3], rows = w->rows_per_prog > 0 ? rcands[ci / 3] : 0;
     tk_module *m2 = NULL;
-    tk_kernel *k2 = compile_warps(b, w->file, w->kernel, w->block, cands[wi], 0, &m2);
+    tk_kernel *k2 = compile_tuned(b, w->file, w->kernel, w->block, warps, rows, 0, &m2);
     if (!k2) continue;
+    tk_grid g2 = {(unsigned)((w->rows + (rows ? rows : 1) - 1) / (rows ? rows : 1)), 1, 1};
     size_t bytes = (size_t)welems(w, w->p[out].z) * dsize(w->p[out].t);
     memset(host[out], 0xff, bytes);
     const char *bad = NULL;
     if (tk_memcpy_htod(b->ctx, dev[out], host[out], bytes) != TK_OK ||
-        tk_launch(k2, g, NULL, args, w->nparams) != TK_OK || tk_synchronize(b->ctx) != TK_OK ||
+        tk_launch(k2, g2, NULL, args, w->nparams) != TK_OK || tk_synchronize(b->ctx) != TK_OK ||
         tk_memcpy_dtoh(b->ctx, host[out], dev[out], bytes) != TK_OK)
       bad = tk_last_error(b->ctx);
     else
       bad = check_output(w, host[0], w->p[1].r == W_IN ? host[1] : NULL, host[out],
                          w->p[out].t, welems(w, w->p[out].z));
-    double t = bad ? NAN : time_launches(b, k2, g, args, w->nparams);
-    if (bad) fprintf(stderr, "tkbench: %s warps=%d: %s\n", w->name, cands[wi], bad);
+    double t = bad ? NAN : time_launches(b, k2, g2, args, w->nparams);
+    if (bad) fprintf(stderr, "tkbench: %s warps=%d rows=%d: %s\n", w->name, warps, rows, bad);
     if (!isnan(t) && t < us) {
       us = t;
-      best_warps = cands[wi];
+      best_warps = warps;
+      best_rows = rows;
     }
     tk_module_destroy(m2);
   }
   char note[160];
-  if (best_warps)
+  if (best_rows)
+    snprintf(note, sizeof note, "checked, warps=%d, %d rows/program", best_warps, best_rows);
+  else if (best_warps)
     snprintf(note, sizeof note, "checked, warps=%d", best_warps);
   else
     snprintf(note, sizeof note, "%s", why ? why : "checked");

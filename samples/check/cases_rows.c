@@ -3,17 +3,22 @@
  * size.d[2] elements apart, so a stride above the row length checks that the gap is left
  * alone by the reads and the reference alike. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "samples/check/job.h"
 
-/* softmax and softmax_online share launch and reference. */
+/* softmax and softmax_online (variant 0: one program per row) and softmax_rows (variant
+ * 1: the second define is ROWS, rows per program, and the row count is an argument) share
+ * launch and reference. */
 void ck_run_softmax(ck_job *job) {
   long rows = job->size.d[0], n = job->size.d[1], stride = job->size.d[2];
   size_t total = (size_t)rows * stride;
   float *x = ck_random_f32(job, total, -8, 8), *y = ck_host(job, total, 4);
   tk_devptr dx = ck_upload(job, x, total * 4), dy = ck_upload(job, y, total * 4);
-  tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i64(stride), tk_arg_i32((int32_t)n)};
-  ck_launch(job, (tk_grid){(unsigned)rows, 1, 1}, a, 4);
+  tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i64(stride), tk_arg_i32((int32_t)n),
+                tk_arg_i32((int32_t)rows)};
+  long per = job->c->variant == 1 ? atol(job->c->defines[1].value) : 1;
+  ck_launch(job, (tk_grid){(unsigned)((rows + per - 1) / per), 1, 1}, a, job->c->variant == 1 ? 5 : 4);
   ck_download(job, y, dy, total * 4);
   for (long r = 0; r < rows && !ck_failed(job); r++) {
     const float *xr = x + (size_t)r * stride;
