@@ -1,7 +1,7 @@
 /* cases_rows.c — the row-wise samples (softmax, softmax_online, row_sum_chunked,
- * layernorm, rmsnorm, cross_entropy): one program per row of size.d[1] values, rows
- * size.d[2] elements apart, so a stride above the row length checks that the gap is left
- * alone by the reads and the reference alike. */
+ * layernorm, layernorm_f32, rmsnorm, cross_entropy): one program per row of size.d[1]
+ * values, rows size.d[2] elements apart, so a stride above the row length checks that the
+ * gap is left alone by the reads and the reference alike. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -47,17 +47,28 @@ void ck_run_row_sum(ck_job *job) {
   }
 }
 
-/* variant 0: layernorm (mean removed, bias added, mean saved), 1: rmsnorm. f16 rows in
- * and out, f32 statistics. */
+/* n random values in [lo, hi), f32 or f16. */
+static void *random_floats(ck_job *job, bool f32, size_t n, double lo, double hi) {
+  return f32 ? (void *)ck_random_f32(job, n, lo, hi) : (void *)ck_random_f16(job, n, lo, hi);
+}
+
+/* Element i of an f32 or f16 array. */
+static double float_at(const void *p, bool f32, size_t i) {
+  return f32 ? ((const float *)p)[i] : (double)((const _Float16 *)p)[i];
+}
+
+/* variant 0: layernorm (mean removed, bias added, mean saved), 1: rmsnorm, both on f16
+ * rows; 2: layernorm_f32, f32 rows. Rows, weight and bias in the row type, statistics in
+ * f32. */
 void ck_run_norm(ck_job *job) {
   long rows = job->size.d[0], n = job->size.d[1], stride = job->size.d[2];
-  bool layernorm = job->c->variant == 0;
-  size_t total = (size_t)rows * stride;
-  _Float16 *x = ck_random_f16(job, total, -3, 3), *w = ck_random_f16(job, n, 0.5, 1.5);
-  _Float16 *b = ck_random_f16(job, n, -1, 1), *y = ck_host(job, total, 2);
+  bool layernorm = job->c->variant != 1, f32 = job->c->variant == 2;
+  size_t total = (size_t)rows * stride, es = f32 ? 4 : 2;
+  void *x = random_floats(job, f32, total, -3, 3), *w = random_floats(job, f32, n, 0.5, 1.5);
+  void *b = random_floats(job, f32, n, -1, 1), *y = ck_host(job, total, es);
   float *mean = ck_host(job, rows, 4), *rstd = ck_host(job, rows, 4);
-  tk_devptr dx = ck_upload(job, x, total * 2), dy = ck_upload(job, y, total * 2);
-  tk_devptr dw = ck_upload(job, w, n * 2), db = ck_upload(job, b, n * 2);
+  tk_devptr dx = ck_upload(job, x, total * es), dy = ck_upload(job, y, total * es);
+  tk_devptr dw = ck_upload(job, w, n * es), db = ck_upload(job, b, n * es);
   tk_devptr dm = ck_upload(job, mean, rows * 4), dr = ck_upload(job, rstd, rows * 4);
   float eps = 1e-5f;
   tk_grid grid = {(unsigned)rows, 1, 1};
@@ -70,22 +81,24 @@ void ck_run_norm(ck_job *job) {
                   tk_arg_i64(stride), tk_arg_i32((int32_t)n), tk_arg_f32(eps)};
     ck_launch(job, grid, a, 7);
   }
-  ck_download(job, y, dy, total * 2);
+  ck_download(job, y, dy, total * es);
   ck_download(job, mean, dm, rows * 4);
   ck_download(job, rstd, dr, rows * 4);
+  /* f32 outputs carry the error of f32 sums and of the GPU's rsqrt; f16 ones one rounding */
+  double rtol = f32 ? CK_APPROX_RTOL : CK_F16_RTOL, atol = f32 ? CK_APPROX_ATOL : CK_F16_ATOL;
   for (long r = 0; r < rows && !ck_failed(job); r++) {
-    const _Float16 *xr = x + (size_t)r * stride;
+    size_t row = (size_t)r * stride;
     double mu = 0, var = 0;
-    for (long c = 0; c < n; c++) mu += xr[c];
+    for (long c = 0; c < n; c++) mu += float_at(x, f32, row + c);
     mu = layernorm ? mu / n : 0;
-    for (long c = 0; c < n; c++) var += (xr[c] - mu) * (xr[c] - mu);
+    for (long c = 0; c < n; c++) var += pow(float_at(x, f32, row + c) - mu, 2);
     double rs = 1 / sqrt(var / n + eps);
     if (layernorm) ck_close(job, "mean", r, mean[r], mu, 1e-4, 1e-5);
     ck_close(job, "rstd", r, rstd[r], rs, 1e-4, 1e-5);
     for (long c = 0; c < n && !ck_failed(job); c++) {
-      size_t i = (size_t)r * stride + c;
-      double want = (xr[c] - mu) * rs * w[c] + (layernorm ? (double)b[c] : 0);
-      ck_close(job, job->c->kernel, i, y[i], want, CK_F16_RTOL, CK_F16_ATOL);
+      double want = (float_at(x, f32, row + c) - mu) * rs * float_at(w, f32, c) +
+                    (layernorm ? float_at(b, f32, c) : 0);
+      ck_close(job, job->c->kernel, row + c, float_at(y, f32, row + c), want, rtol, atol);
     }
   }
 }
