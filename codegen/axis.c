@@ -1,9 +1,10 @@
 /* Axis analysis (Triton's AxisInfo, along the row-major order of a tile's elements, so
  * that for N-D tiles runs follow the last dim): contiguity, constancy and power-of-two
  * divisibility of integer and pointer values, which decide where memory accesses may be
- * vectorized and where a mask is uniform over a vector. Pointer parameters are assumed
- * 16-byte aligned (the ABI in codegen.h); integer parameters are assumed nothing. Values
- * carried around a loop are assumed nothing either, except the induction variable. */
+ * vectorized and where a mask is uniform over a vector. Parameters are known only through
+ * the kernel's facts (ir_func.param_div, from specialization); without one a pointer is
+ * assumed aligned to its element only, an integer nothing. Values carried around a loop
+ * are assumed nothing either, except the induction variable. */
 #include "cg.h"
 
 enum { DIV_CAP = 1 << 30 };
@@ -143,7 +144,9 @@ static void analyze(ir_op *op, void *ctx) {
 void cg_axis_analyze(cg_ctx *c, const ir_func *f) {
   for (int i = 0; i < f->body->nargs; i++) {
     const ir_value *p = f->body->args[i];
-    c->axis[p->id] = p->type->kind == IR_PTR ? (cg_axis){1, 1, CG_VEC_BYTES} : unknown(p);
+    cg_axis a = unknown(p);
+    a.div = a.div > ir_param_div(f, i) ? a.div : ir_param_div(f, i);
+    c->axis[p->id] = a;
   }
   ir_walk(f->body, analyze, c);
 }

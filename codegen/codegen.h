@@ -14,11 +14,17 @@
  *    is replicated; stores and atomics are issued by one owner per element only.
  *  - Kernel ABI: parameters in order, each by value at its dtype's storage size (i1 as one
  *    byte holding 0 or 1, f16/bf16 as 16-bit patterns, pointers as 64-bit global
- *    addresses). Pointer arguments must be 16-byte aligned, as with Triton's default
- *    specialization: loads and stores are vectorized on that assumption.
- *  - Masked vector accesses: when the mask is provably uniform over a vector it predicates
- *    the vector access; otherwise the vector access runs when all its lanes are active and
- *    a per-element predicated fallback runs otherwise (a branch on the tail only).
+ *    addresses). What is assumed of the arguments is exactly the kernel's parameter facts
+ *    (ir_func.param_div: a pointer aligned to D bytes, an integer a multiple of D); a
+ *    pointer without one is assumed aligned to its element only. (Before specialization
+ *    existed, every pointer was assumed 16-byte aligned: no longer.) An argument that
+ *    breaks a fact is undefined behaviour.
+ *  - Memory accesses are vectorized (up to 16 bytes) only where the facts prove the
+ *    addresses contiguous and aligned; nothing is tested at run time. A masked access is
+ *    predicated without a branch: one predicated vector access when the mask is provably
+ *    constant over the vector (e.g. `offs < n` with n a known multiple of 16), else one
+ *    predicated access per element (`@p ld.global.b32`), as Triton does. Masked-off
+ *    lanes are never touched; a load yields `other` there.
  *  - Atomics are relaxed (monotonic) at GPU scope, like CUDA's atomicAdd. A scalar atomic
  *    is performed once per program (by thread 0) and its old value broadcast.
  *  - Tiles of any rank follow the thread layouts in their types (the tiling pass's); a

@@ -132,11 +132,17 @@ static LLVMValueRef make_function(cg_ctx *c, const ir_func *f) {
   LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c->llc), params, (unsigned)n, false);
   LLVMValueRef fn = LLVMAddFunction(c->mod, f->name, fty);
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  /* A pointer is as aligned as its facts say (its element's alignment when unspecialized):
+   * LLVM's own vectorizer must not assume more than axis.c does. */
   unsigned align_kind = LLVMGetEnumAttributeKindForName("align", 5);
-  for (int i = 0; i < n; i++)
-    if (f->body->args[i]->type->kind == IR_PTR)
-      LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
-                              LLVMCreateEnumAttribute(c->llc, align_kind, CG_VEC_BYTES));
+  for (int i = 0; i < n; i++) {
+    const ir_type *t = f->body->args[i]->type;
+    if (t->kind != IR_PTR) continue;
+    int align = ir_dtype_bytes(t->elem->dtype);
+    if (ir_param_div(f, i) > align) align = ir_param_div(f, i);
+    LLVMAddAttributeAtIndex(fn, (unsigned)i + 1,
+                            LLVMCreateEnumAttribute(c->llc, align_kind, (uint64_t)align));
+  }
   return fn;
 }
 

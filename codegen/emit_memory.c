@@ -1,14 +1,13 @@
 /* Loads, stores and atomics. Each thread groups its contiguous elements into vector
  * accesses of up to 16 bytes when the pointer tile is provably contiguous and aligned
- * (axis.c); masks are handled as codegen.h says: a uniform mask predicates the vector, a
- * mask of unknown shape falls back to per-element predication when a vector is partly
- * active. A contiguous run whose alignment is unknown (a row base `x + row * stride`)
- * takes the vector path when its address turns out aligned at run time. Replicated
- * elements and scalar stores/atomics are issued by one thread only. Masks, values and
- * results follow the pointer tile's layout (converted when the IR disagrees). */
+ * (axis.c, from the kernel's parameter facts: nothing is tested at run time), and, for a
+ * masked access, when the mask is provably constant over the group. A masked group is one
+ * predicated PTX access (`@p ld.global.v4.b32`, as Triton emits), written as inline asm
+ * because LLVM would turn a conditional access into branches; masked-off lanes are never
+ * touched and a load yields `other` there. Replicated elements and scalar stores/atomics
+ * are issued by one thread only. Masks, values and results follow the pointer tile's
+ * layout (converted when the IR disagrees). */
 #include "cg.h"
-
-typedef enum { UNMASKED, UNIFORM, SPLIT } mask_mode;
 
 /* The slots of one memory op, as this thread sees them. */
 typedef struct {
@@ -26,20 +25,21 @@ static LLVMValueRef and_opt(cg_ctx *c, LLVMValueRef a, LLVMValueRef b) {
 }
 
 /* The vector width for op's pointer tile under layout l: a thread's adjacent slots along
- * the last dim (the one row-major addresses follow), contiguous and <= 16 bytes;
- * *aligned tells whether the alignment is proven (else it is tested at run time). */
-static int access_width(cg_ctx *c, const ir_value *ptr, const cg_layout *l, int bytes,
-                        bool *aligned) {
-  *aligned = true;
+ * the last dim (the one row-major addresses follow), contiguous, aligned to the whole
+ * vector, <= 16 bytes and, with an explicit mask, inside one run over which the mask is
+ * constant. */
+static int access_width(cg_ctx *c, const ir_op *op, int mask_at, const cg_layout *l, int bytes) {
   if (!l->tile || l->fast != l->rank - 1) return 1;
-  cg_axis ax = cg_axis_of(c, ptr);
+  cg_axis ax = cg_axis_of(c, op->operands[0]);
+  int mask_runs = op->noperands > mask_at ? cg_axis_of(c, op->operands[mask_at]).constancy : 1 << 30;
   int spt = l->spt[l->base[l->fast]], w = 1;
   /* A power of two dividing the run a thread owns, the dim, and its slot count, so that
    * a group never straddles two runs or the dim's wrap-around. */
-  while (2 * w <= spt && 2 * w <= ax.contig && 2 * w * bytes <= CG_VEC_BYTES && spt % (2 * w) == 0 &&
-         l->shape[l->fast] % (2 * w) == 0 && l->ext[l->fast] % (2 * w) == 0)
-    w *= 2;
-  *aligned = w == 1 || ax.div % (w * bytes) == 0;
+  for (int w2 = 2; w2 <= spt && w2 <= ax.contig && w2 * bytes <= CG_VEC_BYTES; w2 *= 2) {
+    if (spt % w2 || l->shape[l->fast] % w2 || l->ext[l->fast] % w2) break;
+    if (ax.div % (w2 * bytes) || mask_runs % w2) break;
+    w = w2;
+  }
   return w;
 }
 
@@ -75,14 +75,6 @@ static access gather(cg_ctx *c, const ir_op *op, const cg_layout *l, int mask_at
   return a;
 }
 
-static mask_mode mode_of(cg_ctx *c, const ir_op *op, int mask_at, const access *a, int w) {
-  if (!a->mask) return UNMASKED;
-  if (w == 1) return UNIFORM;
-  bool explicit_mask = op->noperands > mask_at;
-  if (!explicit_mask || cg_axis_of(c, op->operands[mask_at]).constancy >= w) return UNIFORM;
-  return SPLIT;
-}
-
 /* The in-memory vector type for w elements: 32-bit lanes for narrow types, so that a
  * 16-byte f16 access is one ld.global.v4.b32. */
 static LLVMTypeRef vec_type(cg_ctx *c, const access *a, int w) {
@@ -100,8 +92,9 @@ static LLVMValueRef to_mem(cg_ctx *c, tk_dtype dt, LLVMValueRef x) {
   return dt == TK_I1 ? LLVMBuildZExt(c->b, x, LLVMInt8TypeInContext(c->llc), "") : x;
 }
 
-/* w register values as the in-memory vector <w x T>. */
+/* w register values as their in-memory form: one element, or the vector <w x T>. */
 static LLVMValueRef pack(cg_ctx *c, const access *a, const LLVMValueRef *vals, int w) {
+  if (w == 1) return to_mem(c, a->dt, vals[0]);
   LLVMValueRef v = LLVMGetUndef(LLVMVectorType(cg_mem_type(c, a->dt), (unsigned)w));
   for (int i = 0; i < w; i++)
     v = LLVMBuildInsertElement(c->b, v, to_mem(c, a->dt, vals[i]), cg_i32(c, i), "");
@@ -124,7 +117,7 @@ static LLVMValueRef access_plain(cg_ctx *c, const access *a, int j0, int w, bool
   LLVMTypeRef vt = w == 1 ? cg_mem_type(c, a->dt) : vec_type(c, a, w);
   unsigned align = (unsigned)(w * a->bytes);
   if (store) {
-    LLVMValueRef v = w == 1 ? to_mem(c, a->dt, a->val[j0]) : pack(c, a, a->val + j0, w);
+    LLVMValueRef v = pack(c, a, a->val + j0, w);
     LLVMSetAlignment(LLVMBuildStore(c->b, LLVMBuildBitCast(c->b, v, vt, ""), a->ptr[j0]), align);
     return NULL;
   }
@@ -134,70 +127,102 @@ static LLVMValueRef access_plain(cg_ctx *c, const access *a, int j0, int w, bool
   return LLVMBuildBitCast(c->b, v, LLVMVectorType(cg_mem_type(c, a->dt), (unsigned)w), "");
 }
 
-static void access_group(cg_ctx *c, const access *a, int j0, int w, mask_mode mode,
-                         bool check_align, bool store, LLVMValueRef *out);
+/* ---- predicated accesses (inline PTX) ---- */
 
-/* Runs the plain access of [j0, j0+w) under cond; otherwise the elements one by one under
- * their masks (alt_of) or, for a load, yields `other`. A load's paths meet in one phi of
- * the packed vector: the optimizer then can neither split the vector load into scalars
- * nor sink them into a shared block, which would undo the vectorization. */
-static void access_if(cg_ctx *c, const access *a, int j0, int w, LLVMValueRef cond,
-                      const access *alt_of, bool store, LLVMValueRef *out) {
-  LLVMValueRef other = NULL;
-  if (!store && !alt_of) other = w == 1 ? to_mem(c, a->dt, a->val[j0]) : pack(c, a, a->val + j0, w);
-  LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b);
-  LLVMBasicBlockRef yes = cg_block(c, store ? "st" : "ld");
-  LLVMBasicBlockRef no = alt_of ? cg_block(c, store ? "st.each" : "ld.each") : NULL;
-  LLVMBasicBlockRef join = cg_block(c, store ? "st.join" : "ld.join");
-  LLVMBuildCondBr(c->b, cond, yes, no ? no : join);
-  LLVMPositionBuilderAtEnd(c->b, yes);
-  LLVMValueRef got = access_plain(c, a, j0, w, store);
-  LLVMBasicBlockRef yes_end = LLVMGetInsertBlock(c->b);
-  LLVMBuildBr(c->b, join);
-  LLVMBasicBlockRef no_end = from;
-  if (no) {
-    LLVMPositionBuilderAtEnd(c->b, no);
-    LLVMValueRef each[CG_VEC_BYTES];
-    mask_mode each_mode = alt_of->mask ? UNIFORM : UNMASKED;
-    for (int i = 0; i < w; i++) access_group(c, alt_of, j0 + i, 1, each_mode, false, store, each + i);
-    if (!store) other = w == 1 ? to_mem(c, a->dt, each[0]) : pack(c, a, each, w);
-    no_end = LLVMGetInsertBlock(c->b);
-    LLVMBuildBr(c->b, join);
-  }
-  LLVMPositionBuilderAtEnd(c->b, join);
-  if (store) return;
-  LLVMValueRef phi = LLVMBuildPhi(c->b, LLVMTypeOf(got), "");
-  LLVMValueRef vals[2] = {got, other};
-  LLVMBasicBlockRef bbs[2] = {yes_end, no_end};
-  LLVMAddIncoming(phi, vals, bbs, 2);
-  unpack(c, a, phi, w, out);
+/* The registers one predicated access of `bytes` (1..16, a power of two) moves: 32-bit
+ * lanes from a word up, else one 16-bit register (PTX has no 8-bit ones). */
+typedef struct {
+  int n;            /* registers */
+  LLVMTypeRef t;    /* each one's type */
+  const char *type; /* the PTX access type */
+} lanes;
+
+static lanes lanes_of(cg_ctx *c, int bytes) {
+  if (bytes >= 4) return (lanes){bytes / 4, LLVMInt32TypeInContext(c->llc), "b32"};
+  return (lanes){1, LLVMInt16TypeInContext(c->llc), bytes == 2 ? "b16" : "u8"};
 }
 
-/* An i1: p is aligned to `bytes` (a power of two). */
-static LLVMValueRef is_aligned(cg_ctx *c, LLVMValueRef p, int bytes) {
-  LLVMTypeRef i64 = LLVMInt64TypeInContext(c->llc);
-  LLVMValueRef low = LLVMBuildAnd(c->b, LLVMBuildPtrToInt(c->b, p, i64, ""),
-                                  LLVMConstInt(i64, (unsigned long long)bytes - 1, false), "");
-  return LLVMBuildICmp(c->b, LLVMIntEQ, low, LLVMConstNull(i64), "aligned");
+static const char *lane_constraint(const lanes *L) { return LLVMGetIntTypeWidth(L->t) == 32 ? "r" : "h"; }
+
+/* The packed value v (pack's form) as L's registers. */
+static void split_lanes(cg_ctx *c, LLVMValueRef v, const lanes *L, LLVMValueRef *out) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (LLVMGetTypeKind(t) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == 8) {
+    out[0] = LLVMBuildZExt(c->b, v, L->t, "");
+    return;
+  }
+  if (L->n == 1) {
+    out[0] = LLVMBuildBitCast(c->b, v, L->t, "");
+    return;
+  }
+  LLVMValueRef vec = LLVMBuildBitCast(c->b, v, LLVMVectorType(L->t, (unsigned)L->n), "");
+  for (int i = 0; i < L->n; i++) out[i] = LLVMBuildExtractElement(c->b, vec, cg_i32(c, i), "");
 }
 
-/* Slots [j0, j0+w). A vector access runs when it is known to be safe; when that depends on
- * the lanes' masks (SPLIT) or on the address's alignment (check_align), it runs under
- * that test, and each element on its own (predicated by its mask) otherwise. */
-static void access_group(cg_ctx *c, const access *a, int j0, int w, mask_mode mode,
-                         bool check_align, bool store, LLVMValueRef *out) {
-  if (w > 1 && (mode == SPLIT || check_align)) {
-    LLVMValueRef cond = NULL;
-    if (mode == UNIFORM) cond = a->mask[j0];
-    for (int i = 0; mode == SPLIT && i < w; i++) cond = and_opt(c, cond, a->mask[j0 + i]);
-    if (check_align) cond = and_opt(c, cond, is_aligned(c, a->ptr[j0], w * a->bytes));
-    access_if(c, a, j0, w, cond, a, store, out);
-  } else if (mode == UNMASKED) {
-    LLVMValueRef v = access_plain(c, a, j0, w, store);
-    if (!store) unpack(c, a, v, w, out);
-  } else {
-    access_if(c, a, j0, w, a->mask[j0], NULL, store, out);
+/* The inverse of split_lanes: L's registers as a packed value of type to. */
+static LLVMValueRef join_lanes(cg_ctx *c, const LLVMValueRef *in, const lanes *L, LLVMTypeRef to) {
+  if (LLVMGetTypeKind(to) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(to) == 8)
+    return LLVMBuildTrunc(c->b, in[0], to, "");
+  if (L->n == 1) return LLVMBuildBitCast(c->b, in[0], to, "");
+  LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(L->t, (unsigned)L->n));
+  for (int i = 0; i < L->n; i++) vec = LLVMBuildInsertElement(c->b, vec, in[i], cg_i32(c, i), "");
+  return LLVMBuildBitCast(c->b, vec, to, "");
+}
+
+/* "{$0, $1}" (or "$0" for one register) naming n operands from first. */
+static void reg_list(su_buf *b, int first, int n) {
+  if (n > 1) su_buf_puts(b, "{");
+  for (int i = 0; i < n; i++) su_buf_printf(b, "%s$%d", i ? ", " : "", first + i);
+  if (n > 1) su_buf_puts(b, "}");
+}
+
+/* Calls the inline asm text/constraints with args; sideeffect, so that LLVM neither
+ * merges nor reorders it with other memory accesses (it cannot see that it is one). */
+static LLVMValueRef call_asm(cg_ctx *c, LLVMTypeRef ret, LLVMValueRef *args, int nargs,
+                             su_buf *text, su_buf *cons) {
+  LLVMTypeRef pt[2 + 4];
+  for (int i = 0; i < nargs; i++) pt[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)nargs, false);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, text->data, text->len, cons->data, cons->len, true,
+                                     false, LLVMInlineAsmDialectATT, false);
+  LLVMValueRef r = LLVMBuildCall2(c->b, ft, fn, args, (unsigned)nargs, "");
+  su_buf_free(text);
+  su_buf_free(cons);
+  return r;
+}
+
+/* Slots [j0, j0+w) under the (uniform) predicate a->mask[j0], without a branch. A load's
+ * registers start as `other`, so that masked-off lanes keep it; it returns the packed
+ * value read. */
+static LLVMValueRef access_predicated(cg_ctx *c, const access *a, int j0, int w, bool store) {
+  lanes L = lanes_of(c, w * a->bytes);
+  const char *vec = L.n == 4 ? ".v4" : L.n == 2 ? ".v2" : "";
+  const char *rc = lane_constraint(&L);
+  LLVMValueRef args[2 + 4] = {a->ptr[j0], a->mask[j0]};
+  split_lanes(c, pack(c, a, a->val + j0, w), &L, args + 2);
+  su_buf text = {0}, cons = {0};
+  if (store) {
+    su_buf_printf(&text, "@$1 st.global%s.%s [$0], ", vec, L.type);
+    reg_list(&text, 2, L.n);
+    su_buf_puts(&text, ";");
+    su_buf_puts(&cons, "l,b");
+    for (int i = 0; i < L.n; i++) su_buf_printf(&cons, ",%s", rc);
+    call_asm(c, LLVMVoidTypeInContext(c->llc), args, 2 + L.n, &text, &cons);
+    return NULL;
   }
+  su_buf_printf(&text, "@$%d ld.global%s.%s ", L.n + 1, vec, L.type);
+  reg_list(&text, 0, L.n);
+  su_buf_printf(&text, ", [$%d];", L.n);
+  for (int i = 0; i < L.n; i++) su_buf_printf(&cons, "=%s,", rc);
+  su_buf_puts(&cons, "l,b");
+  for (int i = 0; i < L.n; i++) su_buf_printf(&cons, ",%d", i); /* tied to the outputs */
+  LLVMTypeRef lt[4] = {L.t, L.t, L.t, L.t};
+  LLVMTypeRef ret = L.n == 1 ? L.t : LLVMStructTypeInContext(c->llc, lt, (unsigned)L.n, false);
+  LLVMValueRef r = call_asm(c, ret, args, 2 + L.n, &text, &cons);
+  LLVMValueRef got[4] = {r};
+  for (int i = 0; L.n > 1 && i < L.n; i++) got[i] = LLVMBuildExtractValue(c->b, r, (unsigned)i, "");
+  LLVMTypeRef mem = cg_mem_type(c, a->dt);
+  return join_lanes(c, got, &L, w == 1 ? mem : LLVMVectorType(mem, (unsigned)w));
 }
 
 static void emit_load_store(cg_ctx *c, const ir_op *op, bool store) {
@@ -205,12 +230,12 @@ static void emit_load_store(cg_ctx *c, const ir_op *op, bool store) {
   cg_layout l = cg_layout_of(c, ptr->type);
   int mask_at = store ? 2 : 1, val_at = store ? 1 : 2;
   access a = gather(c, op, &l, mask_at, val_at, store);
-  bool aligned;
-  int w = access_width(c, ptr, &l, a.bytes, &aligned);
-  mask_mode mode = mode_of(c, op, mask_at, &a, w);
+  int w = access_width(c, op, mask_at, &l, a.bytes);
   LLVMValueRef *out = store ? NULL : cg_slots(c, l.per);
-  for (int j0 = 0; j0 < l.per; j0 += w)
-    access_group(c, &a, j0, w, mode, !aligned, store, out ? out + j0 : NULL);
+  for (int j0 = 0; j0 < l.per; j0 += w) {
+    LLVMValueRef v = a.mask ? access_predicated(c, &a, j0, w, store) : access_plain(c, &a, j0, w, store);
+    if (!store) unpack(c, &a, v, w, out + j0);
+  }
   if (store) return;
   cg_layout rl = cg_layout_of(c, op->results[0]->type);
   cg_val r = cg_relayout(c, (cg_val){out, l.per}, &l, &rl);

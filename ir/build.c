@@ -60,9 +60,29 @@ ir_value *ir_func_add_param(ir_module *m, ir_func *f, const char *name, const ir
   const char *n = name ? su_strdup(m->arena, name) : NULL;
   f->param_names = (const char **)append_ptr(m->arena, (void **)f->param_names, f->body->nargs,
                                              (void *)n);
+  if (f->param_div) { /* keep it parallel to the parameters */
+    int *div = SU_NEW_ARRAY(m->arena, int, f->body->nargs + 1);
+    memcpy(div, f->param_div, sizeof *div * (size_t)f->body->nargs);
+    div[f->body->nargs] = 1;
+    f->param_div = div;
+  }
   ir_value *v = ir_block_add_arg(m, f->body, t);
   v->name = n;
   return v;
+}
+
+int ir_param_div(const ir_func *f, int i) {
+  return f->param_div && i >= 0 && i < f->body->nargs ? f->param_div[i] : 1;
+}
+
+void ir_func_set_param_div(ir_module *m, ir_func *f, int i, int d) {
+  SU_ASSERT(i >= 0 && i < f->body->nargs && d >= 1 && (d & (d - 1)) == 0);
+  if (!f->param_div) {
+    if (d == 1) return;
+    f->param_div = SU_NEW_ARRAY(m->arena, int, f->body->nargs);
+    for (int k = 0; k < f->body->nargs; k++) f->param_div[k] = 1;
+  }
+  f->param_div[i] = d;
 }
 
 ir_func *ir_module_find(const ir_module *m, const char *name) {

@@ -178,6 +178,11 @@ typedef struct ir_func {
   int num_warps, num_stages;
   ir_binding *bindings;
   int nbindings;
+  /* Per parameter, parallel to body->args (NULL: nothing known): a power of two D known to
+   * divide it — an integer's value, a pointer's address in bytes; 1 when nothing is known.
+   * Set for integer and pointer parameters only. The JIT sets them per argument signature
+   * (Triton's specialization), tkc from --specialize; codegen relies on them. */
+  int *param_div;
 } ir_func;
 
 struct ir_module {
@@ -196,6 +201,11 @@ ir_module *ir_module_new(su_arena *a, const char *source_name);
 ir_func *ir_func_new(ir_module *m, const char *name, ir_loc loc);
 /* Appends a parameter to the kernel and returns its value. */
 ir_value *ir_func_add_param(ir_module *m, ir_func *f, const char *name, const ir_type *t);
+/* The known divisibility of f's parameter i (1 when nothing is known). */
+int ir_param_div(const ir_func *f, int i);
+/* Records that parameter i (integer or pointer) is divisible by d, a power of two (1:
+ * nothing known); the array is allocated in m's arena on first use. */
+void ir_func_set_param_div(ir_module *m, ir_func *f, int i, int d);
 /* Finds a kernel by name. */
 ir_func *ir_module_find(const ir_module *m, const char *name);
 

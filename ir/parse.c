@@ -519,6 +519,23 @@ static void parse_bindings(parser *p, ir_func *f) {
   for (int i = 0; i < v.len; i++) f->bindings[i] = *(ir_binding *)v.data[i];
 }
 
+/* `{div = D}` after the last parameter's type: what is known about its values. */
+static void parse_param_facts(parser *p, ir_func *f) {
+  int i = f->body->nargs - 1;
+  const ir_type *t = f->body->args[i]->type;
+  su_loc at = p->tok.loc;
+  expect_punct(p, '{');
+  expect_word(p, "div");
+  expect_punct(p, '=');
+  su_loc dat = p->tok.loc;
+  int64_t d = parse_int(p, 1, 1 << 30, "a divisibility");
+  if (d & (d - 1)) fail_at(p, dat, "divisibility %lld is not a power of two", (long long)d);
+  expect_punct(p, '}');
+  if (t->kind != IR_PTR && !(t->kind == IR_SCALAR && ir_dtype_is_int(t->dtype) && t->dtype != TK_I1))
+    fail_at(p, at, "only integer and pointer parameters take a divisibility");
+  ir_func_set_param_div(p->m, f, i, (int)d);
+}
+
 static void parse_kernel(parser *p) {
   expect_word(p, "kernel");
   const char *name;
@@ -542,6 +559,7 @@ static void parse_kernel(parser *p) {
     irtok vname = parse_def_name(p, &hint);
     expect_punct(p, ':');
     define_value(p, &vname, ir_func_add_param(p->m, f, hint, parse_type(p)));
+    if (is_punct(p, '{')) parse_param_facts(p, f);
   }
   next(p);
   if (is_word(p, "warps")) {

@@ -190,6 +190,7 @@ static void print_func(su_buf *b, ir_func *f) {
     if (is_ident(name)) su_buf_printf(b, " /*%s*/", name);
     su_buf_puts(b, ": ");
     ir_type_print(b, v->type);
+    if (ir_param_div(f, i) != 1) su_buf_printf(b, " {div = %d}", ir_param_div(f, i));
   }
   su_buf_printf(b, ") warps(%d) stages(%d)", f->num_warps, f->num_stages);
   if (f->nbindings) {

@@ -434,6 +434,20 @@ static void collect(ir_op *op, void *ctx) {
     for (int i = 0; i < op->regions[r]->nargs; i++) v->byid[op->regions[r]->args[i]->id] = op->regions[r]->args[i];
 }
 
+/* Divisibilities are powers of two, on integer and pointer parameters only. */
+static void check_param_facts(verifier *v, const ir_func *f) {
+  for (int i = 0; i < f->body->nargs; i++) {
+    int d = ir_param_div(f, i);
+    const ir_type *t = f->body->args[i]->type;
+    bool fits = t->kind == IR_PTR || (t->kind == IR_SCALAR && ir_dtype_is_int(t->dtype) && t->dtype != TK_I1);
+    if (d == 1 || (d > 1 && !(d & (d - 1)) && fits)) continue;
+    su_loc loc = {v->src, 1, 0, f->loc.line, f->loc.col};
+    su_error(v->d, loc, "kernel '%s': parameter %d has divisibility %d%s", f->name, i, d,
+             fits ? ", not a power of two" : ", but is neither an integer nor a pointer");
+    v->ok = false;
+  }
+}
+
 static void check_func(verifier *v, ir_func *f) {
   v->nvalues = ir_number_values(f);
   su_arena *a = v->d->arena;
@@ -443,6 +457,7 @@ static void check_func(verifier *v, ir_func *f) {
   v->ndefined = 0;
   for (int i = 0; i < f->body->nargs; i++) v->byid[f->body->args[i]->id] = f->body->args[i];
   ir_walk(f->body, collect, v);
+  check_param_facts(v, f);
   check_block(v, f->body);
   if (!f->body->last || f->body->last->opc != IR_RETURN) {
     su_loc loc = {v->src, 1, 0, f->loc.line, f->loc.col};

@@ -14,8 +14,19 @@
  *    (a conversion only for floats) and calls cuLaunchKernel once. The driver copies only
  *    the parameter's size from each slot, and on a little-endian host the low bytes of an
  *    integer slot are the integer truncated to that size, as the ABI wants.
+ *  - Specialization (Triton's): a kernel is compiled per "divisibility signature" of its
+ *    arguments, one bit per integer or pointer parameter (of the first 64) telling whether
+ *    the argument is a multiple of 16 (a pointer: 16-byte aligned); codegen sees those
+ *    facts on a shallow copy of the IR (ir_func.param_div) and vectorizes through them.
+ *    The variant where every bit is set (sizes multiple of 16, aligned allocations) is
+ *    compiled eagerly, for the whole module, at load; any other is compiled, for its
+ *    kernel alone, on the first launch that needs it, through the same cache (the
+ *    signature is part of the key), and loaded as a module of its own. A launch computes
+ *    the signature while it stores the arguments (an AND and a compare per argument, no
+ *    branch) and compares it with the variant in use: one branch on the common path.
  *  - AOT PTX kernels take their signatures from the PTX (ptx_sig.h), so their arguments
  *    are still counted and type-checked, with PTX's limits (no signedness, no pointee).
+ *    They have no IR, hence a single variant.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,15 +49,37 @@ typedef struct {
 /* How an argument is stored into its slot. */
 typedef enum { SLOT_BITS, SLOT_BOOL, SLOT_F16, SLOT_BF16, SLOT_F32, SLOT_F64 } slot_kind;
 
+/* One compiled specialization of a kernel. */
 typedef struct {
+  uint64_t key; /* the divisibility signature it was compiled for */
   CUfunction fn;
-  unsigned block; /* threads per program */
   unsigned shmem; /* dynamic shared memory bytes (scratch above 48 KB), 0 when static */
+} cuda_variant;
+
+typedef struct {
+  uint64_t cur;   /* the signature of the variant in use, whose fn and shmem follow */
+  CUfunction fn;
+  unsigned shmem;
+  unsigned block; /* threads per program */
   int nparams;
   uint8_t *kinds;
+  uint64_t *bits; /* per parameter: its bit in the signature, 0 when it has none */
   uint64_t *slots;
   void **argv;    /* argv[i] == &slots[i] */
+  cuda_variant *variants; /* every variant loaded so far */
+  int nvariants, capvariants;
 } cuda_kernel;
+
+/* A module's driver state: its CUmodules (the one loaded with it, then one per variant
+ * compiled at launch) and what compiling another variant needs. */
+typedef struct {
+  CUmodule *mods;
+  int nmods, capmods;
+  rt_cache_key base; /* rt_cache_key_compile of the source */
+  const char *arch;
+  int opt_level;
+  bool use_cache;
+} cuda_module;
 
 static cuda_state *state(tk_context *ctx) { return ctx->state; }
 
@@ -176,8 +209,22 @@ static tk_status cuda_sync(tk_context *ctx) {
 
 /* ---- loading ------------------------------------------------------------------------- */
 
-/* Loads NUL-terminated PTX into m->handle; a JIT failure carries the driver's log. */
-static tk_status load_module(tk_context *ctx, tk_module *m, const char *ptx) {
+/* Appends mod to m's modules (unloaded with it). */
+static void keep_module(tk_module *m, CUmodule mod) {
+  cuda_module *cm = m->handle;
+  if (cm->nmods == cm->capmods) {
+    int cap = cm->capmods ? 2 * cm->capmods : 4;
+    CUmodule *v = SU_NEW_ARRAY(m->arena, CUmodule, cap);
+    if (cm->nmods) memcpy(v, cm->mods, sizeof *v * (size_t)cm->nmods);
+    cm->mods = v;
+    cm->capmods = cap;
+  }
+  cm->mods[cm->nmods++] = mod;
+}
+
+/* Loads NUL-terminated PTX into a new CUmodule of m (*out); a JIT failure carries the
+ * driver's log. */
+static tk_status load_module(tk_context *ctx, tk_module *m, const char *ptx, CUmodule *out) {
   cuda_state *st = state(ctx);
   enum { LOG = 16384 };
   char *errlog = su_alloc(m->arena, LOG), *infolog = su_alloc(m->arena, LOG);
@@ -196,7 +243,8 @@ static tk_status load_module(tk_context *ctx, tk_module *m, const char *ptx) {
     su_buf_free(&b);
     return TK_ERR_DRIVER;
   }
-  m->handle = mod;
+  keep_module(m, mod);
+  *out = mod;
   return TK_OK;
 }
 
@@ -211,13 +259,43 @@ static slot_kind slot_of(tk_dtype t) {
   }
 }
 
-/* Resolves k's CUfunction and precomputes its launch layout; a kernel whose scratch
- * exceeds the 48 KB of static shared memory is allowed its dynamic size here, once, so a
- * launch stays one driver call. */
-static tk_status bind_kernel(tk_context *ctx, tk_module *m, tk_kernel *k, const char *ptx) {
-  cuda_state *st = state(ctx);
+/* Precomputes k's launch layout: a slot per parameter, the driver's pointer array into
+ * the slots, and the signature bit of each integer and pointer parameter (none without
+ * IR: AOT PTX has one variant). */
+static void setup_kernel(tk_module *m, tk_kernel *k) {
   cuda_kernel *ck = SU_NEW(m->arena, cuda_kernel);
-  CUresult r = st->cu.ModuleGetFunction(&ck->fn, (CUmodule)m->handle, k->name);
+  ck->block = 32u * (unsigned)(k->num_warps > 0 ? k->num_warps : 4);
+  ck->nparams = k->nparams;
+  ck->kinds = SU_NEW_ARRAY(m->arena, uint8_t, k->nparams + 1);
+  ck->bits = SU_NEW_ARRAY(m->arena, uint64_t, k->nparams + 1);
+  ck->slots = SU_NEW_ARRAY(m->arena, uint64_t, k->nparams + 1);
+  ck->argv = SU_NEW_ARRAY(m->arena, void *, k->nparams + 1);
+  for (int i = 0; i < k->nparams; i++) {
+    ck->kinds[i] = (uint8_t)slot_of(k->params[i].type);
+    /* SLOT_BITS holds exactly the integers but i1, and pointers */
+    bool spec = k->ir && i < 64 && ck->kinds[i] == SLOT_BITS;
+    ck->bits[i] = spec ? UINT64_C(1) << i : 0;
+    ck->argv[i] = &ck->slots[i];
+  }
+  k->handle = ck;
+}
+
+/* The signature where every parameter that has a bit is specialized. */
+static uint64_t full_key(const cuda_kernel *ck) {
+  uint64_t key = 0;
+  for (int i = 0; i < ck->nparams; i++) key |= ck->bits[i];
+  return key;
+}
+
+/* Resolves k's CUfunction in mod (loaded from ptx) as the variant for key, makes it the
+ * one in use, and records it; a kernel whose scratch exceeds the 48 KB of static shared
+ * memory is allowed its dynamic size here, once, so a launch stays one driver call. */
+static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const char *ptx,
+                             uint64_t key) {
+  cuda_state *st = state(ctx);
+  cuda_kernel *ck = k->handle;
+  cuda_variant v = {key, NULL, 0};
+  CUresult r = st->cu.ModuleGetFunction(&v.fn, mod, k->name);
   if (r != CUDA_SUCCESS) {
     su_buf b = {0};
     rt_cuda_describe(&st->cu, r, &b);
@@ -226,10 +304,9 @@ static tk_status bind_kernel(tk_context *ctx, tk_module *m, tk_kernel *k, const 
     su_buf_free(&b);
     return TK_ERR_DRIVER;
   }
-  ck->block = 32u * (unsigned)(k->num_warps > 0 ? k->num_warps : 4);
   int shmem = 0;
   if (cg_ptx_shared_bytes(ptx, k->name, &shmem) && shmem > 0) {
-    r = st->cu.FuncSetAttribute(ck->fn, RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shmem);
+    r = st->cu.FuncSetAttribute(v.fn, RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shmem);
     if (r != CUDA_SUCCESS) {
       su_buf b = {0};
       rt_cuda_describe(&st->cu, r, &b);
@@ -238,40 +315,61 @@ static tk_status bind_kernel(tk_context *ctx, tk_module *m, tk_kernel *k, const 
       su_buf_free(&b);
       return TK_ERR_DRIVER;
     }
-    ck->shmem = (unsigned)shmem;
+    v.shmem = (unsigned)shmem;
   }
-  ck->nparams = k->nparams;
-  ck->kinds = SU_NEW_ARRAY(m->arena, uint8_t, k->nparams + 1);
-  ck->slots = SU_NEW_ARRAY(m->arena, uint64_t, k->nparams + 1);
-  ck->argv = SU_NEW_ARRAY(m->arena, void *, k->nparams + 1);
-  for (int i = 0; i < k->nparams; i++) {
-    ck->kinds[i] = (uint8_t)slot_of(k->params[i].type);
-    ck->argv[i] = &ck->slots[i];
+  if (ck->nvariants == ck->capvariants) {
+    int cap = ck->capvariants ? 2 * ck->capvariants : 2;
+    cuda_variant *nv = SU_NEW_ARRAY(k->module->arena, cuda_variant, cap);
+    if (ck->nvariants) memcpy(nv, ck->variants, sizeof *nv * (size_t)ck->nvariants);
+    ck->variants = nv;
+    ck->capvariants = cap;
   }
-  k->handle = ck;
+  ck->variants[ck->nvariants++] = v;
+  ck->cur = key;
+  ck->fn = v.fn;
+  ck->shmem = v.shmem;
   return TK_OK;
 }
 
-static tk_status bind_all(tk_context *ctx, tk_module *m, const char *ptx) {
+/* Sets up every kernel of m and adds each one's variant from mod, compiled for the
+ * signature `all` selects (every bit, or none). */
+static tk_status bind_all(tk_context *ctx, tk_module *m, CUmodule mod, const char *ptx, bool all) {
   for (int i = 0; i < m->nkernels; i++) {
-    tk_status s = bind_kernel(ctx, m, &m->kernels[i], ptx);
+    setup_kernel(m, &m->kernels[i]);
+    uint64_t key = all ? full_key(m->kernels[i].handle) : 0;
+    tk_status s = add_variant(ctx, &m->kernels[i], mod, ptx, key);
     if (s != TK_OK) return s;
   }
   return TK_OK;
 }
 
-/* The module's PTX, from the cache or from codegen (then stored). */
-static tk_status get_ptx(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
-                         const char *source, size_t len, su_buf *ptx) {
+/* A shallow copy of f whose parameters with a bit set in key (setup_kernel's bits) are
+ * known multiples of RT_SPEC_DIV: the IR codegen sees for that variant. */
+static ir_func *specialized(su_arena *a, const ir_func *f, uint64_t key) {
+  ir_func *g = SU_NEW(a, ir_func);
+  *g = *f;
+  int n = f->body->nargs;
+  g->param_div = SU_NEW_ARRAY(a, int, n ? n : 1);
+  for (int i = 0; i < n; i++) {
+    const ir_type *t = f->body->args[i]->type;
+    bool spec = i < 64 && (key >> i & 1) &&
+                (t->kind == IR_PTR || (ir_dtype_is_int(t->dtype) && t->dtype != TK_I1));
+    g->param_div[i] = spec ? RT_SPEC_DIV : ir_param_div(f, i);
+  }
+  return g;
+}
+
+/* The PTX of ir (a specialized copy of m's IR), from the cache under key or from codegen
+ * (then stored). */
+static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_module *ir,
+                         const rt_cache_key *key, su_buf *ptx) {
   cuda_state *st = state(ctx);
-  const char *arch = opts && opts->arch ? opts->arch : st->arch;
-  bool use_cache = !(opts && opts->no_cache);
-  rt_cache_key key = rt_cache_key_compile(source, len, m->ir->source_name, opts, arch);
-  if (use_cache && rt_cache_get(&st->cache, &key, ptx)) return TK_OK;
-  cg_options cgo = {arch, opts && opts->opt_level > 0 ? opts->opt_level : 3, NULL};
+  cuda_module *cm = m->handle;
+  if (cm->use_cache && rt_cache_get(&st->cache, key, ptx)) return TK_OK;
+  cg_options cgo = {cm->arch, cm->opt_level, NULL};
   su_diags d;
   su_diags_init(&d, m->arena, NULL);
-  if (!cg_emit(m->ir, &cgo, CG_PTX, ptx, &d)) {
+  if (!cg_emit(ir, &cgo, CG_PTX, ptx, &d)) {
     su_buf msg = {0};
     su_diags_render(&d, &msg);
     rt_error(ctx, TK_ERR_COMPILE, "%s", msg.len ? su_buf_str(&msg) : "code generation failed");
@@ -280,16 +378,57 @@ static tk_status get_ptx(tk_context *ctx, tk_module *m, const tk_compile_options
   }
   /* cg_emit's terminating NUL is not part of the entry: a hit is re-terminated below. */
   while (ptx->len > 0 && ptx->data[ptx->len - 1] == '\0') ptx->len--;
-  if (use_cache) rt_cache_put(&st->cache, &key, ptx->data, ptx->len);
+  if (cm->use_cache) rt_cache_put(&st->cache, key, ptx->data, ptx->len);
   return TK_OK;
 }
 
+/* Compiles and loads the fully specialized variant of every kernel at once: the one the
+ * common case (sizes multiple of 16, aligned allocations) launches. */
 static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
                               const char *source, size_t len) {
+  cuda_state *st = state(ctx);
+  cuda_module *cm = SU_NEW(m->arena, cuda_module);
+  m->handle = cm;
+  cm->arch = su_strdup(m->arena, opts && opts->arch ? opts->arch : st->arch);
+  cm->opt_level = opts && opts->opt_level > 0 ? opts->opt_level : 3;
+  cm->use_cache = !(opts && opts->no_cache);
+  cm->base = rt_cache_key_compile(source, len, m->ir->source_name, opts, cm->arch);
+  ir_module all = *m->ir;
+  all.funcs = SU_NEW_ARRAY(m->arena, ir_func *, m->ir->nfuncs ? m->ir->nfuncs : 1);
+  for (int i = 0; i < m->ir->nfuncs; i++) all.funcs[i] = specialized(m->arena, m->ir->funcs[i], RT_SPEC_ALL);
+  rt_cache_key key = rt_cache_key_variant(&cm->base, NULL, RT_SPEC_ALL);
   su_buf ptx = {0};
-  tk_status s = get_ptx(ctx, m, opts, source, len, &ptx);
-  if (s == TK_OK) s = load_module(ctx, m, su_buf_str(&ptx));
-  if (s == TK_OK) s = bind_all(ctx, m, su_buf_str(&ptx));
+  CUmodule mod = NULL;
+  tk_status s = get_ptx(ctx, m, &all, &key, &ptx);
+  if (s == TK_OK) s = load_module(ctx, m, su_buf_str(&ptx), &mod);
+  if (s == TK_OK) s = bind_all(ctx, m, mod, su_buf_str(&ptx), true);
+  su_buf_free(&ptx);
+  return s;
+}
+
+/* Makes k's variant for signature key the one in use, compiling and loading it (k alone)
+ * the first time. */
+static tk_status use_variant(tk_context *ctx, tk_kernel *k, uint64_t key) {
+  cuda_kernel *ck = k->handle;
+  for (int i = 0; i < ck->nvariants; i++)
+    if (ck->variants[i].key == key) {
+      ck->cur = key;
+      ck->fn = ck->variants[i].fn;
+      ck->shmem = ck->variants[i].shmem;
+      return TK_OK;
+    }
+  tk_module *m = k->module;
+  cuda_module *cm = m->handle;
+  ir_module one = *m->ir;
+  ir_func *f = specialized(m->arena, k->ir, key);
+  one.funcs = &f;
+  one.nfuncs = one.capfuncs = 1;
+  rt_cache_key ckey = rt_cache_key_variant(&cm->base, k->name, key);
+  su_buf ptx = {0};
+  CUmodule mod = NULL;
+  tk_status s = get_ptx(ctx, m, &one, &ckey, &ptx);
+  if (s == TK_OK) s = load_module(ctx, m, su_buf_str(&ptx), &mod);
+  if (s == TK_OK) s = add_variant(ctx, k, mod, su_buf_str(&ptx), key);
   su_buf_free(&ptx);
   return s;
 }
@@ -313,17 +452,20 @@ static void kernels_from_ptx(tk_module *m, const char *ptx, size_t len) {
 static tk_status cuda_load_ptx(tk_context *ctx, tk_module *m, const char *ptx, size_t len) {
   /* The driver needs a terminating NUL that the caller's buffer may lack. */
   char *text = su_strndup(m->arena, ptx, len);
-  tk_status s = load_module(ctx, m, text);
+  m->handle = SU_NEW(m->arena, cuda_module);
+  CUmodule mod = NULL;
+  tk_status s = load_module(ctx, m, text, &mod);
   if (s != TK_OK) return s;
   if (m->nkernels == 0) kernels_from_ptx(m, text, strlen(text));
-  return bind_all(ctx, m, text);
+  return bind_all(ctx, m, mod, text, false);
 }
 
 static void cuda_unload(tk_context *ctx, tk_module *m) {
   cuda_state *st = state(ctx);
-  if (!m->handle) return;
+  cuda_module *cm = m->handle;
+  if (!cm || !cm->nmods) return;
   st->cu.CtxSetCurrent(st->pctx);
-  st->cu.ModuleUnload((CUmodule)m->handle);
+  for (int i = 0; i < cm->nmods; i++) st->cu.ModuleUnload(cm->mods[i]);
   m->handle = NULL;
 }
 
@@ -365,10 +507,14 @@ static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *
                              const tk_arg *args, int nargs) {
   cuda_kernel *ck = k->handle;
   uint64_t *slot = ck->slots;
+  uint64_t key = 0; /* the divisibility signature, without a branch per argument */
   (void)nargs; /* api.c checked it against ck->nparams */
   for (int i = 0; i < ck->nparams; i++) {
     switch ((slot_kind)ck->kinds[i]) {
-    case SLOT_BITS: slot[i] = args[i].v.u; break;
+    case SLOT_BITS:
+      slot[i] = args[i].v.u;
+      key |= ck->bits[i] & (0 - (uint64_t)((args[i].v.u & (RT_SPEC_DIV - 1)) == 0));
+      break;
     case SLOT_BOOL: slot[i] = args[i].v.i != 0; break;
     case SLOT_F16: slot[i] = to_f16((float)args[i].v.f); break;
     case SLOT_BF16: slot[i] = to_bf16((float)args[i].v.f); break;
@@ -381,6 +527,10 @@ static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *
     }
     case SLOT_F64: memcpy(&slot[i], &args[i].v.f, 8); break;
     }
+  }
+  if (key != ck->cur) {
+    tk_status s = use_variant(ctx, k, key);
+    if (s != TK_OK) return s;
   }
   cuda_state *st = state(ctx);
   unsigned gx = grid.x ? grid.x : 1, gy = grid.y ? grid.y : 1, gz = grid.z ? grid.z : 1;

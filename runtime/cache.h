@@ -57,6 +57,13 @@ void rt_cache_key_hex(const rt_cache_key *k, char out[65]);
 rt_cache_key rt_cache_key_compile(const char *source, size_t len, const char *name,
                                   const tk_compile_options *opts, const char *arch);
 
+/* The key of one specialization of a compilation (base: rt_cache_key_compile's): the
+ * kernel compiled alone (NULL: the whole module) with parameter i assumed a multiple of 16
+ * exactly when bit i of spec is set (RT_SPEC_ALL: every integer and pointer parameter). */
+enum { RT_SPEC_DIV = 16 };
+#define RT_SPEC_ALL UINT64_MAX
+rt_cache_key rt_cache_key_variant(const rt_cache_key *base, const char *kernel, uint64_t spec);
+
 /* A cache rooted at dir; dir is NULL when no directory could be set up (always misses). */
 typedef struct {
   const char *dir;

@@ -139,3 +139,14 @@ rt_cache_key rt_cache_key_compile(const char *source, size_t len, const char *na
   }
   return rt_key_final(&k);
 }
+
+rt_cache_key rt_cache_key_variant(const rt_cache_key *base, const char *kernel, uint64_t spec) {
+  rt_key_builder k;
+  rt_key_init(&k);
+  rt_key_str(&k, "tk-jit-variant");
+  rt_key_field(&k, base->b, sizeof base->b);
+  rt_key_str(&k, kernel);
+  rt_key_int(&k, (int64_t)spec);
+  rt_key_int(&k, RT_SPEC_DIV);
+  return rt_key_final(&k);
+}

@@ -22,6 +22,7 @@ typedef struct {
   emit_kind emit;
   drv_options drv;
   su_vec defines; /* sema_define* */
+  const char *specialize; /* --specialize's list, or NULL */
 } options;
 
 static void usage(FILE *f) {
@@ -44,6 +45,14 @@ static void usage(FILE *f) {
           "  -D NAME=VALUE        set a compile-time parameter (or the launch attributes\n"
           "                       'warps' and 'stages') for every kernel that has it\n"
           "  --arch=ARCH          sm_80 | sm_90 | sm_90a (default sm_90a); '--arch ARCH' too\n"
+          "  --specialize=NAME[:D],...\n"
+          "                       assume that the integer or pointer parameter NAME (in every\n"
+          "                       kernel having one) is a multiple of D (a power of two,\n"
+          "                       default 16; for a pointer: its address, in bytes), as\n"
+          "                       Triton's JIT specializes; the kernel is then only correct\n"
+          "                       for such arguments. '--specialize=all' assumes it of every\n"
+          "                       integer and pointer parameter. Without it the kernels\n"
+          "                       accept any argument (pointers aligned to their element)\n"
           "  -O0 .. -O3           optimization level (default -O3; -O0 runs no IR pass)\n"
           "  --passes=A,B         run exactly these IR passes, in order (for testing a pass)\n"
           "  --print-after-all    print the IR after every pass (to standard error)\n"
@@ -139,6 +148,9 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       if (!next) usage_error("%s needs an argument", s);
       set_arch(o, next);
       i++;
+    } else if (!strncmp(s, "--specialize=", 13)) {
+      if (!s[13]) usage_error("%s needs NAME[:D],... or all", s);
+      o->specialize = s + 13;
     } else if (s[0] == '-' && s[1] == 'O' && s[2] >= '0' && s[2] <= '3' && !s[3]) {
       o->drv.opt_level = s[2] - '0';
     } else if (!strncmp(s, "--passes=", 9)) {
@@ -163,6 +175,56 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
     }
   }
   if (!o->input) usage_error("%s", "no input file");
+}
+
+static bool specializable(const ir_type *t) {
+  return t->kind == IR_PTR || (t->kind == IR_SCALAR && ir_dtype_is_int(t->dtype) && t->dtype != TK_I1);
+}
+
+/* Sets divisibility d on the integer and pointer parameters called name (NULL: all) of
+ * every kernel; returns how many it set. */
+static int specialize_param(ir_module *m, const char *name, size_t len, int d) {
+  int n = 0;
+  for (int k = 0; k < m->nfuncs; k++) {
+    ir_func *f = m->funcs[k];
+    for (int i = 0; i < f->body->nargs; i++) {
+      const char *pn = f->param_names ? f->param_names[i] : NULL;
+      if (!specializable(f->body->args[i]->type)) continue;
+      if (name && (!pn || strlen(pn) != len || strncmp(pn, name, len))) continue;
+      ir_func_set_param_div(m, f, i, d);
+      n++;
+    }
+  }
+  return n;
+}
+
+/* Applies --specialize=NAME[:D],... (or all) to m's parameter facts; a name that no
+ * integer or pointer parameter has, or a D that is no power of two, is a usage error. */
+static void apply_specialize(const char *list, ir_module *m, su_arena *a) {
+  if (!strcmp(list, "all")) {
+    specialize_param(m, NULL, 0, 16);
+    return;
+  }
+  for (const char *s = list; *s;) {
+    size_t len = strcspn(s, ",");
+    const char *item = su_strndup(a, s, len);
+    const char *colon = strchr(item, ':');
+    size_t nlen = colon ? (size_t)(colon - item) : len;
+    long d = 16;
+    if (colon) {
+      char *end;
+      errno = 0;
+      d = strtol(colon + 1, &end, 10);
+      if (errno || *end || end == colon + 1 || d < 1 || d > (1L << 30) || (d & (d - 1)))
+        usage_error("--specialize: '%s' needs a power of two after ':'", item);
+    }
+    if (nlen == 0) usage_error("--specialize: '%s' has no parameter name", item);
+    if (!specialize_param(m, item, nlen, (int)d))
+      usage_error("--specialize: no kernel has an integer or pointer parameter '%s'",
+                  su_strndup(a, item, nlen));
+    s += len;
+    if (*s == ',') s++;
+  }
 }
 
 /* Copies the define pointers into a flat array the driver takes. */
@@ -251,6 +313,7 @@ static int run(options *o, su_arena *a) {
 
   ir_module *m = drv_frontend(a, src, &o->drv, &d);
   if (!m) return 1;
+  if (o->specialize) apply_specialize(o->specialize, m, a);
   if (o->emit == EMIT_CHECK) return 0;
   if (o->emit == EMIT_IR) {
     ir_print(&out, m);

@@ -5,10 +5,14 @@
  * GPU. Memory is host memory; a launch runs nothing and records what it was given.
  *
  * Knobs for tests (exported, found with dlsym): fake_cuda_set_devices(n) sets how many
- * devices cuDeviceGetCount reports; fake_cuda_last_launch() returns the last launch.
+ * devices cuDeviceGetCount reports; fake_cuda_last_launch() returns the last launch;
+ * fake_cuda_loads() counts the modules loaded and fake_cuda_last_ptx() is the last one's
+ * text. Each load gets its own module and function handles, so that a test can tell which
+ * load a launch ran.
  * PTX containing "frobnicate" is rejected with a log, as the JIT would.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,10 +27,16 @@ typedef struct {
 /* The fake's state: one process, one test at a time. */
 static int ndevices = 1;
 static fake_launch last;
-static int ctx_token, mod_token, fn_token;
+static int ctx_token;
+enum { TOKENS = 64 };
+static int mod_tokens[TOKENS], fn_tokens[TOKENS];
+static int nloads;
+static char last_ptx[1 << 16];
 
 void fake_cuda_set_devices(int n) { ndevices = n; }
 const fake_launch *fake_cuda_last_launch(void) { return &last; }
+int fake_cuda_loads(void) { return nloads; }
+const char *fake_cuda_last_ptx(void) { return last_ptx; }
 
 CUresult cuInit(unsigned flags) { (void)flags; return 0; }
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
@@ -67,7 +77,8 @@ CUresult cuMemsetD8_v2(uint64_t d, unsigned char v, size_t n) {
 }
 CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *opts, void **vals) {
   if (!strstr(image, "frobnicate")) {
-    *m = &mod_token;
+    snprintf(last_ptx, sizeof last_ptx, "%s", (const char *)image);
+    *m = &mod_tokens[nloads++ % TOKENS];
     return 0;
   }
   for (unsigned i = 0; i < n; i++)
@@ -78,9 +89,8 @@ CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *opts, 
 }
 CUresult cuModuleUnload(void *m) { (void)m; return 0; }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
-  (void)m;
   (void)name;
-  *f = &fn_token;
+  *f = &fn_tokens[(int *)m - mod_tokens];
   return 0;
 }
 CUresult cuFuncSetAttribute(void *f, int attr, int value) {

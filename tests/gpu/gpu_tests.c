@@ -125,8 +125,9 @@ typedef struct {
   long n, rows, pad;
 } shape;
 
+/* Ragged sizes run the unspecialized variants, multiples of 16 the specialized ones. */
 static const shape shapes_1d[] = {{1, 1, 0}, {1000, 1, 0}, {3 * 4096 + 17, 1, 0},
-                                  {100003, 1, 0}};
+                                  {100003, 1, 0}, {16 * 1000, 1, 0}};
 static const shape shapes_rows[] = {{1, 1, 0}, {1000, 7, 0}, {1024, 3, 0}, {777, 64, 3},
                                     {4, 5, 1}};
 static const shape shapes_long_rows[] = {{3 * 512 + 5, 5, 0}, {4096, 2, 3}};
@@ -688,6 +689,88 @@ static void test_fake_ptx_paths(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+static void *fake_sym(void *lib, const char *name) {
+  void *sym = dlsym(lib, name);
+  assert_non_null(sym);
+  return sym;
+}
+
+static int fake_loads(void *lib) {
+  int (*get)(void);
+  void *sym = fake_sym(lib, "fake_cuda_loads");
+  memcpy(&get, &sym, sizeof sym);
+  return get();
+}
+
+static const char *fake_last_ptx(void *lib) {
+  const char *(*get)(void);
+  void *sym = fake_sym(lib, "fake_cuda_last_ptx");
+  memcpy(&get, &sym, sizeof sym);
+  return get();
+}
+
+static int cache_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, ".ptx") && !strstr(e->d_name, ".tmp");
+  if (d) closedir(d);
+  return n;
+}
+
+static const char VCOPY_TK[] =
+    "kernel vcopy<BLOCK: i32 = 1024>(x: *f32, y: *f32, n: i32) {\n"
+    "    let o = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    store(y + o, load(x + o, o < n, 0.0), o < n);\n"
+    "}\n";
+
+/* Launches vcopy with x, y, n; returns the function the driver was asked to run. */
+static void *launch_vcopy(void *lib, tk_kernel *k, tk_devptr x, tk_devptr y, int n) {
+  tk_arg args[] = {tk_arg_ptr(x), tk_arg_ptr(y), tk_arg_i32(n)};
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 3), TK_OK);
+  return last_launch(lib)->fn;
+}
+
+/* Specialization: the compile loads the variant for divisible sizes and aligned pointers
+ * (vectorized through the mask); a ragged size or an unaligned pointer compiles its own
+ * variant once, at its first launch, through the cache; launches pick by argument. */
+static void test_fake_specialization(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  tk_module *m;
+  tk_kernel *k;
+  int loads = fake_loads(lib);
+  assert_int_equal(tk_module_compile(ctx, &m, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "vcopy", &k), TK_OK);
+  assert_int_equal(fake_loads(lib), loads + 1);
+  assert_non_null(strstr(fake_last_ptx(lib), "ld.global.v4.b32"));
+  void *all = launch_vcopy(lib, k, 0x1000, 0x2000, 4096);
+  assert_int_equal(fake_loads(lib), loads + 1); /* the eager variant: nothing to compile */
+  void *ragged = launch_vcopy(lib, k, 0x1000, 0x2000, 1000);
+  assert_int_equal(fake_loads(lib), loads + 2);
+  assert_true(ragged != all);
+  assert_null(strstr(fake_last_ptx(lib), "global.v4"));
+  assert_non_null(strstr(fake_last_ptx(lib), "@%p"));
+  assert_true(launch_vcopy(lib, k, 0x1000, 0x2000, 17) == ragged); /* same signature */
+  assert_true(launch_vcopy(lib, k, 0x1000, 0x2000, 32) == all);
+  void *unaligned = launch_vcopy(lib, k, 0x1004, 0x2000, 4096);
+  assert_int_equal(fake_loads(lib), loads + 3);
+  assert_true(unaligned != all && unaligned != ragged);
+  assert_null(strstr(fake_last_ptx(lib), "ld.global.v4"));    /* through x: no */
+  assert_non_null(strstr(fake_last_ptx(lib), "st.global.v4")); /* through y: yes */
+  assert_int_equal(cache_entries(dir), 3);
+  /* a second module of the same source finds every variant in the cache */
+  tk_module *m2;
+  tk_kernel *k2;
+  assert_int_equal(tk_module_compile(ctx, &m2, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m2, "vcopy", &k2), TK_OK);
+  launch_vcopy(lib, k2, 0x1000, 0x2000, 1000);
+  assert_int_equal(cache_entries(dir), 3);
+  assert_int_equal(fake_loads(lib), loads + 5);
+  fake_done(ctx, lib, dir);
+}
+
 /* ---- host-only tests (run everywhere) ------------------------------------------------ */
 
 static void test_no_driver_is_no_device(void **state) {
@@ -760,6 +843,7 @@ int main(void) {
     cmocka_unit_test(test_fake_no_device),
     cmocka_unit_test(test_fake_launch_packing),
     cmocka_unit_test(test_fake_ptx_paths),
+    cmocka_unit_test(test_fake_specialization),
   };
   int failed = cmocka_run_group_tests_name("host", host_tests, NULL, NULL);
 

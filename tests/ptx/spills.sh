@@ -1,7 +1,9 @@
 #!/bin/sh
 # The benchmarked kernels, compiled at their benchmarked sizes, must not spill: ptxas -v
 # must report 0 bytes of spill stores and loads for each (a stack frame alone, e.g. from
-# libdevice's argument reduction, is reported but allowed). Skips (exit 77)
+# libdevice's argument reduction, is reported but allowed), both unspecialized (tkc's
+# default) and with --specialize=all (what the JIT runs for aligned, divisible arguments).
+# Skips (exit 77)
 # without ptxas.   usage: spills.sh TKC SAMPLES_DIR
 set -u
 tkc=$1 samples=$2
@@ -11,11 +13,25 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 # sample  kernel  defines...
+list=$(cat <<'LIST'
+vadd.tk vadd -D BLOCK=1024
+coscos.tk coscos -D BLOCK=4096
+gelu.tk gelu_tanh -D BLOCK=2048
+softmax.tk softmax -D BLOCK=1024
+softmax.tk softmax -D BLOCK=4096
+softmax.tk softmax -D BLOCK=8192
+softmax_online.tk softmax_online -D BLOCK=4096
+layernorm.tk layernorm -D BLOCK=4096
+layernorm_f32.tk layernorm_f32 -D BLOCK=4096
+rmsnorm.tk rmsnorm -D BLOCK=4096
+LIST
+)
+for spec in "" --specialize=all; do
 while read -r file kernel defs; do
   [ -n "$file" ] || continue
-  name="$kernel $defs"
+  name="$kernel $defs $spec"
   # shellcheck disable=SC2086
-  if ! "$tkc" "$samples/$file" -o "$tmp/k.ptx" $defs 2> "$tmp/err"; then
+  if ! "$tkc" "$samples/$file" -o "$tmp/k.ptx" $defs $spec 2> "$tmp/err"; then
     fail=$((fail + 1)); echo "FAIL: $name: tkc failed"; cat "$tmp/err"; continue
   fi
   "$ptxas" -v -arch=sm_90a "$tmp/k.ptx" -o "$tmp/k.cubin" > "$tmp/v" 2>&1
@@ -28,16 +44,9 @@ while read -r file kernel defs; do
     pass=$((pass + 1))
     echo "ok: $name: $(echo "$info" | grep -Eo 'Used [0-9]+ registers|[0-9]+ bytes stack frame' | tr '\n' ' ')"
   fi
-done <<'LIST'
-vadd.tk vadd -D BLOCK=1024
-coscos.tk coscos -D BLOCK=4096
-gelu.tk gelu_tanh -D BLOCK=2048
-softmax.tk softmax -D BLOCK=1024
-softmax.tk softmax -D BLOCK=4096
-softmax.tk softmax -D BLOCK=8192
-softmax_online.tk softmax_online -D BLOCK=4096
-layernorm.tk layernorm -D BLOCK=4096
-rmsnorm.tk rmsnorm -D BLOCK=4096
-LIST
+done <<EOF
+$list
+EOF
+done
 echo "spills: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

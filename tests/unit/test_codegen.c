@@ -83,6 +83,23 @@ static void store(fixture *x, ir_value *p, ir_value *val, ir_value *mask) {
   ir_build(&x->b, IR_STORE, mask ? 3 : 2, v, 0, NULL);
 }
 static void ret(fixture *x) { ir_build(&x->b, IR_RETURN, 0, NULL, 0, NULL); }
+/* Specializes the named parameters (NULL: every integer and pointer one) to multiples of
+ * 16, as the JIT does for such arguments. */
+static void specialize(fixture *x, const char *const *names) {
+  for (int i = 0; i < x->f->body->nargs; i++) {
+    const ir_type *t = x->f->body->args[i]->type;
+    bool named = !names;
+    for (const char *const *n = names; n && *n; n++) named |= !strcmp(*n, x->f->param_names[i]);
+    if (named && (t->kind == IR_PTR || ir_dtype_is_int(t->dtype)))
+      ir_func_set_param_div(x->m, x->f, i, 16);
+  }
+}
+/* How many times needle occurs in text. */
+static int count(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
 
 /* ---- emitting ---- */
 
@@ -160,6 +177,7 @@ static void test_unmasked_add_is_vectorized(void **state) {
   (void)state;
   fixture x;
   build_add(&x, false);
+  specialize(&x, NULL);
   char *ll = emit(&x, CG_LLVM_IR, NULL);
   assert_non_null(ll);
   assert_has(ll, "define ptx_kernel void @add(ptr addrspace(1)");
@@ -180,23 +198,67 @@ static void test_unmasked_add_is_vectorized(void **state) {
   end(&x);
 }
 
-/* `o < n` with n of unknown divisibility: full vectors when all lanes are active, a
- * per-element fallback otherwise. */
-static void test_masked_add_splits(void **state) {
+/* Unspecialized pointers are aligned to their element only: no vector through them, for
+ * LLVM either. */
+static void test_unspecialized_pointers_are_not_vectorized(void **state) {
   (void)state;
   fixture x;
-  build_add(&x, true);
-  char *ptx = emit(&x, CG_PTX, "sm_80");
-  assert_non_null(ptx);
-  assert_has(ptx, ".target sm_80");
-  assert_has(ptx, "ld.global.v4.f32");
-  assert_has(ptx, "st.global.v4.f32");
-  assert_has(ptx, "ld.global.f32"); /* the tail */
+  build_add(&x, false);
+  char *ll = emit(&x, CG_LLVM_IR, NULL);
+  assert_has(ll, "align 4 %x");
+  assert_lacks(ll, "align 16");
+  free(ll);
+  char *ptx = emit(&x, CG_PTX, NULL);
+  assert_has(ptx, "ld.global.f32");
+  assert_lacks(ptx, "ld.global.v");
+  assert_lacks(ptx, "st.global.v");
   free(ptx);
   end(&x);
 }
 
-/* A mask uniform over each vector (o < n with n = BLOCK * k) predicates whole vectors. */
+/* `o < n` with n of unknown divisibility (even with aligned pointers): each element is
+ * its own predicated access, and nothing branches. */
+static void test_masked_add_unspecialized_n(void **state) {
+  (void)state;
+  for (int aligned = 0; aligned < 2; aligned++) {
+    fixture x;
+    build_add(&x, true);
+    if (aligned) specialize(&x, (const char *const[]){"x", "y", "z", NULL});
+    char *ptx = emit(&x, CG_PTX, "sm_80");
+    assert_non_null(ptx);
+    assert_has(ptx, ".target sm_80");
+    assert_lacks(ptx, "ld.global.v");
+    assert_lacks(ptx, "st.global.v");
+    assert_lacks(ptx, "bra");
+    /* 1024 over 128 threads: 8 elements each, loaded twice and stored once */
+    assert_int_equal(count(ptx, "ld.global.b32"), 16);
+    assert_int_equal(count(ptx, "st.global.b32"), 8);
+    assert_int_equal(count(ptx, "@%p"), 24);
+    free(ptx);
+    end(&x);
+  }
+}
+
+/* With n specialized too, `o < n` is constant over each vector: one predicated vector
+ * access per group, no branch. */
+static void test_masked_add_specialized_n(void **state) {
+  (void)state;
+  fixture x;
+  build_add(&x, true);
+  specialize(&x, NULL);
+  char *ptx = emit(&x, CG_PTX, "sm_90a");
+  assert_non_null(ptx);
+  assert_int_equal(count(ptx, "ld.global.v4.b32"), 4);
+  assert_int_equal(count(ptx, "st.global.v4.b32"), 2);
+  assert_int_equal(count(ptx, "@%p"), 6);
+  assert_lacks(ptx, "ld.global.b32");
+  assert_lacks(ptx, "bra");
+  free(ptx);
+  end(&x);
+}
+
+/* A mask uniform over each vector by construction (o < k * 64) predicates whole vectors
+ * without any fact about k. */
 static void test_uniform_mask_predicates_vectors(void **state) {
   (void)state;
   fixture x;
@@ -208,37 +270,72 @@ static void test_uniform_mask_predicates_vectors(void **state) {
   ir_value *mask = ir_cmp_build(&x.b, IR_CMP_LT, o, splat(&x, n, 512));
   store(&x, addptr(&x, py, o), load(&x, addptr(&x, px, o), mask), mask);
   ret(&x);
+  specialize(&x, (const char *const[]){"x", "y", NULL});
   char *ptx = emit(&x, CG_PTX, "sm_90");
   assert_non_null(ptx);
-  assert_has(ptx, "ld.global.v4.f32");
-  assert_lacks(ptx, "ld.global.f32");
-  assert_lacks(ptx, "st.global.f32");
+  assert_has(ptx, "ld.global.v4.b32");
+  assert_has(ptx, "st.global.v4.b32");
+  assert_lacks(ptx, "ld.global.b32");
+  assert_lacks(ptx, "bra");
   free(ptx);
   end(&x);
 }
 
-/* A row base x + row * stride has unknown alignment: vectors when it is aligned at run
- * time, elements otherwise. */
-static void test_unknown_alignment_checked_at_run_time(void **state) {
+/* A row base x + row * stride is aligned exactly when the facts say x and stride are:
+ * vectors then, elements otherwise; never a run-time test. */
+static void test_row_base_alignment_from_facts(void **state) {
   (void)state;
-  fixture x;
-  begin(&x, "rows");
-  ir_value *px = param(&x, "x", ptr(&x, TK_F32)), *py = param(&x, "y", ptr(&x, TK_F32));
-  ir_value *stride = param(&x, "stride", scalar(&x, TK_I32));
-  ir_value *row = op2(&x, IR_MUL, program_id(&x), stride);
-  ir_value *v[2] = {px, row};
-  ir_value *base = ir_build1(&x.b, IR_ADDPTR, px->type, 2, v);
-  ir_value *p = addptr(&x, base, arange(&x, 1024));
-  store(&x, addptr(&x, py, arange(&x, 1024)), load(&x, p, NULL), NULL);
-  ret(&x);
-  char *ptx = emit(&x, CG_PTX, NULL);
-  assert_non_null(ptx);
-  assert_has(ptx, "ld.global.v4.f32");
-  assert_has(ptx, "ld.global.f32");
-  assert_has(ptx, "st.global.v4.f32"); /* y + arange is aligned: no test, no fallback */
-  assert_lacks(ptx, "st.global.f32");
-  free(ptx);
-  end(&x);
+  for (int known = 0; known < 2; known++) {
+    fixture x;
+    begin(&x, "rows");
+    ir_value *px = param(&x, "x", ptr(&x, TK_F32)), *py = param(&x, "y", ptr(&x, TK_F32));
+    ir_value *stride = param(&x, "stride", scalar(&x, TK_I32));
+    ir_value *row = op2(&x, IR_MUL, program_id(&x), stride);
+    ir_value *v[2] = {px, row};
+    ir_value *base = ir_build1(&x.b, IR_ADDPTR, px->type, 2, v);
+    ir_value *p = addptr(&x, base, arange(&x, 1024));
+    store(&x, addptr(&x, py, arange(&x, 1024)), load(&x, p, NULL), NULL);
+    ret(&x);
+    specialize(&x, known ? NULL : (const char *const[]){"x", "y", NULL});
+    char *ptx = emit(&x, CG_PTX, NULL);
+    assert_non_null(ptx);
+    if (known) {
+      assert_has(ptx, "ld.global.v4.f32");
+      assert_lacks(ptx, "ld.global.f32");
+    } else {
+      assert_has(ptx, "ld.global.f32");
+      assert_lacks(ptx, "ld.global.v");
+    }
+    assert_has(ptx, "st.global.v4.f32"); /* y + arange is aligned either way */
+    assert_lacks(ptx, "st.global.f32");
+    assert_lacks(ptx, "bra");
+    free(ptx);
+    end(&x);
+  }
+}
+
+/* Byte and 16-bit elements under a ragged mask: predicated accesses of PTX's narrowest
+ * registers, with `other` in the masked-off lanes. */
+static void test_narrow_predicated_accesses(void **state) {
+  (void)state;
+  tk_dtype dts[] = {TK_I8, TK_F16, TK_F64};
+  const char *ld[] = {"ld.global.u8", "ld.global.b16", "ld.global.v2.b32"};
+  for (int i = 0; i < 3; i++) {
+    fixture x;
+    begin(&x, "narrow");
+    ir_value *px = param(&x, "x", ptr(&x, dts[i])), *py = param(&x, "y", ptr(&x, dts[i]));
+    ir_value *n = param(&x, "n", scalar(&x, TK_I32));
+    ir_value *o = block_offsets(&x, 512);
+    ir_value *mask = ir_cmp_build(&x.b, IR_CMP_LT, o, splat(&x, n, 512));
+    store(&x, addptr(&x, py, o), load(&x, addptr(&x, px, o), mask), mask);
+    ret(&x);
+    char *ptx = emit(&x, CG_PTX, NULL);
+    assert_non_null(ptx);
+    assert_has(ptx, ld[i]);
+    assert_lacks(ptx, "bra");
+    free(ptx);
+    end(&x);
+  }
 }
 
 /* f16 in, f32 math, f16 out: 8 halves per thread move as one 128-bit access. */
@@ -254,6 +351,7 @@ static void test_f16_moves_128_bits(void **state) {
   w = op2(&x, IR_MUL, w, ir_const_float(&x.b, tf, 2.5));
   store(&x, addptr(&x, py, o), op1(&x, IR_CAST, v->type, w), NULL);
   ret(&x);
+  specialize(&x, NULL);
   char *ptx = emit(&x, CG_PTX, "sm_80");
   assert_non_null(ptx);
   assert_has(ptx, "ld.global.v4.b32");
@@ -342,6 +440,7 @@ static void test_loop_carried_tile_and_if(void **state) {
   x.b = outer;
   store(&x, addptr(&x, py, arange(&x, 256)), iff->results[0], NULL);
   ret(&x);
+  specialize(&x, NULL);
   char *ptx = emit(&x, CG_PTX, NULL);
   assert_non_null(ptx);
   assert_has(ptx, "ld.global.v2.f32"); /* 256 over 128 threads: 2 per thread */
@@ -631,9 +730,12 @@ static void test_bad_libdevice_reported(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unmasked_add_is_vectorized),
-      cmocka_unit_test(test_masked_add_splits),
+      cmocka_unit_test(test_unspecialized_pointers_are_not_vectorized),
+      cmocka_unit_test(test_masked_add_unspecialized_n),
+      cmocka_unit_test(test_masked_add_specialized_n),
       cmocka_unit_test(test_uniform_mask_predicates_vectors),
-      cmocka_unit_test(test_unknown_alignment_checked_at_run_time),
+      cmocka_unit_test(test_row_base_alignment_from_facts),
+      cmocka_unit_test(test_narrow_predicated_accesses),
       cmocka_unit_test(test_f16_moves_128_bits),
       cmocka_unit_test(test_math_through_libdevice),
       cmocka_unit_test(test_missing_libdevice_reported),

@@ -194,7 +194,7 @@ static parsed parse(const char *text) {
 
 static const char rows_kernel[] =
     "module \"t.tk\"\n"
-    "kernel @rows(%x: ptr<f32>, %y: ptr<f32>, %z: ptr<i32>, %s: ptr<f32>) warps(4) stages(1) {\n"
+    "kernel @rows(%x: ptr<f32> {div = 16}, %y: ptr<f32>, %z: ptr<i32>, %s: ptr<f32>) warps(4) stages(1) {\n"
     "  %r = arange {start = 0, end = 16} : tile<16xi32>\n"
     "  %c = arange {start = 0, end = 64} : tile<64xi32>\n"
     "  %r2 = expand_dims %r {axis = 1} : tile<16x1xi32>\n"
