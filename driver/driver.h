@@ -40,4 +40,10 @@ ir_module *drv_frontend(su_arena *a, const su_source *src, const drv_options *o,
  * named an unknown pass. */
 bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d);
 
+/* Writes the roofline report of every kernel of m (after passes) for target arch (sm_80,
+ * sm_90, sm_90a; NULL: sm_90a): per-program bytes and FLOPs, the bound they imply on the
+ * target's measured ceilings, and the predicted time for grid[0] x grid[1] x grid[2]
+ * programs. See roofline.c for the counting rules. */
+void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigned grid[3]);
+
 #endif

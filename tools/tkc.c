@@ -13,9 +13,10 @@
 #include "../driver/driver.h"
 #include "../passes/passes.h"
 
-typedef enum { EMIT_CHECK, EMIT_AST, EMIT_IR, EMIT_IR_OPT, EMIT_LLVM, EMIT_PTX, EMIT_C } emit_kind;
+typedef enum { EMIT_CHECK, EMIT_AST, EMIT_IR, EMIT_IR_OPT, EMIT_LLVM, EMIT_PTX, EMIT_C, EMIT_ROOFLINE } emit_kind;
 
 static const char *const emit_names[] = {"check", "ast", "ir", "ir-opt", "llvm", "ptx", "c"};
+enum { NEMIT_NAMES = sizeof emit_names / sizeof *emit_names };
 
 typedef struct {
   const char *input, *output;
@@ -23,6 +24,7 @@ typedef struct {
   drv_options drv;
   su_vec defines; /* sema_define* */
   const char *specialize; /* --specialize's list, or NULL */
+  unsigned grid[3];       /* --grid, for --roofline */
 } options;
 
 static void usage(FILE *f) {
@@ -60,8 +62,10 @@ static void usage(FILE *f) {
           "  --time-passes        print the time each pass took\n"
           "  --verify-each        verify the IR after every pass (always on in debug builds)\n"
           "  -fno-fuse            materialize every op (the fusion baseline) [not implemented yet]\n"
-          "  --roofline           print bytes, FLOPs, bound and predicted time per kernel\n"
-          "                       [not implemented yet]\n"
+          "  --roofline           print, per kernel, the bytes and FLOPs of one program, the\n"
+          "                       bound they imply on the target (memory or compute) and\n"
+          "                       the predicted time; no code is written\n"
+          "  --grid=X[,Y[,Z]]     the grid the --roofline prediction is for (default 1)\n"
           "  --list-passes        list the IR passes\n"
           "  --version            print the version\n"
           "  -h, --help           this text\n"
@@ -91,7 +95,7 @@ static void add_define(options *o, su_arena *a, const char *arg) {
 }
 
 static bool set_emit(options *o, const char *kind) {
-  for (size_t i = 0; i < sizeof emit_names / sizeof *emit_names; i++)
+  for (size_t i = 0; i < NEMIT_NAMES; i++)
     if (strcmp(kind, emit_names[i]) == 0) {
       o->emit = (emit_kind)i;
       return true;
@@ -107,6 +111,7 @@ static void set_arch(options *o, const char *arch) {
 
 static void parse_args(options *o, su_arena *a, int argc, char **argv) {
   o->emit = EMIT_PTX;
+  o->grid[0] = o->grid[1] = o->grid[2] = 1;
   o->drv.opt_level = 3;
   o->drv.arch = "sm_90a";
   o->drv.log = stderr;
@@ -166,7 +171,18 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
     } else if (!strcmp(s, "-fno-fuse")) {
       not_yet("-fno-fuse (the fusion pass)");
     } else if (!strcmp(s, "--roofline")) {
-      not_yet("--roofline (the roofline report)");
+      o->emit = EMIT_ROOFLINE;
+    } else if (!strncmp(s, "--grid=", 7)) {
+      const char *g = s + 7;
+      for (int k = 0; k < 3; k++) {
+        char *end;
+        unsigned long v = strtoul(g, &end, 10);
+        if (end == g || v == 0 || v > 0x7fffffffUL || (*end && *end != ',') || (*end && k == 2))
+          usage_error("--grid expects X[,Y[,Z]] with positive integers, got '%s'", s + 7);
+        o->grid[k] = (unsigned)v;
+        if (!*end) break;
+        g = end + 1;
+      }
     } else if (s[0] == '-' && s[1]) {
       usage_error("unknown option '%s'", s);
     } else {
@@ -321,6 +337,12 @@ static int run(options *o, su_arena *a) {
     if (!drv_optimize(m, &o->drv, &d)) return 1;
     if (o->emit == EMIT_IR_OPT) {
       ir_print(&out, m);
+    } else if (o->emit == EMIT_ROOFLINE) {
+      unsigned g[3] = {o->grid[0] ? o->grid[0] : 1, o->grid[1] ? o->grid[1] : 1,
+                       o->grid[2] ? o->grid[2] : 1};
+      drv_roofline(stdout, m, o->drv.arch, g);
+      su_buf_free(&out);
+      return 0;
     } else {
       cg_options co = {.arch = o->drv.arch, .opt_level = o->drv.opt_level, .libdevice = NULL};
       if (!cg_emit(m, &co, o->emit == EMIT_LLVM ? CG_LLVM_IR : CG_PTX, &out, &d)) status = 1;
