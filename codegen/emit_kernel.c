@@ -98,7 +98,10 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   case IR_SCAN:
     cg_emit_scan(c, op);
     return;
-  case IR_DOT: case IR_PRINT: case IR_ASSERT: {
+  case IR_DOT:
+    cg_emit_dot(c, op);
+    return;
+  case IR_PRINT: case IR_ASSERT: {
     char what[64];
     snprintf(what, sizeof what, "'%s'", ir_op_info(op->opc)->name);
     cg_unsupported(c, op, what);

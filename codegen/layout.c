@@ -1,5 +1,5 @@
-/* Thread layouts, as codegen reads them: an IR layout (blocked, or a chain of slices of
- * a blocked base) resolved against a tile's shape into the numbers every emitter needs,
+/* Thread layouts, as codegen reads them: an IR layout (blocked or MMA, or a chain of
+ * slices of one) resolved against a tile's shape into the numbers every emitter needs,
  * and the index of each slot, both on the host (static checks) and as LLVM values. A
  * value the IR left without a layout gets the tiling pass's default, so untiled IR still
  * compiles: all same-shaped values then agree, and shape changes go through relayout.c. */
@@ -92,7 +92,8 @@ bool cg_layout_resolve(const ir_layout *il, const ir_type *t, int threads, int v
       if (map[i] >= b->slice_dim) map[i]++;
     b = b->parent;
   }
-  if (b->kind != IR_LAYOUT_BLOCKED || !resolve_base(b, threads, &l)) return false;
+  /* An MMA layout is the blocked layout of its fields (see pass_tiling_mma). */
+  if (b->kind == IR_LAYOUT_SLICE || !resolve_base(b, threads, &l)) return false;
   for (int i = 0; i < t->rank; i++) {
     l.base[i] = map[i];
     l.kept[map[i]] = true;

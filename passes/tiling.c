@@ -4,6 +4,9 @@
  *    makes the access coalesced (pass_tiling_blocked: 16-byte vectors along the last dim,
  *    a warp's lanes along it first). One vector width serves the whole kernel, so that
  *    same-shaped accesses of different widths agree and need no conversion.
+ *    Before them, every dot result (and so its accumulator) takes the tensor cores' MMA
+ *    layout (pass_tiling_mma), spread first, so that the accesses it reaches (the store
+ *    of the result) take it too; the operands a and b may have any layout.
  * 2. Propagation, breadth first from the anchors, forward and backward through the ops
  *    that can share a layout for free: elementwise ops, memory ops, broadcast, scan and
  *    loop-carried values share one; a reduction along d yields SLICE(L, d) from L, and
@@ -58,6 +61,27 @@ void pass_tiling_blocked(int rank, const int *shape, int vec, int num_warps, ir_
     warps /= w;
   }
   out->warps_per_cta[last] = warps;
+}
+
+void pass_tiling_mma(int m, int n, int num_warps, ir_layout *out) {
+  memset(out, 0, sizeof *out);
+  out->kind = IR_LAYOUT_MMA;
+  out->rank = 2;
+  out->size_per_thread[0] = 1;
+  out->size_per_thread[1] = 2;
+  out->threads_per_warp[0] = 8;
+  out->threads_per_warp[1] = 4;
+  out->order[0] = 1;
+  /* Split the longer per-warp side while a warp keeps whole 16x8 instruction tiles; warps
+   * left over replicate along N (only tiles smaller than the CTA's instruction grid). */
+  int wm = 1, wn = 1;
+  while (wm * wn < num_warps) {
+    bool can_m = m >= 32 * wm, can_n = n >= 16 * wn;
+    if (can_m && (!can_n || m / wm >= n / wn)) wm *= 2;
+    else wn *= 2;
+  }
+  out->warps_per_cta[0] = wm;
+  out->warps_per_cta[1] = wn;
 }
 
 static void note_vec(ir_op *op, void *ctx) {
@@ -200,6 +224,10 @@ static void infer(tiler *t, ir_op *op) {
     /* Forward only: a transposed tile is then stored through one conversion, where the
      * other way its producers would compute, and usually load, uncoalesced. */
     set(t, op->results[0], permute(t, lay_of(t, op->operands[0]), op->ints, false));
+    return;
+  case IR_DOT: /* the accumulator goes in and out of the tensor cores in one layout */
+    set(t, op->results[0], lay_of(t, op->operands[2]));
+    set(t, op->operands[2], lay_of(t, op->results[0]));
     return;
   case IR_FOR: case IR_IF:
     for (int i = 0; i < op->nresults; i++) tie_carried(t, op, i, carried_layout(t, op, i));
@@ -346,6 +374,7 @@ static const ir_layout *wanted(tiler *t, ir_op *op, int k) {
   case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:
     return lay_of(t, op->operands[0]);
   case IR_EXPAND_DIMS: return slice(t, res, (int)op->attr2);
+  case IR_DOT: return k == 2 ? res : NULL; /* a and b are staged through shared memory */
   case IR_REDUCE: case IR_ARGREDUCE: case IR_RESHAPE: case IR_CONVERT_LAYOUT: return NULL;
   case IR_FOR: return k >= 3 ? lay_of(t, op->regions[0]->args[k - 2]) : NULL;
   case IR_YIELD: {
@@ -413,6 +442,19 @@ bool pass_tiling(ir_module *m, ir_func *f) {
   build_users(&t);
 
   each_value(&t, seed_given);
+  /* Dot results first, spread before any access anchors: the accumulator then stays in
+   * the tensor cores' layout through the loop that carries it, and the epilogue reads and
+   * writes memory in it, with no shared-memory round trip (each thread's 2 adjacent
+   * columns per row: half-coalesced, which the epilogue of a long K loop can afford). */
+  for (int i = 0; i < t.nops; i++) {
+    ir_op *op = t.ops[i];
+    const ir_type *r = op->opc == IR_DOT ? op->results[0]->type : NULL;
+    if (!r || r->rank != 2) continue;
+    ir_layout l;
+    pass_tiling_mma(r->shape[0], r->shape[1], f->num_warps, &l);
+    set(&t, op->results[0], ir_layout_intern(m, &l));
+  }
+  drain(&t);
   for (int i = 0; i < t.nops; i++) {
     ir_op *op = t.ops[i];
     bool access = op->opc == IR_LOAD || op->opc == IR_STORE || op->opc == IR_ATOMIC || op->opc == IR_ATOMIC_CAS;

@@ -1,0 +1,347 @@
+/*
+ * gpu_dot — dot on the CUDA backend (tensor cores), checked against the interpreter.
+ *
+ * One kernel template: the matmul sample's masked K loop, c = a @ b (+ the loop-carried
+ * accumulator), the accumulator stored as is (f32, or i32 for i8). Cases cover f16, bf16,
+ * f32 (tf32 on the GPU) and i8; tiles from the smallest dot (16x16x16, smaller than the
+ * 4-warp grid: replicated warps) to 128x128x64; 1 to 8 warps. Each runs on ragged
+ * matrices: M, N, K not multiples of the tile (masked edges, K tails), several programs
+ * along each axis, and sizes not multiples of 8 (per-element, unvectorized accesses).
+ *
+ * Data are small multiples of 1/8 (floats) or small integers (i8): exact in f16, bf16
+ * and tf32, every product exact and every sum of at most 512 of them exact in f32, so the
+ * GPU must match the interpreter whatever the order of its additions; the comparison
+ * keeps a tolerance of 1e-6 relative all the same (tf32 rounding, 2^-11 relative per input,
+ * would need about 1e-3 on general data).
+ *
+ * The host test compiles every case through the GPU back end (no device needed). Without
+ * a device the device tests are skipped and the program exits 77; with
+ * TK_GPU_TESTS_SELFCHECK=1 a second interpreter stands in for the device, which checks
+ * this harness (not the GPU) anywhere. The seed is printed; TK_TEST_SEED replays it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "driver/driver.h"
+#include "include/tk.h"
+
+/* %s: the kernel name, the input and the accumulator types, the value of masked-off
+ * lanes of a and b. */
+static const char MATMUL_TK[] =
+  "kernel %s<BM: i32 = 64, BN: i32 = 64, BK: i32 = 32>(a: *%s, b: *%s, c: *%s,\n"
+  "                                                  M: i32, N: i32, K: i32) {\n"
+  "    let rm = program_id(0) * BM + arange(0, BM);\n"
+  "    let rn = program_id(1) * BN + arange(0, BN);\n"
+  "    let rk = arange(0, BK);\n"
+  "    var acc = zeros<%s>(BM, BN);\n"
+  "    for k in range(0, K, BK) {\n"
+  "        let kk = k + rk;\n"
+  "        let ta = load(a + rm[:, None] * K + kk[None, :],\n"
+  "                      (rm[:, None] < M) && (kk[None, :] < K), %s);\n"
+  "        let tb = load(b + kk[:, None] * N + rn[None, :],\n"
+  "                      (kk[:, None] < K) && (rn[None, :] < N), %s);\n"
+  "        acc = dot(ta, tb, acc);\n"
+  "    }\n"
+  "    store(c + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) && (rn[None, :] < N));\n"
+  "}\n";
+
+enum { MAX_CASES = 16, SOURCE_CAP = 2048 };
+
+typedef struct {
+  char name[32];
+  char source[SOURCE_CAP];
+  tk_dtype in, acc;
+  int bm, bn, bk, warps;
+} dot_case;
+
+typedef struct {
+  long m, n, k;
+} shape;
+
+static const shape shapes[] = {{1, 1, 1},    {37, 50, 70},  {130, 100, 33},
+                               {64, 64, 64}, {200, 17, 129}, {256, 256, 256}};
+
+typedef struct {
+  tk_context *cuda; /* NULL without a device */
+  tk_context *interp;
+  uint64_t seed, first_seed;
+  dot_case cases[MAX_CASES];
+  int ncases;
+} globals;
+static globals G; /* the one fixture the whole program shares: contexts are expensive */
+
+static const char *dtype_name(tk_dtype t) {
+  switch (t) {
+  case TK_F16: return "f16";
+  case TK_BF16: return "bf16";
+  case TK_F32: return "f32";
+  case TK_I8: return "i8";
+  case TK_I32: return "i32";
+  default: return "?";
+  }
+}
+
+static void add_case(tk_dtype in, int bm, int bn, int bk, int warps) {
+  SU_ASSERT(G.ncases < MAX_CASES);
+  dot_case *c = &G.cases[G.ncases++];
+  memset(c, 0, sizeof *c);
+  c->in = in;
+  c->acc = in == TK_I8 ? TK_I32 : TK_F32;
+  c->bm = bm;
+  c->bn = bn;
+  c->bk = bk;
+  c->warps = warps;
+  char name[sizeof c->name];
+  snprintf(name, sizeof name, "dot_%s_%dx%dx%d_w%d", dtype_name(in), bm, bn, bk, warps);
+  memcpy(c->name, name, sizeof name);
+  const char *t = dtype_name(in), *u = dtype_name(c->acc), *zero = in == TK_I8 ? "0" : "0.0";
+  int n = snprintf(c->source, sizeof c->source, MATMUL_TK, name, t, t, u, u, zero, zero);
+  SU_ASSERT(n > 0 && n < SOURCE_CAP);
+}
+
+static void make_cases(void) {
+  add_case(TK_F16, 128, 128, 64, 4);
+  add_case(TK_F16, 128, 128, 64, 8);
+  add_case(TK_F16, 64, 64, 32, 4);
+  add_case(TK_F16, 16, 16, 16, 4); /* smaller than the warp grid */
+  add_case(TK_F16, 32, 64, 16, 2);
+  add_case(TK_F16, 64, 32, 128, 1);
+  add_case(TK_F16, 16, 128, 32, 8);
+  add_case(TK_BF16, 64, 128, 32, 4);
+  add_case(TK_BF16, 32, 32, 16, 4);
+  add_case(TK_F32, 64, 64, 32, 4);
+  add_case(TK_F32, 16, 32, 16, 8);
+  add_case(TK_I8, 64, 64, 64, 4);
+  add_case(TK_I8, 16, 16, 32, 2);
+}
+
+/* ---- data ---- */
+
+static uint64_t rng_next(void) {
+  /* splitmix64: a reproducible stream from one printed seed */
+  uint64_t z = (G.seed += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static size_t dtype_size(tk_dtype t) { return t == TK_I8 ? 1 : t == TK_F16 || t == TK_BF16 ? 2 : 4; }
+
+/* v (a multiple of 1/8 in [-2, 2]) as f16 or bf16 bits: exact for such values. */
+static uint16_t to_16(float v, tk_dtype t) {
+  if (t == TK_BF16) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return (uint16_t)(u >> 16); /* 3 significant bits: the low half is zero */
+  }
+  uint16_t sign = v < 0 ? 0x8000 : 0;
+  v = fabsf(v);
+  if (v == 0) return sign;
+  int e;
+  float m = frexpf(v, &e); /* v = m * 2^e, m in [0.5, 1) */
+  return (uint16_t)(sign | (e + 14) << 10 | ((int)ldexpf(m, 11) & 1023));
+}
+
+/* One random input element at p: k / 8 with k in [-16, 16], or an integer in [-8, 8]. */
+static void random_elem(tk_dtype t, void *p) {
+  int k = (int)(rng_next() % 33) - 16;
+  if (t == TK_I8) {
+    int8_t i = (int8_t)(k / 2);
+    memcpy(p, &i, 1);
+  } else if (t == TK_F32) {
+    float f = (float)k / 8;
+    memcpy(p, &f, 4);
+  } else {
+    uint16_t h = to_16((float)k / 8, t);
+    memcpy(p, &h, 2);
+  }
+}
+
+/* Outputs start as this in every byte: 0x7f7f7f7f is no result here (3.4e38 as f32). */
+enum { POISON = 0x7f };
+
+/* Compares n accumulators; on the first mismatch fails naming the element. The harness's
+ * own check: the interpreter wrote every element, so two untouched buffers never pass. */
+static void compare(const char *what, tk_dtype t, const void *gpu, const void *ref, long n, long cols) {
+  static const unsigned char poison[4] = {POISON, POISON, POISON, POISON};
+  for (long i = 0; i < n; i++) {
+    if (memcmp((const char *)ref + 4 * i, poison, 4) == 0)
+      fail_msg("%s [%ld]: the interpreter left it unwritten", what, i);
+    if (t == TK_I32) {
+      int32_t a, b;
+      memcpy(&a, (const char *)gpu + 4 * i, 4);
+      memcpy(&b, (const char *)ref + 4 * i, 4);
+      if (a != b)
+        fail_msg("%s [%ld, %ld]: cuda %d, interpreter %d (TK_TEST_SEED=%llu)", what, i / cols,
+                 i % cols, a, b, (unsigned long long)G.first_seed);
+      continue;
+    }
+    float a, b;
+    memcpy(&a, (const char *)gpu + 4 * i, 4);
+    memcpy(&b, (const char *)ref + 4 * i, 4);
+    if (!(fabsf(a - b) <= 1e-6f * fabsf(b)))
+      fail_msg("%s [%ld, %ld]: cuda %.9g, interpreter %.9g (TK_TEST_SEED=%llu)", what, i / cols,
+               i % cols, a, b, (unsigned long long)G.first_seed);
+  }
+}
+
+/* ---- running one case ---- */
+
+static long cdiv(long a, long b) { return (a + b - 1) / b; }
+
+static void defines_of(const dot_case *c, char text[4][16], tk_define *d) {
+  static const char *const names[] = {"BM", "BN", "BK", "warps"};
+  const int values[] = {c->bm, c->bn, c->bk, c->warps};
+  for (int i = 0; i < 4; i++) {
+    snprintf(text[i], 16, "%d", values[i]);
+    d[i] = (tk_define){names[i], text[i]};
+  }
+}
+
+static tk_kernel *compile(tk_context *ctx, const dot_case *c) {
+  char text[4][16];
+  tk_define d[4];
+  defines_of(c, text, d);
+  tk_compile_options o = {d, 4, 3, NULL, 0};
+  tk_module *m = NULL;
+  tk_status s = tk_module_compile(ctx, &m, c->source, strlen(c->source), c->name, &o);
+  if (s != TK_OK)
+    fail_msg("%s: compiling on %s: %s\n%s", c->name, ctx == G.cuda ? "cuda" : "interpreter",
+             tk_status_name(s), tk_last_error(ctx));
+  tk_kernel *k = NULL;
+  if (tk_module_get_kernel(m, c->name, &k) != TK_OK) fail_msg("%s", tk_last_error(ctx));
+  return k;
+}
+
+static void run_on(tk_context *ctx, tk_kernel *k, const dot_case *c, const shape *sh,
+                   const void *a, const void *b, void *out) {
+  size_t bytes[3] = {(size_t)(sh->m * sh->k) * dtype_size(c->in),
+                     (size_t)(sh->k * sh->n) * dtype_size(c->in), (size_t)(sh->m * sh->n) * 4};
+  const void *host[3] = {a, b, out};
+  tk_devptr dev[3] = {0};
+  tk_arg args[6];
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(tk_malloc(ctx, &dev[i], bytes[i]), TK_OK);
+    assert_int_equal(tk_memcpy_htod(ctx, dev[i], host[i], bytes[i]), TK_OK);
+    args[i] = tk_arg_ptr(dev[i]);
+  }
+  args[3] = tk_arg_i32((int32_t)sh->m);
+  args[4] = tk_arg_i32((int32_t)sh->n);
+  args[5] = tk_arg_i32((int32_t)sh->k);
+  tk_grid grid = {(unsigned)cdiv(sh->m, c->bm), (unsigned)cdiv(sh->n, c->bn), 1};
+  tk_status s = tk_launch(k, grid, NULL, args, 6);
+  if (s == TK_OK) s = tk_synchronize(ctx);
+  if (s != TK_OK)
+    fail_msg("%s (%ldx%ldx%ld) on %s: %s: %s", c->name, sh->m, sh->n, sh->k,
+             ctx == G.cuda ? "cuda" : "interpreter", tk_status_name(s), tk_last_error(ctx));
+  assert_int_equal(tk_memcpy_dtoh(ctx, out, dev[2], bytes[2]), TK_OK);
+  for (int i = 0; i < 3; i++) assert_int_equal(tk_free(ctx, dev[i]), TK_OK);
+}
+
+static void run_shape(const dot_case *c, tk_kernel *kc, tk_kernel *ki, const shape *sh) {
+  size_t sz = dtype_size(c->in);
+  char *a = malloc((size_t)(sh->m * sh->k) * sz), *b = malloc((size_t)(sh->k * sh->n) * sz);
+  for (long i = 0; i < sh->m * sh->k; i++) random_elem(c->in, a + i * (long)sz);
+  for (long i = 0; i < sh->k * sh->n; i++) random_elem(c->in, b + i * (long)sz);
+  size_t out_bytes = (size_t)(sh->m * sh->n) * 4;
+  void *gpu = malloc(out_bytes), *ref = malloc(out_bytes);
+  memset(gpu, POISON, out_bytes);
+  memset(ref, POISON, out_bytes);
+  run_on(G.cuda, kc, c, sh, a, b, gpu);
+  run_on(G.interp, ki, c, sh, a, b, ref);
+  char what[96];
+  snprintf(what, sizeof what, "%s (M=%ld N=%ld K=%ld)", c->name, sh->m, sh->n, sh->k);
+  compare(what, c->acc, gpu, ref, sh->m * sh->n, sh->n);
+  free(a);
+  free(b);
+  free(gpu);
+  free(ref);
+}
+
+static void test_case(void **state) {
+  const dot_case *c = *state;
+  if (!G.cuda) skip();
+  tk_kernel *kc = compile(G.cuda, c), *ki = compile(G.interp, c);
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(c, kc, ki, &shapes[i]);
+}
+
+/* ---- host-only: every case through the GPU back end ---- */
+
+static void test_all_compile_to_ptx(void **state) {
+  (void)state;
+  for (int i = 0; i < G.ncases; i++) {
+    const dot_case *c = &G.cases[i];
+    su_arena *a = su_arena_new();
+    su_diags d;
+    su_diags_init(&d, a, NULL);
+    char text[4][16];
+    tk_define td[4];
+    defines_of(c, text, td);
+    sema_define defs[4];
+    for (int j = 0; j < 4; j++) defs[j] = (sema_define){td[j].name, td[j].value};
+    drv_options o = {.defines = defs, .ndefines = 4, .opt_level = 3, .arch = "sm_90a"};
+    su_source *src = su_source_new(a, c->name, c->source, strlen(c->source));
+    ir_module *m = drv_frontend(a, src, &o, &d);
+    bool ok = m && !d.nerrors && drv_optimize(m, &o, &d) && !d.nerrors;
+    su_buf ptx = {0};
+    ok = ok && cg_emit(m, &(cg_options){"sm_90a", 3, NULL}, CG_PTX, &ptx, &d) && !d.nerrors;
+    bool has_mma = ok && strstr(su_buf_str(&ptx), "mma.sync.aligned.m16n8k") != NULL;
+    if (!ok) {
+      su_buf msg = {0};
+      su_diags_render(&d, &msg);
+      fprintf(stderr, "%s:\n%s\n%s", c->name, c->source, su_buf_str(&msg));
+      su_buf_free(&msg);
+    }
+    su_buf_free(&ptx);
+    su_arena_free(a);
+    if (!ok) fail_msg("%s: the GPU back end rejected it (diagnostics above)", c->name);
+    if (!has_mma) fail_msg("%s: no mma.sync in the PTX", c->name);
+  }
+}
+
+int main(void) {
+  const char *seed = getenv("TK_TEST_SEED");
+  G.seed = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+  G.first_seed = G.seed;
+  printf("gpu_dot: seed %llu (TK_TEST_SEED=%llu replays it)\n", (unsigned long long)G.seed,
+         (unsigned long long)G.seed);
+  make_cases();
+
+  const struct CMUnitTest host_tests[] = {cmocka_unit_test(test_all_compile_to_ptx)};
+  int failed = cmocka_run_group_tests_name("host", host_tests, NULL, NULL);
+
+  if (tk_context_create(&G.cuda, &(tk_context_options){TK_BACKEND_CUDA, 0}) != TK_OK) {
+    printf("skipped: no CUDA device\n  (%s)\n", tk_last_error(NULL));
+    G.cuda = NULL;
+    const char *self = getenv("TK_GPU_TESTS_SELFCHECK");
+    if (self && *self && strcmp(self, "0") != 0) {
+      printf("TK_GPU_TESTS_SELFCHECK: the interpreter stands in for the device\n");
+      if (tk_context_create(&G.cuda, &(tk_context_options){TK_BACKEND_INTERP, 0}) != TK_OK)
+        G.cuda = NULL;
+    }
+  }
+  if (tk_context_create(&G.interp, &(tk_context_options){TK_BACKEND_INTERP, 0}) != TK_OK) {
+    fprintf(stderr, "gpu_dot: no interpreter context: %s\n", tk_last_error(NULL));
+    return 1;
+  }
+  struct CMUnitTest dev[MAX_CASES];
+  for (int i = 0; i < G.ncases; i++)
+    dev[i] = (struct CMUnitTest){G.cases[i].name, test_case, NULL, NULL, &G.cases[i]};
+  failed += _cmocka_run_group_tests("device", dev, (size_t)G.ncases, NULL, NULL);
+  bool device = G.cuda && tk_context_backend(G.cuda) == TK_BACKEND_CUDA;
+  tk_context_destroy(G.cuda);
+  tk_context_destroy(G.interp);
+  /* 77 is the exit status meson (and automake) read as "skipped" */
+  return failed ? 1 : device ? 0 : 77;
+}
