@@ -7,10 +7,12 @@
  *    rewrites one kernel in place and returns whether it changed anything. A pass takes
  *    valid IR and leaves valid IR; it never reports user errors (the input was checked).
  *  - Passes preserve the program's observable behaviour: stores, atomics, loads (they may
- *    fault), prints and asserts are never removed, reordered or duplicated; an op that may
+ *    fault), prints and asserts are never removed, reordered or duplicated (stripmine
+ *    alone re-runs and reorders loads, under the rules of stripmine.c); an op that may
  *    fault at run time (integer division) is never evaluated where the program would not.
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
- *    fixed point with a bound), licm, canonicalize again, tiling. `only` replaces it.
+ *    fixed point with a bound), licm, canonicalize again, stripmine, tiling. `only`
+ *    replaces it.
  * Prefix: pass_.
  */
 #ifndef TK_PASSES_H
@@ -51,6 +53,12 @@ bool pass_cse(ir_module *m, ir_func *f);
 bool pass_dce(ir_module *m, ir_func *f);
 /* Hoists loop-invariant pure ops out of for bodies (licm.c). */
 bool pass_licm(ir_module *m, ir_func *f);
+/* Rewrites a kernel whose 1-D tiles are too long for registers into loops over
+ * register-sized chunks, one loop per group of ops between reductions, recomputing
+ * (reloading) in a later loop what an earlier one loaded; the only pass that re-executes
+ * loads, and only where their memory cannot have changed. Kernels outside the class it
+ * handles are left unchanged (stripmine.c, docs/passes.md). */
+bool pass_stripmine(ir_module *m, ir_func *f);
 /* Gives every tile value a thread layout: memory accesses choose coalesced blocked layouts,
  * which spread through elementwise, shape and control ops; reductions yield slices of
  * their operand's layout; where two choices meet, an explicit convert_layout (tiling.c).
@@ -64,6 +72,12 @@ bool pass_tiling(ir_module *m, ir_func *f);
  * one element per thread before replicating. The back end uses the same choice for IR
  * that was not tiled. */
 void pass_tiling_blocked(int rank, const int *shape, int vec, int num_warps, ir_layout *out);
+/* The layout of a dot's [m, n] result (m, n >= 16, powers of two) for num_warps warps
+ * (a power of two), written to *out (not interned): IR_LAYOUT_MMA with the fields of the
+ * blocked layout it equals, spt=[1,2], tpw=[8,4], order=[1,0] (the accumulator of
+ * mma.sync m16n8: lane 4g+t holds rows g, g+8 and columns 2t, 2t+1 of each 16x8 tile),
+ * wpc=[wm,wn] tiling [m, n] with warps of whole 16x8 tiles (m >= 16 * wm). */
+void pass_tiling_mma(int m, int n, int num_warps, ir_layout *out);
 /* The vector width of kernel f's accesses: 16 bytes of the narrowest element a tile load,
  * store or atomic moves (4 when there is none). */
 int pass_tiling_vec(const ir_func *f);

@@ -17,7 +17,7 @@ typedef struct {
 
 /* Every pass, by name; its entry point is pass_NAME. One list, so the table and the
  * names printed by --list-passes cannot drift apart. */
-#define PASS_LIST(X) X(constfold) X(simplify) X(cse) X(dce) X(licm) X(tiling)
+#define PASS_LIST(X) X(constfold) X(simplify) X(cse) X(dce) X(licm) X(stripmine) X(tiling)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -34,9 +34,12 @@ static const char *const canonical[] = {"constfold", "simplify", "cse", "dce"};
 enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8 };
 
 /* The default pipeline at -O1 and above. licm exposes new constants and duplicates at
- * the loop's level, hence the second canonicalize. Tiling comes last: it sees the
- * canonical ops, and what it inserts (layout conversions) must not be folded away. */
-static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "tiling"};
+ * the loop's level, hence the second canonicalize. Stripmine sees the canonical ops (one
+ * splat per scalar, no dead loads) and builds its chunk loops already hoisted. Tiling
+ * comes last: it lays out stripmine's chunks, and what it inserts (layout conversions)
+ * must not be folded away. */
+static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "stripmine",
+                                       "tiling"};
 enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
 
 const char *const *pass_names(void) {

@@ -1,0 +1,422 @@
+/* Strip-mining (design §5: tiling (b) and recomputation). A kernel whose 1-D tiles are
+ * longer than the registers can hold becomes a sequence of loops over register-sized
+ * chunks, so softmax over a 32768-wide row can be written as one tile.
+ *
+ * The class handled: the top level of the kernel body computes "wide" tiles, all of one
+ * length N, with arange, const, splat, elementwise ops and loads, and consumes them only
+ * with stores and sum/max/min reductions to scalars; scalars flow freely in between. Any
+ * other use of a wide tile (a shape op, scan, argreduce, dot, atomic, print, a loop or
+ * branch that touches one) leaves the kernel unchanged: correct, possibly spilling.
+ *
+ * Groups. Reductions and wide stores are the roots. Walking the body in order, roots
+ * join one group until an op needs a result of the group's reductions (the splat of
+ * softmax's max), or a scalar memory op, a print or assert, a loop or branch, or the
+ * return comes; the group's loop goes just before that op. Each loop runs
+ * `for c0 in range(0, N, C)`, rebuilds the roots' operand trees on the chunk
+ * (arange(s, s+N) becomes c0 + arange(s, s+C)), stores chunk by chunk, and carries one
+ * accumulator tile of C lanes per reduction, combined lane-wise (add, max, min) and
+ * reduced once after the loop: one cross-warp reduction per loop rather than per chunk.
+ * Chunk clones that do not depend on c0 (splats, constants, the arange base) are built
+ * once before the first loop that needs them.
+ *
+ * Keep or recompute. A value needed by two groups (softmax's x: max, sum, normalize) is
+ * always recomputed: reloaded and its producers re-run in the later loop. Registers
+ * cannot keep it (that is why we strip-mine); shared memory could: 228 KB on H200 holds
+ * about 57k f32, so a row of N <= ~48k f32 per CTA (leaving room for the reductions)
+ * could be staged once and read back at shared-memory bandwidth instead of re-reading
+ * global memory (L2 usually hits for a row this small). That keep path pays when the
+ * producers are expensive or the loads are not L2-resident, and costs occupancy (one CTA
+ * per SM at 128 KB). It is not implemented: recomputation needs no barrier and suits the
+ * bandwidth-bound kernels this pass targets (docs/passes.md).
+ *
+ * Memory order. Re-running a load is exact only if its memory has not changed since the
+ * original load: a wide load is recomputed in a loop only when no store or atomic lies
+ * between it and that loop, other than the loop's own stores; otherwise nothing is
+ * rewritten. Within one loop, loads and stores interleave chunk by chunk instead of all
+ * loads before all stores, which is exact unless a store writes memory that a load of
+ * the same loop reads at another lane (buffers overlapping with an offset) — the
+ * assumption every hand-written chunked kernel makes. A wide load no root needs would
+ * vanish, so such a kernel is left alone (loads may fault and are never removed).
+ *
+ * Budget. N is wide when a tile of N values gives each of the kernel's 32 * warps
+ * threads more than SM_MAX_PER_THREAD of them; chunks give each thread
+ * SM_CHUNK_PER_THREAD values (C = 32 * warps * 16: 4 vectors of 16 bytes per f32 tile). */
+#include "pass_util.h"
+
+#include <math.h>
+
+enum {
+  /* softmax at 8192 f32 with 8 warps holds 32 values per thread in 80 registers without
+   * spilling, and one pass over memory beats three; at 64 it needs 128, at 128 all 255. */
+  SM_MAX_PER_THREAD = 32,
+  SM_CHUNK_PER_THREAD = 16,
+};
+
+/* One loop of the rewrite: its roots are the ops of [first, at) marked with its index;
+ * the loop goes before ops[at] (the end of the body when at == nops). */
+typedef struct {
+  int first, at;
+} sm_group;
+
+typedef struct {
+  ir_module *m;
+  ir_func *f;
+  su_arena *a; /* scratch for this run */
+  int n;       /* the wide length */
+  int chunk;   /* C */
+  ir_op **ops; /* the body's top-level ops, in order */
+  int nops;
+  int *pos;      /* value id -> index in ops of its defining op (top level only) */
+  int *group_of; /* op index -> the group that runs it as a root, or -1 */
+  bool *writes;  /* op index -> the op stores or does atomics (nested ones included) */
+  sm_group *groups;
+  int ngroups;
+  /* rewrite state, per value id of the original kernel */
+  ir_value **inv;  /* chunk clone built before the loops (does not depend on c0) */
+  ir_value **var;  /* chunk clone in the body of loop var_of[id] - 1 */
+  int *var_of;
+  ir_value **base; /* an arange's chunk base arange(s, s + C) */
+  int cur;         /* the group being emitted */
+  ir_builder outer, inner;
+} stripper;
+
+static bool is_wide(const stripper *s, const ir_type *t) {
+  return t->kind == IR_TILE && t->rank == 1 && t->shape[0] == s->n;
+}
+
+static bool has_wide_result(const stripper *s, const ir_op *op) {
+  for (int i = 0; i < op->nresults; i++)
+    if (is_wide(s, op->results[i]->type)) return true;
+  return false;
+}
+
+static bool has_wide_operand(const stripper *s, const ir_op *op) {
+  for (int i = 0; i < op->noperands; i++)
+    if (is_wide(s, op->operands[i]->type)) return true;
+  return false;
+}
+
+/* ---- finding N ------------------------------------------------------------------------ */
+
+typedef struct {
+  int64_t budget; /* the most values a tile may have without being wide */
+  int n;          /* the wide length found so far, 0 if none */
+  bool bad;       /* a wide tile that is not 1-D, has a layout, or has another length */
+} width_scan;
+
+static void scan_type(width_scan *w, const ir_type *t) {
+  if (t->kind != IR_TILE || ir_type_numel(t) <= w->budget) return;
+  if (t->rank != 1 || t->layout || (w->n && w->n != t->shape[0]))
+    w->bad = true;
+  else
+    w->n = t->shape[0];
+}
+
+static void scan_op(ir_op *op, void *ctx) {
+  for (int i = 0; i < op->nresults; i++) scan_type(ctx, op->results[i]->type);
+  for (int r = 0; r < op->nregions; r++)
+    for (int i = 0; i < op->regions[r]->nargs; i++) scan_type(ctx, op->regions[r]->args[i]->type);
+}
+
+/* ---- the supported class ---------------------------------------------------------------- */
+
+/* An op producing a wide tile that the loops can rebuild chunk by chunk. */
+static bool rebuildable(const ir_op *op) {
+  switch (op->opc) {
+  case IR_ARANGE: case IR_CONST: case IR_SPLAT: case IR_LOAD: return true;
+  default: return (ir_op_info(op->opc)->traits & IR_ELEM) != 0;
+  }
+}
+
+/* An op consuming wide tiles into no wide result: a store, or a reduction to a scalar
+ * whose lane-wise combination exists (not over i1, whose sum is not its own type's). */
+static bool is_root_kind(const ir_op *op) {
+  if (op->opc == IR_STORE) return true;
+  return op->opc == IR_REDUCE && op->results[0]->type->kind == IR_SCALAR &&
+         op->results[0]->type->dtype != TK_I1;
+}
+
+typedef struct {
+  const stripper *s;
+  bool ok;
+} class_check;
+
+static void check_op(ir_op *op, void *ctx) {
+  class_check *c = ctx;
+  bool res = has_wide_result(c->s, op), opnd = has_wide_operand(c->s, op);
+  if (!res && !opnd) return;
+  if (op->parent != c->s->f->body || op->nregions) c->ok = false;
+  else if (res) c->ok &= op->nresults == 1 && rebuildable(op);
+  else c->ok &= is_root_kind(op);
+}
+
+static bool is_root(const stripper *s, const ir_op *op) {
+  return (op->opc == IR_STORE || op->opc == IR_REDUCE) && has_wide_operand(s, op);
+}
+
+static bool is_write_op(const ir_op *op) {
+  return op->opc == IR_STORE || op->opc == IR_ATOMIC || op->opc == IR_ATOMIC_CAS;
+}
+
+static void find_write(ir_op *op, void *ctx) {
+  if (is_write_op(op)) *(bool *)ctx = true;
+}
+
+/* ---- groups ----------------------------------------------------------------------------- */
+
+/* True if the open group g must be closed before ops[i]: the op needs one of its
+ * reductions, or is an effect (other than a wide load or store) that the group's loads
+ * and stores must not move across. */
+static bool closes_group(const stripper *s, int g, int i) {
+  ir_op *op = s->ops[i];
+  if (op->opc == IR_RETURN || op->nregions) return true;
+  bool wide_mem = (op->opc == IR_LOAD && has_wide_result(s, op)) || is_root(s, op);
+  if ((ir_op_info(op->opc)->traits & IR_MEM) && !wide_mem) return true;
+  for (int k = 0; k < op->noperands; k++) {
+    ir_op *d = op->operands[k]->def;
+    if (d && d->opc == IR_REDUCE && d->parent == s->f->body &&
+        s->group_of[s->pos[op->operands[k]->id]] == g)
+      return true;
+  }
+  return false;
+}
+
+static void form_groups(stripper *s) {
+  s->groups = SU_NEW_ARRAY(s->a, sm_group, s->nops);
+  int open = -1;
+  for (int i = 0; i < s->nops; i++) {
+    if (open >= 0 && closes_group(s, open, i)) {
+      s->groups[open].at = i;
+      open = -1;
+    }
+    if (!is_root(s, s->ops[i])) continue;
+    if (open < 0) {
+      open = s->ngroups++;
+      s->groups[open].first = i;
+    }
+    s->group_of[i] = open;
+  }
+  if (open >= 0) s->groups[open].at = s->nops;
+}
+
+/* ---- memory order ----------------------------------------------------------------------- */
+
+typedef struct {
+  const stripper *s;
+  int g;
+  int *seen;       /* value id -> last group + 1 that visited it */
+  bool *loaded;    /* value id -> a wide load some group runs */
+  bool ok;
+} mem_check;
+
+/* Visits the wide operand tree of v for group c->g; each load in it must see no store
+ * or atomic between its place and the group's loop, other than the group's own. */
+static void check_tree(mem_check *c, const ir_value *v) {
+  const stripper *s = c->s;
+  if (!is_wide(s, v->type) || c->seen[v->id] == c->g + 1) return;
+  c->seen[v->id] = c->g + 1;
+  ir_op *op = v->def;
+  if (op->opc == IR_LOAD) {
+    c->loaded[v->id] = true;
+    for (int q = s->pos[v->id] + 1; q < s->groups[c->g].at; q++)
+      if (s->writes[q] && s->group_of[q] != c->g) c->ok = false;
+  }
+  for (int k = 0; k < op->noperands; k++) check_tree(c, op->operands[k]);
+}
+
+static bool memory_order_ok(const stripper *s, int nvalues) {
+  mem_check c = {s, 0, SU_NEW_ARRAY(s->a, int, nvalues), SU_NEW_ARRAY(s->a, bool, nvalues), true};
+  for (c.g = 0; c.g < s->ngroups; c.g++)
+    for (int i = s->groups[c.g].first; i < s->groups[c.g].at; i++)
+      if (s->group_of[i] == c.g)
+        for (int k = 0; k < s->ops[i]->noperands; k++) check_tree(&c, s->ops[i]->operands[k]);
+  for (int i = 0; i < s->nops; i++) {
+    ir_op *op = s->ops[i];
+    if (op->opc == IR_LOAD && has_wide_result(s, op) && !c.loaded[op->results[0]->id]) return false;
+  }
+  return c.ok;
+}
+
+/* ---- rewriting -------------------------------------------------------------------------- */
+
+static const ir_type *chunk_type(stripper *s, const ir_type *wide) {
+  return ir_type_tile(s->m, wide->elem, 1, &s->chunk);
+}
+
+static bool in_loop(const stripper *s, const ir_value *v) {
+  const ir_block *b = v->def ? v->def->parent : v->owner;
+  return b == s->inner.block;
+}
+
+/* A copy of op (attributes, constant, name hint) with new operands and result type,
+ * placed at b. */
+static ir_value *copy_op(ir_builder *b, const ir_op *op, ir_value **opnds, const ir_type *t) {
+  ir_builder at = *b;
+  at.loc = op->loc;
+  ir_op *c = ir_build(&at, op->opc, op->noperands, opnds, 1, &t);
+  c->attr = op->attr;
+  c->attr2 = op->attr2;
+  c->cval = op->cval;
+  c->ints = op->ints;
+  c->nints = op->nints;
+  c->str = op->str;
+  c->results[0]->name = op->results[0]->name;
+  return c->results[0];
+}
+
+/* The chunk of wide value v at the current loop's c0 (v itself when not wide), built on
+ * first use: before the loops when it does not depend on c0, else in the loop body. */
+static ir_value *chunk_of(stripper *s, ir_value *v) {
+  if (!is_wide(s, v->type)) return v;
+  int id = v->id;
+  if (s->inv[id]) return s->inv[id];
+  if (s->var_of[id] == s->cur + 1) return s->var[id];
+  ir_op *op = v->def;
+  const ir_type *t = chunk_type(s, v->type);
+  if (op->opc == IR_ARANGE) {
+    if (!s->base[id]) {
+      s->base[id] = copy_op(&s->outer, op, NULL, t);
+      s->base[id]->def->attr2 = op->attr + s->chunk;
+    }
+    ir_value *c0 = s->inner.block->args[0];
+    ir_value *lanes = ir_build1(&s->inner, IR_SPLAT, ir_type_like(s->m, t, c0->type), 1, &c0);
+    s->var_of[id] = s->cur + 1;
+    return s->var[id] = ir_binary(&s->inner, IR_ADD, lanes, s->base[id]);
+  }
+  ir_value **opnds = SU_NEW_ARRAY(s->a, ir_value *, op->noperands);
+  bool variant = op->opc == IR_LOAD; /* memory: never hoisted */
+  for (int k = 0; k < op->noperands; k++) {
+    opnds[k] = chunk_of(s, op->operands[k]);
+    variant |= in_loop(s, opnds[k]);
+  }
+  if (!variant) return s->inv[id] = copy_op(&s->outer, op, opnds, t);
+  s->var_of[id] = s->cur + 1;
+  return s->var[id] = copy_op(&s->inner, op, opnds, t);
+}
+
+/* The value a reduction of kind k starts from: sum 0, max the lowest value, min the
+ * highest (infinities for floats), as a tile of type t. */
+static ir_value *identity(ir_builder *b, ir_reduce_kind k, const ir_type *t) {
+  tk_dtype d = t->dtype;
+  if (ir_dtype_is_float(d))
+    return ir_const_float(b, t, k == IR_RED_SUM ? 0.0 : k == IR_RED_MAX ? -INFINITY : INFINITY);
+  if (k == IR_RED_SUM) return ir_const_int(b, t, 0);
+  int bits = ir_dtype_bits(d);
+  int64_t lo = 0, hi = pass_int_wrap(d, -1); /* unsigned */
+  if (ir_dtype_is_signed(d)) {
+    hi = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
+    lo = -hi - 1;
+  }
+  return ir_const_int(b, t, k == IR_RED_MAX ? lo : hi);
+}
+
+static ir_opcode combine_op(ir_reduce_kind k) {
+  return k == IR_RED_SUM ? IR_ADD : k == IR_RED_MAX ? IR_MAX : IR_MIN;
+}
+
+/* Builds group g's loop before ops[at], and after it the final reductions, which take
+ * over the uses of the original ones. */
+static void emit_group(stripper *s, int g) {
+  sm_group *grp = &s->groups[g];
+  ir_op *before = grp->at < s->nops ? s->ops[grp->at] : NULL;
+  ir_builder ob = {s->m, s->f->body, before, s->ops[grp->first]->loc};
+  int nred = 0;
+  for (int i = grp->first; i < grp->at; i++)
+    nred += s->group_of[i] == g && s->ops[i]->opc == IR_REDUCE;
+  ir_op **reds = SU_NEW_ARRAY(s->a, ir_op *, nred);
+  ir_value **accs = SU_NEW_ARRAY(s->a, ir_value *, nred);
+  nred = 0;
+  for (int i = grp->first; i < grp->at; i++)
+    if (s->group_of[i] == g && s->ops[i]->opc == IR_REDUCE) {
+      reds[nred] = s->ops[i];
+      accs[nred++] = identity(&ob, (ir_reduce_kind)s->ops[i]->attr,
+                              chunk_type(s, s->ops[i]->operands[0]->type));
+    }
+  const ir_type *i32 = ir_type_scalar(s->m, TK_I32);
+  ir_value *lb = ir_const_int(&ob, i32, 0), *ub = ir_const_int(&ob, i32, s->n);
+  ir_value *step = ir_const_int(&ob, i32, s->chunk);
+  ir_op *loop = ir_build_for(&ob, lb, ub, step, nred, accs);
+  ir_block *body = loop->regions[0];
+  s->cur = g;
+  s->outer = ob;
+  s->outer.before = loop;
+  s->inner = (ir_builder){s->m, body, NULL, ob.loc};
+
+  int r = 0;
+  for (int i = grp->first; i < grp->at; i++) {
+    ir_op *op = s->ops[i];
+    if (s->group_of[i] != g) continue;
+    if (op->opc == IR_STORE) {
+      ir_value **opnds = SU_NEW_ARRAY(s->a, ir_value *, op->noperands);
+      for (int k = 0; k < op->noperands; k++) opnds[k] = chunk_of(s, op->operands[k]);
+      ir_builder at = s->inner;
+      at.loc = op->loc;
+      ir_build(&at, IR_STORE, op->noperands, opnds, 0, NULL);
+    } else {
+      ir_value *x = chunk_of(s, op->operands[0]);
+      accs[r] = ir_binary(&s->inner, combine_op((ir_reduce_kind)op->attr), body->args[1 + r], x);
+      r++;
+    }
+  }
+  ir_build(&s->inner, IR_YIELD, nred, accs, 0, NULL);
+
+  ob.before = before;
+  for (r = 0; r < nred; r++) {
+    ir_value *acc = loop->results[r];
+    ir_value *red = copy_op(&ob, reds[r], &acc, reds[r]->results[0]->type);
+    red->def->attr2 = 0;
+    ir_replace_all_uses(s->f, reds[r]->results[0], red);
+  }
+}
+
+/* ---- the pass --------------------------------------------------------------------------- */
+
+/* Reads the kernel into s and decides whether it is in the class; false leaves it as is. */
+static bool analyze(stripper *s, int nvalues) {
+  if (s->f->num_warps < 1) return false;
+  int64_t threads = 32 * (int64_t)s->f->num_warps;
+  width_scan w = {threads * SM_MAX_PER_THREAD, 0, false};
+  ir_walk(s->f->body, scan_op, &w);
+  if (w.bad || !w.n) return false;
+  s->n = w.n;
+  s->chunk = (int)(threads * SM_CHUNK_PER_THREAD); /* < n, which is wide */
+  if (s->n % s->chunk != 0) return false;
+  class_check c = {s, true};
+  ir_walk(s->f->body, check_op, &c);
+  if (!c.ok) return false;
+
+  for (ir_op *op = s->f->body->first; op; op = op->next) s->nops++;
+  s->ops = SU_NEW_ARRAY(s->a, ir_op *, s->nops);
+  s->group_of = SU_NEW_ARRAY(s->a, int, s->nops);
+  s->writes = SU_NEW_ARRAY(s->a, bool, s->nops);
+  s->pos = SU_NEW_ARRAY(s->a, int, nvalues);
+  int i = 0;
+  for (ir_op *op = s->f->body->first; op; op = op->next, i++) {
+    s->ops[i] = op;
+    s->group_of[i] = -1;
+    for (int k = 0; k < op->nresults; k++) s->pos[op->results[k]->id] = i;
+    s->writes[i] = is_write_op(op);
+    for (int r = 0; r < op->nregions; r++) ir_walk(op->regions[r], find_write, &s->writes[i]);
+  }
+  form_groups(s);
+  return s->ngroups > 0 && memory_order_ok(s, nvalues);
+}
+
+bool pass_stripmine(ir_module *m, ir_func *f) {
+  stripper s = {.m = m, .f = f, .a = su_arena_new()};
+  int nvalues = ir_number_values(f);
+  bool changed = analyze(&s, nvalues);
+  if (changed) {
+    s.inv = SU_NEW_ARRAY(s.a, ir_value *, nvalues);
+    s.var = SU_NEW_ARRAY(s.a, ir_value *, nvalues);
+    s.var_of = SU_NEW_ARRAY(s.a, int, nvalues);
+    s.base = SU_NEW_ARRAY(s.a, ir_value *, nvalues);
+    for (int g = 0; g < s.ngroups; g++) emit_group(&s, g);
+    /* The originals, last first: each wide value's users are wide ops or roots, all
+     * erased before it. */
+    for (int i = s.nops - 1; i >= 0; i--)
+      if (s.group_of[i] >= 0 || has_wide_result(&s, s.ops[i])) ir_op_erase(s.ops[i]);
+  }
+  su_arena_free(s.a);
+  return changed;
+}

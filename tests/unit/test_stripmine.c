@@ -1,0 +1,423 @@
+/* Unit tests of the strip-mining pass: kernels compiled from .tk through the pipeline
+ * with and without stripmine run on the interpreter over the same random inputs (ragged
+ * lengths included) and must write the same memory; the stripmined IR has the expected
+ * loops and no tile wider than a chunk; kernels outside the pass's class are unchanged.
+ *
+ * The kernels use one warp, so a tile is wide above 32 * 32 = 1024 values and a chunk
+ * holds 32 * 16 = 512: small enough for the interpreter. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "interp/interp.h"
+#include "passes/passes.h"
+#include "sema/sema.h"
+
+enum { CHUNK = 512 };
+
+static const char *const WITH = "canonicalize,licm,canonicalize,stripmine,tiling";
+static const char *const WITHOUT = "canonicalize,licm,canonicalize,tiling";
+
+/* Parses, checks and lowers src with BLOCK bound to block, then runs the passes. */
+static ir_module *compile(su_arena *a, const char *src, int block, const char *passes) {
+  su_diags d;
+  su_diags_init(&d, a, stderr);
+  su_source *s = su_source_new(a, "t.tk", src, strlen(src));
+  ast_file *f = ast_parse(a, s, &d, su_map_new(a));
+  assert_int_equal(d.nerrors, 0);
+  ir_module *m = ir_module_new(a, "t.tk");
+  sema_define def = {"BLOCK", su_fmt(a, "%d", block)};
+  sema_options o = {&def, 1};
+  assert_true(sema_check(a, f, m, &o, &d));
+  sema_lower(f, m);
+  pass_options po = {.opt_level = 3, .verify_each = true, .only = passes};
+  assert_true(pass_run(m, &po, &d));
+  assert_true(ir_verify(m, &d));
+  return m;
+}
+
+typedef struct {
+  ir_opcode opc;
+  int n;
+  int64_t widest; /* the most elements of any tile value */
+} census;
+
+static void count_op(ir_op *op, void *ctx) {
+  census *c = ctx;
+  c->n += op->opc == c->opc;
+  for (int i = 0; i < op->nresults; i++)
+    if (op->results[i]->type->kind == IR_TILE && ir_type_numel(op->results[i]->type) > c->widest)
+      c->widest = ir_type_numel(op->results[i]->type);
+}
+
+static census count(const ir_module *m, ir_opcode opc) {
+  census c = {opc, 0, 0};
+  for (int k = 0; k < m->nfuncs; k++) ir_walk(m->funcs[k]->body, count_op, &c);
+  return c;
+}
+
+static char *print(su_arena *a, const ir_module *m) {
+  su_buf b = {0};
+  ir_print(&b, m);
+  char *s = su_strdup(a, su_buf_str(&b));
+  su_buf_free(&b);
+  return s;
+}
+
+/* ---- running both versions ---------------------------------------------------------------- */
+
+typedef enum { BUF_F32, BUF_I32, BUF_U32, BUF_I64, VAL_I32, VAL_I64, VAL_F32 } arg_kind;
+
+/* A kernel argument: a buffer of n elements filled with random values in [lo, hi) (whole
+ * numbers for integer buffers), or a scalar of value lo. */
+typedef struct {
+  arg_kind kind;
+  int64_t n;
+  double lo, hi;
+} arg_spec;
+
+enum { MAX_ARGS = 10 };
+
+static uint64_t next_random(uint64_t *state) {
+  *state = *state * 6364136223846793005u + 1442695040888963407u;
+  return *state >> 11;
+}
+
+static int elem_bytes(arg_kind k) { return k == BUF_I64 ? 8 : 4; }
+
+static void fill(void *p, const arg_spec *s, uint64_t *rng) {
+  for (int64_t i = 0; i < s->n; i++) {
+    double u = (double)next_random(rng) / 9007199254740992.0; /* [0, 1) */
+    double v = s->lo + u * (s->hi - s->lo);
+    switch (s->kind) {
+    case BUF_F32: ((float *)p)[i] = (float)v; break;
+    case BUF_I32: ((int32_t *)p)[i] = (int32_t)floor(v); break;
+    case BUF_U32: ((uint32_t *)p)[i] = (uint32_t)floor(v); break;
+    case BUF_I64: ((int64_t *)p)[i] = (int64_t)floor(v); break;
+    default: break;
+    }
+  }
+}
+
+typedef struct {
+  ip_memory *mem;
+  tk_devptr ptr[MAX_ARGS];
+} run_result;
+
+/* Runs the only kernel of m on grid over buffers filled from seed; returns the memory. */
+static run_result run(const ir_module *m, const arg_spec *specs, int nargs, tk_grid grid,
+                      uint64_t seed) {
+  run_result r = {ip_memory_new(), {0}};
+  tk_arg args[MAX_ARGS];
+  su_buf err = {0};
+  uint64_t rng = seed;
+  for (int i = 0; i < nargs; i++) {
+    const arg_spec *s = &specs[i];
+    switch (s->kind) {
+    case VAL_I32: args[i] = tk_arg_i32((int32_t)s->lo); break;
+    case VAL_I64: args[i] = tk_arg_i64((int64_t)s->lo); break;
+    case VAL_F32: args[i] = tk_arg_f32((float)s->lo); break;
+    default: {
+      size_t bytes = (size_t)s->n * (size_t)elem_bytes(s->kind);
+      assert_true(ip_mem_alloc(r.mem, bytes, &r.ptr[i], &err));
+      fill(ip_mem_host(r.mem, r.ptr[i], bytes, &err), s, &rng);
+      args[i] = tk_arg_ptr(r.ptr[i]);
+    }
+    }
+  }
+  ip_status st = ip_launch(r.mem, m, m->funcs[0], grid, args, nargs, NULL, &err);
+  if (st != IP_OK) fail_msg("launch failed: %s", su_buf_str(&err));
+  su_buf_free(&err);
+  return r;
+}
+
+/* Equal up to a relative 1e-4 (sums reassociated) or the absolute atol (for results that
+ * cancel, as layernorm's (x - mean) * rstd * w + b). */
+static bool close_enough(double a, double b, double atol) {
+  if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+  if (a == b) return true;
+  return fabs(a - b) <= atol + 1e-4 * fmax(fabs(a), fabs(b));
+}
+
+static double element(const void *p, arg_kind k, int64_t i) {
+  switch (k) {
+  case BUF_F32: return ((const float *)p)[i];
+  case BUF_I32: return ((const int32_t *)p)[i];
+  case BUF_U32: return ((const uint32_t *)p)[i];
+  default: return (double)((const int64_t *)p)[i];
+  }
+}
+
+/* Every buffer of a equals b's: floats within rounding (close_enough), integers exactly. */
+static void compare(run_result *a, run_result *b, const arg_spec *specs, int nargs, double atol,
+                    const char *what) {
+  su_buf err = {0};
+  for (int i = 0; i < nargs; i++) {
+    if (!a->ptr[i]) continue;
+    size_t bytes = (size_t)specs[i].n * (size_t)elem_bytes(specs[i].kind);
+    const void *pa = ip_mem_host(a->mem, a->ptr[i], bytes, &err);
+    const void *pb = ip_mem_host(b->mem, b->ptr[i], bytes, &err);
+    for (int64_t j = 0; j < specs[i].n; j++) {
+      double x = element(pa, specs[i].kind, j), y = element(pb, specs[i].kind, j);
+      bool ok = specs[i].kind == BUF_F32 ? close_enough(x, y, atol) : x == y;
+      if (!ok) fail_msg("%s: argument %d, element %lld: %.9g with stripmine, %.9g without", what, i,
+                        (long long)j, x, y);
+    }
+  }
+  su_buf_free(&err);
+  ip_memory_free(a->mem);
+  ip_memory_free(b->mem);
+}
+
+/* Compiles src both ways, checks the stripmined one has `loops` loops and no tile wider
+ * than a chunk, then runs both over each argument list of cases (nargs each) and compares
+ * what they wrote (floats within atol, see close_enough). */
+static void check_kernel(const char *src, int block, int loops, const arg_spec *cases, int ncases,
+                         int nargs, tk_grid grid, double atol) {
+  su_arena *a = su_arena_new();
+  ir_module *with = compile(a, src, block, WITH);
+  ir_module *without = compile(a, src, block, WITHOUT);
+  census c = count(with, IR_FOR);
+  assert_int_equal(c.n, loops);
+  assert_true(c.widest <= CHUNK);
+  assert_int_equal(count(without, IR_FOR).n, 0);
+  for (int k = 0; k < ncases; k++) {
+    run_result r1 = run(with, cases + k * nargs, nargs, grid, 1234u + (uint64_t)k);
+    run_result r2 = run(without, cases + k * nargs, nargs, grid, 1234u + (uint64_t)k);
+    compare(&r1, &r2, cases + k * nargs, nargs, atol, su_fmt(a, "case %d", k));
+  }
+  su_arena_free(a);
+}
+
+/* ---- kernels in the class ------------------------------------------------------------------ */
+
+static const char *const softmax =
+    "@launch(warps = 1)\n"
+    "kernel softmax<BLOCK: i32 = 1>(x: *f32, y: *f32, stride: i64, n: i32) {\n"
+    "  let row = program_id(0) as i64;\n"
+    "  let cols = arange(0, BLOCK);\n"
+    "  let mask = cols < n;\n"
+    "  let v = load(x + row * stride + cols, mask, -inf);\n"
+    "  let e = exp(v - max(v, 0));\n"
+    "  store(y + row * stride + cols, e / sum(e, 0), mask);\n"
+    "}\n";
+
+/* Three loops (max, sum of exp, normalize and store); rows of ragged lengths around the
+ * chunk size and up to the whole tile. */
+static void test_softmax(void **st) {
+  (void)st;
+  enum { ROWS = 3, STRIDE = 4100 };
+  const int ns[] = {1, 5, 511, 512, 513, 1000, 2049, 4095, 4096};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][4];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, ROWS * STRIDE, -20, 20};
+    cases[k][1] = (arg_spec){BUF_F32, ROWS * STRIDE, 0, 1};
+    cases[k][2] = (arg_spec){VAL_I64, 0, STRIDE, 0};
+    cases[k][3] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+  check_kernel(softmax, 4096, 3, &cases[0][0], NN, 4, (tk_grid){ROWS, 1, 1}, 1e-12);
+}
+
+/* Two loops (max, sum) around a scalar load of the target; a scalar store after them. */
+static void test_cross_entropy(void **st) {
+  (void)st;
+  const char *src =
+      "fn logsumexp(v) {\n"
+      "  let m = max(v, 0);\n"
+      "  return m + log(sum(exp(v - m), 0));\n"
+      "}\n"
+      "@launch(warps = 1)\n"
+      "kernel ce<BLOCK: i32 = 1>(logits: *f32, targets: *i64, loss: *f32, stride: i64, n: i32) {\n"
+      "  let row = program_id(0);\n"
+      "  let xrow = logits + (row as i64) * stride;\n"
+      "  let cols = arange(0, BLOCK);\n"
+      "  let v = load(xrow + cols, cols < n, -inf);\n"
+      "  let t = load(targets + row);\n"
+      "  let valid = t >= 0 && t < n;\n"
+      "  let xt = load(xrow + t, valid, 0.0);\n"
+      "  store(loss + row, where(valid, logsumexp(v) - xt, 0.0));\n"
+      "}\n";
+  enum { ROWS = 5, STRIDE = 2048 };
+  const int ns[] = {3, 600, 1500, 2048};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][5];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, ROWS * STRIDE, -8, 8};
+    cases[k][1] = (arg_spec){BUF_I64, ROWS, -2, ns[k]}; /* some rows ignored */
+    cases[k][2] = (arg_spec){BUF_F32, ROWS, 0, 1};
+    cases[k][3] = (arg_spec){VAL_I64, 0, STRIDE, 0};
+    cases[k][4] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+  check_kernel(src, 2048, 2, &cases[0][0], NN, 5, (tk_grid){ROWS, 1, 1}, 1e-6);
+}
+
+/* No reduction: one loop of loads and a store, offsets from program_id. */
+static void test_vadd(void **st) {
+  (void)st;
+  const char *src = "@launch(warps = 1)\n"
+                    "kernel vadd<BLOCK: i32 = 1>(x: *f32, y: *f32, z: *f32, n: i32) {\n"
+                    "  let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+                    "  let mask = offs < n;\n"
+                    "  store(z + offs, load(x + offs, mask) * 2.0 + load(y + offs, mask), mask);\n"
+                    "}\n";
+  enum { N = 5000 };
+  arg_spec cases[4] = {{BUF_F32, N, -1, 1}, {BUF_F32, N, -1, 1}, {BUF_F32, N, 0, 1}, {VAL_I32, 0, N, 0}};
+  check_kernel(src, 2048, 1, cases, 1, 4, (tk_grid){3, 1, 1}, 0);
+}
+
+/* Three loops; weight and bias are loaded only in the last, statistics stored after. */
+static void test_layernorm(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel ln<BLOCK: i32 = 1>(x: *f32, y: *f32, w: *f32, b: *f32, mean: *f32, rstd: *f32,\n"
+      "                      stride: i64, n: i32, eps: f32) {\n"
+      "  let row = program_id(0);\n"
+      "  let base = (row as i64) * stride;\n"
+      "  let cols = arange(0, BLOCK);\n"
+      "  let mask = cols < n;\n"
+      "  let v = load(x + base + cols, mask, 0.0);\n"
+      "  let wv = load(w + cols, mask);\n"
+      "  let bv = load(b + cols, mask);\n"
+      "  let mu = sum(v, 0) / (n as f32);\n"
+      "  let d = where(mask, v - mu, 0.0);\n"
+      "  let r = rsqrt(sum(d * d, 0) / (n as f32) + eps);\n"
+      "  store(y + base + cols, d * r * wv + bv, mask);\n"
+      "  store(mean + row, mu);\n"
+      "  store(rstd + row, r);\n"
+      "}\n";
+  enum { ROWS = 2, STRIDE = 4096 };
+  const int ns[] = {7, 1025, 4096};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][9];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, ROWS * STRIDE, -3, 5};
+    cases[k][1] = (arg_spec){BUF_F32, ROWS * STRIDE, 0, 1};
+    cases[k][2] = (arg_spec){BUF_F32, STRIDE, 0.5, 1.5};
+    cases[k][3] = (arg_spec){BUF_F32, STRIDE, -1, 1};
+    cases[k][4] = (arg_spec){BUF_F32, ROWS, 0, 1};
+    cases[k][5] = (arg_spec){BUF_F32, ROWS, 0, 1};
+    cases[k][6] = (arg_spec){VAL_I64, 0, STRIDE, 0};
+    cases[k][7] = (arg_spec){VAL_I32, 0, ns[k], 0};
+    cases[k][8] = (arg_spec){VAL_F32, 0, 1e-5, 0};
+  }
+  check_kernel(src, 4096, 3, &cases[0][0], NN, 9, (tk_grid){ROWS, 1, 1}, 1e-5);
+}
+
+/* Integer sum (wrapping), signed max and min, unsigned min over an arange that does not
+ * start at 0; a wide store in the same loop as the reductions. Exact comparison. */
+static void test_integer_reductions(void **st) {
+  (void)st;
+  const char *src = "@launch(warps = 1)\n"
+                    "kernel ints<BLOCK: i32 = 1>(a: *i32, u: *u32, y: *i32, out: *i32, uout: *u32, n: i32) {\n"
+                    "  let idx = arange(16, 16 + BLOCK);\n"
+                    "  let mask = idx < n;\n"
+                    "  let v = load(a + idx, mask, 0);\n"
+                    "  let w = load(u + idx, mask, 4294967295);\n"
+                    "  let s = sum(v * 65537, 0);\n"
+                    "  let hi = max(where(mask, v, -2147483648), 0);\n"
+                    "  let lo = min(where(mask, v, 2147483647), 0);\n"
+                    "  let ulo = min(w, 0);\n"
+                    "  store(y + idx - 16, v * 3 + idx, mask);\n"
+                    "  store(out, s);\n"
+                    "  store(out + 1, hi);\n"
+                    "  store(out + 2, lo);\n"
+                    "  store(uout, ulo);\n"
+                    "}\n";
+  enum { N = 2048 + 16 };
+  const int ns[] = {17, 700, N};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][6];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_I32, N, -2e9, 2e9};
+    cases[k][1] = (arg_spec){BUF_U32, N, 1e5, 4e9};
+    cases[k][2] = (arg_spec){BUF_I32, N, 0, 10};
+    cases[k][3] = (arg_spec){BUF_I32, 3, 0, 10};
+    cases[k][4] = (arg_spec){BUF_U32, 1, 0, 10};
+    cases[k][5] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+  /* Four reductions and a store in one loop, closed by the first scalar store. */
+  check_kernel(src, 2048, 1, &cases[0][0], NN, 6, (tk_grid){1, 1, 1}, 0);
+}
+
+/* ---- kernels left alone -------------------------------------------------------------------- */
+
+/* src compiles to the same IR with and without stripmine. */
+static void check_unchanged(const char *src, int block) {
+  su_arena *a = su_arena_new();
+  const char *with = print(a, compile(a, src, block, WITH));
+  const char *without = print(a, compile(a, src, block, WITHOUT));
+  assert_string_equal(with, without);
+  su_arena_free(a);
+}
+
+static void test_unsupported_ops(void **st) {
+  (void)st;
+  /* argmax and cumsum have no chunked form here. */
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, out: *i32) {\n"
+                  "  store(out, argmax(load(x + arange(0, BLOCK)), 0));\n"
+                  "}\n",
+                  2048);
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32) {\n"
+                  "  let c = arange(0, BLOCK);\n"
+                  "  store(y + c, cumsum(load(x + c), 0));\n"
+                  "}\n",
+                  2048);
+  /* A 2-D wide tile. */
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, out: *f32) {\n"
+                  "  let r = arange(0, 2);\n"
+                  "  let c = arange(0, BLOCK);\n"
+                  "  store(out, sum(sum(load(x + r[:, None] * BLOCK + c[None, :]), 1), 0));\n"
+                  "}\n",
+                  2048);
+}
+
+/* x would be reloaded after y was stored (y may alias x): not rewritten. */
+static void test_reload_after_store(void **st) {
+  (void)st;
+  /* The scalar store of s closes the first loop; the max would reload v after it. */
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *i32, out: *i32) {\n"
+                  "  let v = load(x + arange(0, BLOCK));\n"
+                  "  store(out, sum(v, 0));\n"
+                  "  store(out + 1, max(v, 0));\n"
+                  "}\n",
+                  2048);
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, z: *f32) {\n"
+                  "  let c = arange(0, BLOCK);\n"
+                  "  let v = load(x + c);\n"
+                  "  store(y + c, v);\n"
+                  "  store(z + c, v / sum(v, 0));\n"
+                  "}\n",
+                  2048);
+}
+
+/* Tiles within the budget (32 values per thread) are not touched. */
+static void test_small_tiles(void **st) {
+  (void)st;
+  check_unchanged(softmax, 1024);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_softmax),
+      cmocka_unit_test(test_cross_entropy),
+      cmocka_unit_test(test_vadd),
+      cmocka_unit_test(test_layernorm),
+      cmocka_unit_test(test_integer_reductions),
+      cmocka_unit_test(test_unsupported_ops),
+      cmocka_unit_test(test_reload_after_store),
+      cmocka_unit_test(test_small_tiles),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
