@@ -185,6 +185,7 @@ void cg_emit_memory(cg_ctx *c, const ir_op *op);         /* emit_memory.c */
 void cg_emit_control(cg_ctx *c, const ir_op *op);        /* emit_control.c */
 void cg_emit_reduce(cg_ctx *c, const ir_op *op);         /* emit_reduce.c: reduce, argreduce */
 void cg_emit_scan(cg_ctx *c, const ir_op *op);           /* emit_scan.c */
+void cg_emit_dot(cg_ctx *c, const ir_op *op);            /* emit_dot.c: mma.sync */
 /* The value of x held by lane (this lane ^ lane_xor), for any register type. */
 LLVMValueRef cg_shfl_xor(cg_ctx *c, LLVMValueRef x, int lane_xor);
 /* Converts one scalar x of dtype from to dtype to (the language's `as`). */
@@ -199,8 +200,10 @@ LLVMValueRef cg_combine(cg_ctx *c, ir_reduce_kind k, tk_dtype dt, LLVMValueRef x
 LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef x);
 
 /* ---- target.c ---- */
-/* The target machine for arch (validated; reported and NULL when unknown). */
-LLVMTargetMachineRef cg_target_machine(cg_ctx *c, const char *arch, int opt_level);
+/* False (reported to d) when arch is no GPU architecture tk knows. */
+bool cg_check_arch(su_diags *d, const char *arch);
+/* A new target machine for arch, which cg_check_arch accepted; safe on any thread. */
+LLVMTargetMachineRef cg_target_machine(const char *arch, int opt_level);
 /* Links the libdevice routines c->mod calls (__nv_*), and only those and what they call,
  * then internalizes every non-kernel; false (reported) when the file cannot be read,
  * parsed or linked. */
@@ -209,5 +212,42 @@ bool cg_link_libdevice(cg_ctx *c, const cg_options *o);
 void cg_optimize(cg_ctx *c, LLVMTargetMachineRef tm, int opt_level);
 /* Appends the PTX of c->mod, NUL-terminated. */
 void cg_emit_ptx(cg_ctx *c, LLVMTargetMachineRef tm, su_buf *out);
+
+/* ---- codegen.c, parallel.c: compiling kernels apart ----
+ * A unit is one LLVM compilation (own context, module, target machine) of kernels
+ * [lo, hi) of m. cg_emit compiles a module of several kernels to PTX as one unit per
+ * kernel, on several threads, then merges the PTX texts. Hence every emitter must treat
+ * the IR module as read-only (its arena and type tables are shared between threads):
+ * write only the kernel's own values (their ids) and the cg_ctx. */
+typedef struct {
+  const ir_module *m;
+  const cg_options *o;
+  cg_format format;
+  su_source *src;       /* module->source_name, for diagnostics */
+  int lo, hi;
+  bool unique_names;    /* the PTX goes into a merge: see cg_ptx_unique_names */
+  su_diags *diags;      /* this unit's own when compiled on a thread */
+  su_buf text;          /* out: PTX or LLVM IR, NUL-terminated */
+  su_buf shared_note;   /* out: the ".tk.shared" lines of its kernels */
+  bool ok;              /* out */
+} cg_unit;
+
+/* Compiles u (codegen.c); thread-safe given distinct units of distinct kernels. */
+void cg_compile_unit(cg_unit *u);
+/* Compiles the n units, on up to min(n, cores, 8) threads (the caller's among them),
+ * then reports their diagnostics to d in unit order, an error repeated by several units
+ * (e.g. a missing libdevice) once. Each unit's diags must be its own. */
+void cg_compile_units(cg_unit *units, int n, su_diags *d);
+
+/* ---- ptx_merge.c ---- */
+/* Renames every module-local symbol of mod (libdevice routines and tables the optimizer
+ * kept), appending "$kernel", so that PTX of per-kernel modules can be merged: '$' is in
+ * no tk or libdevice name, hence no two kernels' symbols collide. */
+void cg_ptx_unique_names(LLVMModuleRef mod, const char *kernel);
+/* Appends one PTX module made of the n PTX texts (same target, as cg_emit_ptx made
+ * them): the first header, then every body in order, each `.extern` declaration once,
+ * NVPTX's call-sequence comments renumbered so that the text depends on the input alone
+ * (for n = 1 too: NVPTX numbers them process-wide). */
+void cg_ptx_merge(const char *const *ptx, int n, su_buf *out);
 
 #endif

@@ -1,5 +1,7 @@
 /* cg_emit: the whole GPU pipeline for one module — each kernel to LLVM IR, verify,
- * libdevice, optimize, then print the IR or emit PTX. One LLVM context per call. */
+ * libdevice, optimize, then print the IR or emit PTX. A unit (one LLVM context) holds
+ * every kernel, or, for the PTX of several kernels, one kernel each, the units compiled
+ * on several threads and their PTX merged (parallel.c, ptx_merge.c). */
 #include "cg.h"
 
 #include <llvm-c/Analysis.h>
@@ -28,10 +30,15 @@ static void verify(cg_ctx *c) {
   LLVMDisposeMessage(msg);
 }
 
-static bool emit_module(cg_ctx *c, const cg_options *o, LLVMTargetMachineRef tm, cg_format f,
-                        su_buf *out) {
+static int opt_level(const cg_options *o) { return o ? o->opt_level : 3; }
+
+static const char *arch_of(const cg_options *o) {
+  return o && o->arch ? o->arch : DEFAULT_ARCH;
+}
+
+static bool emit_module(cg_ctx *c, cg_unit *u, LLVMTargetMachineRef tm) {
   set_target(c, tm);
-  for (int i = 0; i < c->m->nfuncs; i++) {
+  for (int i = u->lo; i < u->hi; i++) {
     cg_emit_kernel(c, c->m->funcs[i]);
     c->failed_any |= c->failed;
     c->failed = false;
@@ -42,42 +49,95 @@ static bool emit_module(cg_ctx *c, const cg_options *o, LLVMTargetMachineRef tm,
     if (fn) LLVMDeleteFunction(fn);
   }
   verify(c);
-  if (!cg_link_libdevice(c, o)) return false;
-  cg_optimize(c, tm, o ? o->opt_level : 3);
-  if (f == CG_PTX) {
-    cg_emit_ptx(c, tm, out);
-    su_buf_puts(out, su_buf_str(&c->shared_note));
+  if (!cg_link_libdevice(c, u->o)) return false;
+  cg_optimize(c, tm, opt_level(u->o));
+  if (u->format == CG_PTX) {
+    if (u->unique_names) {
+      SU_ASSERT(u->hi - u->lo == 1);
+      cg_ptx_unique_names(c->mod, c->m->funcs[u->lo]->name);
+    }
+    cg_emit_ptx(c, tm, &u->text);
   } else {
     char *ir = LLVMPrintModuleToString(c->mod);
-    su_buf_puts(out, ir);
+    su_buf_puts(&u->text, ir);
     LLVMDisposeMessage(ir);
   }
   return true;
 }
 
-bool cg_emit(const ir_module *m, const cg_options *o, cg_format f, su_buf *out, su_diags *d) {
+void cg_compile_unit(cg_unit *u) {
   cg_ctx c = {0};
-  c.m = m;
-  c.diags = d;
+  c.m = u->m;
+  c.diags = u->diags;
+  c.src = u->src;
   c.arena = su_arena_new();
+  c.llc = LLVMContextCreate();
+  LLVMTargetMachineRef tm = cg_target_machine(arch_of(u->o), opt_level(u->o));
+  c.mod = LLVMModuleCreateWithNameInContext(u->src->name, c.llc);
+  c.b = LLVMCreateBuilderInContext(c.llc);
+  u->ok = emit_module(&c, u, tm);
+  LLVMDisposeBuilder(c.b);
+  LLVMDisposeModule(c.mod);
+  LLVMDisposeTargetMachine(tm);
+  LLVMContextDispose(c.llc);
+  u->shared_note = c.shared_note; /* handed over, not freed here */
+  su_arena_free(c.arena);
+  su_buf_str(&u->text);
+}
+
+/* The PTX of every kernel compiled apart, at once, then merged. --emit=llvm stays one
+ * module: it is for reading, not for speed. */
+static bool emit_apart(const cg_unit *proto, su_buf *out, su_diags *d) {
+  int n = proto->m->nfuncs;
+  su_arena *scratch = su_arena_new();
+  cg_unit *units = SU_NEW_ARRAY(scratch, cg_unit, n);
+  const char **texts = SU_NEW_ARRAY(scratch, const char *, n);
+  for (int i = 0; i < n; i++) {
+    units[i] = *proto;
+    units[i].lo = i;
+    units[i].hi = i + 1;
+    units[i].unique_names = true;
+    units[i].diags = SU_NEW(scratch, su_diags);
+    /* an arena each: the units report from their own threads */
+    su_diags_init(units[i].diags, su_arena_new(), NULL);
+  }
+  cg_compile_units(units, n, d);
+  bool ok = true;
+  for (int i = 0; i < n; i++) {
+    ok &= units[i].ok;
+    texts[i] = su_buf_str(&units[i].text);
+  }
+  if (ok) {
+    cg_ptx_merge(texts, n, out);
+    for (int i = 0; i < n; i++) su_buf_puts(out, su_buf_str(&units[i].shared_note));
+  }
+  for (int i = 0; i < n; i++) {
+    su_buf_free(&units[i].text);
+    su_buf_free(&units[i].shared_note);
+    su_arena_free(units[i].diags->arena);
+  }
+  su_arena_free(scratch);
+  return ok;
+}
+
+bool cg_emit(const ir_module *m, const cg_options *o, cg_format f, su_buf *out, su_diags *d) {
+  su_buf_str(out); /* NUL-terminated even when nothing is appended */
+  if (!cg_check_arch(d, arch_of(o))) return false;
   const char *name = m->source_name ? m->source_name : "<ir>";
   /* Diagnostics outlive this call: their source lives with them. */
-  c.src = su_source_new(d->arena, name, "", 0);
-  c.llc = LLVMContextCreate();
-  bool ok = false;
-  LLVMTargetMachineRef tm = cg_target_machine(&c, o && o->arch ? o->arch : DEFAULT_ARCH,
-                                              o ? o->opt_level : 3);
-  if (tm) {
-    c.mod = LLVMModuleCreateWithNameInContext(name, c.llc);
-    c.b = LLVMCreateBuilderInContext(c.llc);
-    ok = emit_module(&c, o, tm, f, out);
-    LLVMDisposeBuilder(c.b);
-    LLVMDisposeModule(c.mod);
-    LLVMDisposeTargetMachine(tm);
+  cg_unit u = {.m = m, .o = o, .format = f, .src = su_source_new(d->arena, name, "", 0),
+               .lo = 0, .hi = m->nfuncs, .diags = d};
+  if (f == CG_PTX && m->nfuncs > 1) return emit_apart(&u, out, d);
+  cg_compile_unit(&u);
+  if (u.ok) {
+    const char *text = su_buf_str(&u.text);
+    if (f == CG_PTX)
+      cg_ptx_merge(&text, 1, out);
+    else
+      su_buf_puts(out, text);
+    su_buf_puts(out, su_buf_str(&u.shared_note));
   }
-  LLVMContextDispose(c.llc);
-  su_buf_free(&c.shared_note);
-  su_arena_free(c.arena);
-  su_buf_str(out); /* NUL-terminated even when nothing was appended */
-  return ok;
+  su_buf_free(&u.text);
+  su_buf_free(&u.shared_note);
+  return u.ok;
 }

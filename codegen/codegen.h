@@ -35,8 +35,10 @@
  *    else the module's dynamic buffer `tk_dyn_smem`, whose size the launcher must pass
  *    (and allow with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES): see
  *    cg_ptx_shared_bytes.
- *  - Not supported yet (reported through su_error, located at the op): dot,
- *    device_print, device_assert. The interpreter runs them.
+ *  - dot runs on the tensor cores (mma.sync, sm_80+; emit_dot.c): f16 and bf16 exact
+ *    products summed in f32, f32 inputs rounded to tf32 (Triton's default), i8 → i32.
+ *  - Not supported yet (reported through su_error, located at the op): device_print,
+ *    device_assert. The interpreter runs them.
  *  - Math accuracy (as Triton's): f32 sin and cos are PTX sin/cos.approx.f32 (absolute
  *    error about 2^-21 on [-pi, pi], growing outside it: no exact range reduction); f32
  *    exp2 is ex2.approx.f32 (2 ulp) and exp(x) is ex2.approx.f32(x * log2(e)) (2 ulp plus
@@ -66,7 +68,14 @@ typedef struct {
 /* Emits every kernel of m into one module, as LLVM IR text (after optimization) or PTX,
  * appended NUL-terminated to out. libdevice is linked only when a kernel needs a math
  * function. User-facing failures (unsupported construct, unknown arch, missing libdevice)
- * are reported to d and return false. */
+ * are reported to d and return false.
+ * PTX of several kernels is compiled one LLVM module per kernel, on up to
+ * min(kernels, cores, 8) threads ($TK_CG_THREADS lowers the cap; 1: none), then merged:
+ * each kernel keeps its own copy of the libdevice routines and tables not inlined, named
+ * NAME$KERNEL. The text is the same whatever the threads did, and in IR order; errors
+ * come in kernel order, one that several kernels hit alike (e.g. a missing libdevice)
+ * once. LLVM IR stays one module holding every kernel. Calls on distinct modules may run
+ * on several threads at once (one module's value ids are renumbered). */
 bool cg_emit(const ir_module *m, const cg_options *o, cg_format f, su_buf *out, su_diags *d);
 
 /* The dynamic shared memory, in bytes, that `kernel` of PTX made by cg_emit needs at

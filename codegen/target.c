@@ -28,14 +28,15 @@ static void init_nvptx(void) {
 
 static su_loc no_loc(void) { return (su_loc){0}; }
 
-LLVMTargetMachineRef cg_target_machine(cg_ctx *c, const char *arch, int opt_level) {
-  bool known = false;
-  for (size_t i = 0; i < sizeof ARCHES / sizeof *ARCHES; i++) known |= !strcmp(arch, ARCHES[i]);
-  if (!known) {
-    su_error(c->diags, no_loc(), "unknown GPU architecture '%s'", arch);
-    su_note(c->diags, no_loc(), "expected sm_80, sm_90 or sm_90a (or sm_70..sm_89)");
-    return NULL;
-  }
+bool cg_check_arch(su_diags *d, const char *arch) {
+  for (size_t i = 0; i < sizeof ARCHES / sizeof *ARCHES; i++)
+    if (!strcmp(arch, ARCHES[i])) return true;
+  su_error(d, no_loc(), "unknown GPU architecture '%s'", arch);
+  su_note(d, no_loc(), "expected sm_80, sm_90 or sm_90a (or sm_70..sm_89)");
+  return false;
+}
+
+LLVMTargetMachineRef cg_target_machine(const char *arch, int opt_level) {
   pthread_once(&nvptx_once, init_nvptx);
   LLVMTargetRef t;
   char *err = NULL;

@@ -727,6 +727,190 @@ static void test_bad_libdevice_reported(void **state) {
   end(&x);
 }
 
+/* ---- several kernels: compiled apart, on threads, merged into one PTX module ---- */
+
+/* A kernel writing f(x[0..n)) back in place: `f` is a unary op, dt f32 or f64. */
+static void kernel_text(su_buf *b, const char *name, const char *f, const char *dt, int n,
+                        int warps) {
+  su_buf_printf(b,
+                "kernel @%s(%%x: ptr<%s>) warps(%d) stages(1) {\n"
+                "  %%o = arange {start = 0, end = %d} : tile<%dxi32>\n"
+                "  %%px = splat %%x : tile<%dxptr<%s>>\n"
+                "  %%p = addptr %%px, %%o : tile<%dxptr<%s>>\n"
+                "  %%v = load %%p : tile<%dx%s>\n"
+                "  %%s = %s : tile<%dx%s>\n"
+                "  store %%p, %%s\n"
+                "  return\n"
+                "}\n",
+                name, dt, warps, n, n, n, dt, n, dt, n, dt, f, n, dt);
+}
+
+/* Two kernels using f64 sin (libdevice's slow path stays a .func with its constant
+ * tables, one copy per kernel) and two needing the dynamic shared buffer. */
+static ir_module *four_kernels(su_arena *a, su_diags *d) {
+  su_buf t = {0};
+  su_buf_puts(&t, "module \"apart.tk\"\n");
+  kernel_text(&t, "wave", "sin %v", "f64", 32, 1);
+  kernel_text(&t, "wave2", "sin %v", "f64", 32, 1);
+  kernel_text(&t, "scan1", "scan sum %v {axis = 0}", "f32", 16384, 4);
+  kernel_text(&t, "scan2", "scan sum %v {axis = 0}", "f32", 16384, 4);
+  su_source *src = su_source_new(a, "apart.tkir", su_buf_str(&t), t.len);
+  su_buf_free(&t);
+  ir_module *m = ir_parse(a, src, d);
+  assert_non_null(m);
+  assert_true(ir_verify(m, d));
+  return m;
+}
+
+static char *emit_module(ir_module *m, cg_format f, const char *libdevice, su_diags *d) {
+  cg_options o = {"sm_80", 3, libdevice};
+  su_buf out = {0};
+  if (!cg_emit(m, &o, f, &out, d)) {
+    su_buf_free(&out);
+    return NULL;
+  }
+  if (f == CG_PTX) assert_ptxas_accepts(out.data, "sm_80");
+  return out.data;
+}
+
+static void assert_before(const char *text, const char *a, const char *b) {
+  const char *pa = strstr(text, a), *pb = strstr(text, b);
+  if (!pa || !pb || pa > pb) fail_msg("expected \"%s\" before \"%s\" in:\n%s", a, b, text);
+}
+
+static void test_kernels_apart_merge_into_one_module(void **state) {
+  (void)state;
+  if (!have_libdevice()) {
+    print_message("skipped: libdevice not found (set TK_LIBDEVICE or CUDA_HOME)\n");
+    skip();
+  }
+  su_arena *a = su_arena_new();
+  su_diags d;
+  su_diags_init(&d, a, NULL);
+  ir_module *m = four_kernels(a, &d);
+  char *ptx = emit_module(m, CG_PTX, NULL, &d);
+  assert_non_null(ptx);
+  assert_int_equal(count(ptx, ".version"), 1);
+  assert_int_equal(count(ptx, ".address_size"), 1);
+  assert_before(ptx, ".entry wave(", ".entry wave2(");
+  assert_before(ptx, ".entry wave2(", ".entry scan1(");
+  assert_before(ptx, ".entry scan1(", ".entry scan2(");
+  /* each kernel's copy of libdevice's table under its own name (ptxas above rejects a
+   * symbol defined twice) */
+  assert_int_equal(count(ptx, ".b8 __cudart_i2opi_d$wave["), 1);
+  assert_int_equal(count(ptx, ".b8 __cudart_i2opi_d$wave2["), 1);
+  assert_int_equal(count(ptx, ".extern .shared .align 16 .b8 tk_dyn_smem[];"), 1);
+  int bytes = -1;
+  assert_true(cg_ptx_shared_bytes(ptx, "wave2", &bytes));
+  assert_int_equal(bytes, 0);
+  assert_true(cg_ptx_shared_bytes(ptx, "scan1", &bytes));
+  assert_true(bytes > 48 * 1024);
+  assert_true(cg_ptx_shared_bytes(ptx, "scan2", &bytes));
+  assert_true(bytes > 48 * 1024);
+  /* The same text whichever thread compiled what, and on the caller's thread alone. */
+  char *again = emit_module(m, CG_PTX, NULL, &d);
+  assert_string_equal(ptx, again);
+  free(again);
+  setenv("TK_CG_THREADS", "1", 1);
+  char *alone = emit_module(m, CG_PTX, NULL, &d);
+  unsetenv("TK_CG_THREADS");
+  assert_string_equal(ptx, alone);
+  free(alone);
+  assert_int_equal(d.nerrors, 0);
+  free(ptx);
+  su_arena_free(a);
+}
+
+/* NVPTX numbers call sequences process-wide; the PTX must not show it: a kernel compiled
+ * twice in one process gives the same text. */
+static void test_ptx_depends_on_the_ir_alone(void **state) {
+  (void)state;
+  if (!have_libdevice()) {
+    print_message("skipped: libdevice not found (set TK_LIBDEVICE or CUDA_HOME)\n");
+    skip();
+  }
+  su_arena *a = su_arena_new();
+  su_diags d;
+  su_diags_init(&d, a, NULL);
+  su_buf t = {0};
+  su_buf_puts(&t, "module \"one.tk\"\n");
+  kernel_text(&t, "wave", "sin %v", "f64", 32, 1);
+  su_source *src = su_source_new(a, "one.tkir", su_buf_str(&t), t.len);
+  su_buf_free(&t);
+  ir_module *m = ir_parse(a, src, &d);
+  assert_non_null(m);
+  char *first = emit_module(m, CG_PTX, NULL, &d);
+  char *second = emit_module(m, CG_PTX, NULL, &d);
+  assert_non_null(first);
+  assert_has(first, "// callseq 0");
+  assert_string_equal(first, second);
+  free(first);
+  free(second);
+  su_arena_free(a);
+}
+
+/* --emit=llvm stays one module holding every kernel. */
+static void test_llvm_ir_of_kernels_is_one_module(void **state) {
+  (void)state;
+  su_arena *a = su_arena_new();
+  su_diags d;
+  su_diags_init(&d, a, NULL);
+  su_buf t = {0};
+  su_buf_puts(&t, "module \"two.tk\"\n");
+  kernel_text(&t, "neg1", "neg %v", "f32", 256, 4);
+  kernel_text(&t, "neg2", "neg %v", "f32", 256, 4);
+  su_source *src = su_source_new(a, "two.tkir", su_buf_str(&t), t.len);
+  su_buf_free(&t);
+  ir_module *m = ir_parse(a, src, &d);
+  assert_non_null(m);
+  char *ll = emit_module(m, CG_LLVM_IR, NULL, &d);
+  assert_non_null(ll);
+  assert_int_equal(count(ll, "target triple"), 1);
+  assert_before(ll, "@neg1(", "@neg2(");
+  free(ll);
+  su_arena_free(a);
+}
+
+/* Errors of kernels compiled apart come in kernel order; one that every kernel hits
+ * alike (the missing libdevice) is reported once. */
+static void test_errors_of_kernels_apart(void **state) {
+  (void)state;
+  su_arena *a = su_arena_new();
+  su_diags d;
+  su_diags_init(&d, a, NULL);
+  ir_module *m = four_kernels(a, &d);
+  assert_null(emit_module(m, CG_PTX, "/nonexistent/libdevice.bc", &d));
+  assert_int_equal(d.nerrors, 1);
+  assert_non_null(strstr(d.first->msg, "cannot read libdevice"));
+
+  su_diags_init(&d, a, NULL);
+  const char text[] = "module \"p.tk\"\n"
+                      "kernel @k1(%x: ptr<f32>) warps(4) stages(1) {\n"
+                      "  %v = load %x : f32 @2:7\n"
+                      "  print %v {prefix = \"a\"} @2:3\n"
+                      "  return\n"
+                      "}\n"
+                      "kernel @k2(%x: ptr<f32>) warps(4) stages(1) {\n"
+                      "  %v = load %x : f32 @5:7\n"
+                      "  %z = const 0.0 : f32 @5:9\n"
+                      "  %c = cmp gt %v, %z : i1 @5:7\n"
+                      "  assert %c {msg = \"b\"} @5:3\n"
+                      "  return\n"
+                      "}\n";
+  su_source *src = su_source_new(a, "p.tkir", text, sizeof text - 1);
+  m = ir_parse(a, src, &d);
+  assert_non_null(m);
+  assert_true(ir_verify(m, &d));
+  assert_null(emit_module(m, CG_PTX, NULL, &d));
+  assert_int_equal(d.nerrors, 2);
+  const su_diag *first = d.first, *second = first->next->next;
+  assert_int_equal(first->loc.line, 2);
+  assert_non_null(strstr(first->msg, "'print'"));
+  assert_int_equal(second->loc.line, 5);
+  assert_non_null(strstr(second->msg, "'assert'"));
+  su_arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unmasked_add_is_vectorized),
@@ -750,6 +934,10 @@ int main(void) {
       cmocka_unit_test(test_f32_exp_scales_by_log2e),
       cmocka_unit_test(test_f64_math_through_libdevice),
       cmocka_unit_test(test_bad_libdevice_reported),
+      cmocka_unit_test(test_kernels_apart_merge_into_one_module),
+      cmocka_unit_test(test_ptx_depends_on_the_ir_alone),
+      cmocka_unit_test(test_llvm_ir_of_kernels_is_one_module),
+      cmocka_unit_test(test_errors_of_kernels_apart),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
