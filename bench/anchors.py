@@ -118,6 +118,28 @@ def rmsnorm_kernel(x, y, w, rstd, stride, n, eps, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                  GROUP: tl.constexpr):
+    # the tutorial's grouped ordering: programs sharing A rows run together, for L2 reuse
+    pid = tl.program_id(0)
+    tiles_n = tl.cdiv(N, BN)
+    per_group = GROUP * tiles_n
+    first = (pid // per_group) * GROUP
+    rows_in_group = min(tl.cdiv(M, BM) - first, GROUP)
+    pm = first + (pid % per_group) % rows_in_group
+    pn = (pid % per_group) // rows_in_group
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        ta = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
+        tb = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
+        acc = tl.dot(ta, tb, acc)
+    tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+@triton.jit
 def tiny_kernel(x, n, BLOCK: tl.constexpr):
     o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x + o, 1.0, mask=o < n)
@@ -257,6 +279,26 @@ def launch_rmsnorm(ins, y):
                          num_warps=warps_for(block))
 
 
+def launch_matmul(a, b, c):
+    n = a.shape[0]
+    matmul_kernel[(cdiv(n, 128) * cdiv(n, 256),)](a, b, c, n, n, n, BM=128, BN=256, BK=64,
+                                                  GROUP=8, num_warps=8, num_stages=3)
+
+
+def matmul(n):
+    """f16 n^3: Triton's tutorial kernel, and torch.matmul (cuBLAS) as the eager anchor."""
+    a = torch.randn((n, n), device=DEV, dtype=torch.float16)
+    b = torch.randn((n, n), device=DEV, dtype=torch.float16)
+    ref = torch.matmul(a, b)
+    out = torch.empty_like(ref)
+    note = checked(lambda: launch_matmul(a, b, out), out, ref, 5e-2)
+    res = {"triton": time_us(lambda: launch_matmul(a, b, out)),
+           "eager": time_us(lambda: torch.matmul(a, b)), "note": note}
+    comp = try_compile(lambda: torch.matmul(a, b), COMPILE)
+    res["compile"] = time_us(comp) if comp else math.nan
+    return res
+
+
 def measure_all():
     res = {}
     # Triton's cold compile first, while its cache is empty.
@@ -303,6 +345,8 @@ def measure_all():
     guard("rmsnorm f16 8192x4096", lambda: rows(
         "rmsnorm", 8192, 4096, launch_rmsnorm,
         lambda x, w: F.rms_norm(x, (x.shape[1],), w, 1e-5), norm_inputs(False), 2e-2))
+
+    guard("matmul f16 4096^3", lambda: matmul(4096))
 
     t = torch.zeros(128, device=DEV)
     tiny_kernel[(1,)](t, 0, BLOCK=128)

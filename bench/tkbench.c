@@ -324,6 +324,102 @@ static void run_workload(bench *b, const workload *w) {
   tk_module_destroy(m);
 }
 
+/* ---- matmul --------------------------------------------------------------------------- */
+
+static uint16_t f32_to_f16_bits(float f) {
+  _Float16 h = (_Float16)f;
+  uint16_t u;
+  memcpy(&u, &h, 2);
+  return u;
+}
+
+static float f16_bits_to_f32(uint16_t u) {
+  _Float16 h;
+  memcpy(&h, &u, 2);
+  return (float)h;
+}
+
+/* C = A @ B, f16 4096^3, tuned over a few tile shapes and warp counts; 64 sampled
+ * outputs are checked against a double-precision dot product on the host. */
+static void run_matmul(bench *b) {
+  const char *name = "matmul f16 4096^3";
+  fprintf(stderr, "tkbench: %s\n", name);
+  const int n = 4096;
+  size_t elems = (size_t)n * n, bytes = elems * 2;
+  uint16_t *ha = malloc(bytes), *hb = malloc(bytes), *hc = malloc(bytes);
+  tk_devptr da = 0, db = 0, dc = 0;
+  const char *why = NULL;
+  if (!ha || !hb || !hc || tk_malloc(b->ctx, &da, bytes) != TK_OK ||
+      tk_malloc(b->ctx, &db, bytes) != TK_OK || tk_malloc(b->ctx, &dc, bytes) != TK_OK)
+    why = "out of memory";
+  for (size_t i = 0; !why && i < elems; i++) {
+    ha[i] = f32_to_f16_bits((float)((double)(rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
+    hb[i] = f32_to_f16_bits((float)((double)(rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
+  }
+  if (!why && (tk_memcpy_htod(b->ctx, da, ha, bytes) != TK_OK ||
+               tk_memcpy_htod(b->ctx, db, hb, bytes) != TK_OK))
+    why = "copy failed";
+  static const int cfg[][4] = {{128, 128, 64, 8}, {128, 128, 32, 4}, {128, 256, 64, 8},
+                               {64, 128, 64, 4}, {128, 128, 64, 4}};
+  double best = NAN;
+  int bi = -1;
+  char lastbad[160] = "";
+  tk_arg args[] = {tk_arg_ptr(da), tk_arg_ptr(db), tk_arg_ptr(dc), tk_arg_i32(n), tk_arg_i32(n),
+                   tk_arg_i32(n)};
+  for (size_t ci = 0; !why && ci < sizeof cfg / sizeof *cfg; ci++) {
+    char path[512], bm[16], bn[16], bk[16], w[16];
+    snprintf(path, sizeof path, "%s/matmul.tk", b->samples);
+    snprintf(bm, sizeof bm, "%d", cfg[ci][0]);
+    snprintf(bn, sizeof bn, "%d", cfg[ci][1]);
+    snprintf(bk, sizeof bk, "%d", cfg[ci][2]);
+    snprintf(w, sizeof w, "%d", cfg[ci][3]);
+    tk_define d[] = {{"BM", bm}, {"BN", bn}, {"BK", bk}, {"warps", w}};
+    tk_compile_options o = {d, 4, 3, NULL, 0};
+    tk_module *m = NULL;
+    tk_kernel *k = NULL;
+    if (tk_module_compile_file(b->ctx, &m, path, &o) != TK_OK ||
+        tk_module_get_kernel(m, "matmul", &k) != TK_OK) {
+      snprintf(lastbad, sizeof lastbad, "%s", tk_last_error(b->ctx));
+      continue;
+    }
+    tk_grid g = {(unsigned)(n / cfg[ci][0]), (unsigned)(n / cfg[ci][1]), 1};
+    memset(hc, 0xff, bytes);
+    const char *bad = NULL;
+    if (tk_memcpy_htod(b->ctx, dc, hc, bytes) != TK_OK || tk_launch(k, g, NULL, args, 6) != TK_OK ||
+        tk_synchronize(b->ctx) != TK_OK || tk_memcpy_dtoh(b->ctx, hc, dc, bytes) != TK_OK)
+      bad = tk_last_error(b->ctx);
+    for (int s = 0; !bad && s < 64; s++) {
+      size_t i = (size_t)(rng_next(b) % (uint64_t)n), j = (size_t)(rng_next(b) % (uint64_t)n);
+      double ref = 0;
+      for (int kk = 0; kk < n; kk++)
+        ref += (double)f16_bits_to_f32(ha[i * n + kk]) * f16_bits_to_f32(hb[(size_t)kk * n + j]);
+      double got = f16_bits_to_f32(hc[i * n + j]);
+      if (!(fabs(got - ref) <= 0.02 + 0.01 * fabs(ref))) bad = "wrong result";
+    }
+    double t = bad ? NAN : time_launches(b, k, g, args, 6);
+    if (bad) snprintf(lastbad, sizeof lastbad, "%s", bad);
+    if (!isnan(t) && (isnan(best) || t < best)) {
+      best = t;
+      bi = (int)ci;
+    }
+    tk_module_destroy(m);
+  }
+  char note[200];
+  if (bi >= 0)
+    snprintf(note, sizeof note, "checked, BM=%d BN=%d BK=%d warps=%d, %.0f TFLOP/s", cfg[bi][0],
+             cfg[bi][1], cfg[bi][2], cfg[bi][3], 2.0 * n * n * n / (best * 1e-6) / 1e12);
+  else
+    snprintf(note, sizeof note, "%s", why ? why : lastbad);
+  for (char *c = note; *c; c++) if (*c == '\t' || *c == '\n') *c = ' ';
+  emit(name, best, "us", note);
+  if (da) tk_free(b->ctx, da);
+  if (db) tk_free(b->ctx, db);
+  if (dc) tk_free(b->ctx, dc);
+  free(ha);
+  free(hb);
+  free(hc);
+}
+
 /* ---- launch overhead ------------------------------------------------------------------ */
 
 static const char TINY_TK[] =
@@ -468,6 +564,7 @@ int main(int argc, char **argv) {
   }
   launch_overhead(&b);
   for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++) run_workload(&b, &workloads[i]);
+  run_matmul(&b);
   compile_times(&b);
   tk_free(b.ctx, b.flush);
   tk_context_destroy(b.ctx);
