@@ -534,12 +534,15 @@ int main(int argc, char **argv) {
   b.runs = 100;
   b.rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
   bool quick = false;
+  const char *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tkc") && i + 1 < argc) b.tkc = argv[++i];
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--samples") && i + 1 < argc) b.samples = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = true;
     else {
-      fprintf(stderr, "usage: tkbench [--tkc PATH] [--samples DIR] [--quick]\n");
+      fprintf(stderr, "usage: tkbench [--tkc PATH] [--samples DIR] [--quick] [--only TEXT]\n"
+                      "  --only TEXT  run only the workloads whose name contains TEXT\n");
       return 2;
     }
   }
@@ -562,10 +565,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tkbench: %s\n", tk_last_error(b.ctx));
     return 1;
   }
-  launch_overhead(&b);
-  for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++) run_workload(&b, &workloads[i]);
-  run_matmul(&b);
-  compile_times(&b);
+  if (!only) launch_overhead(&b);
+  for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++)
+    if (!only || strstr(workloads[i].name, only)) run_workload(&b, &workloads[i]);
+  if (!only || strstr("matmul f16 4096^3", only)) run_matmul(&b);
+  if (!only) compile_times(&b);
   tk_free(b.ctx, b.flush);
   tk_context_destroy(b.ctx);
   rt_cuda_unload(&b.cu);
