@@ -86,7 +86,7 @@ typedef struct {
   double bytes;     /* the bytes the kernel must move: the bandwidth figure's numerator */
   wcheck check;
   int nparams;
-  wparam p[9];
+  wparam p[10];
   int rows_per_prog; /* > 0: the kernel takes ROWS rows per program (tuned over 1, 2, 4, 8) */
 } workload;
 
@@ -117,6 +117,12 @@ static const workload workloads[] = {
    {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_IN, TK_F16, Z_N},
     {W_OUT, TK_F32, Z_ROWS}, {W_OUT, TK_F32, Z_ROWS}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0},
     {W_EPS, TK_F32, 0}}, 0},
+  /* the same layernorm, several rows per program (tuned ROWS); anchors.py keeps the faster */
+  {"layernorm f16 8192x4096", "layernorm_rows.tk", "layernorm_rows", 4096, true, 8192, 4096,
+   4.0 * 8192 * 4096, CHECK_NONE, 10,
+   {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_IN, TK_F16, Z_N},
+    {W_OUT, TK_F32, Z_ROWS}, {W_OUT, TK_F32, Z_ROWS}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0},
+    {W_ROWS, TK_I32, 0}, {W_EPS, TK_F32, 0}}, 1},
   {"rmsnorm f16 8192x4096", "rmsnorm.tk", "rmsnorm", 4096, true, 8192, 4096,
    4.0 * 8192 * 4096, CHECK_NONE, 7,
    {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_OUT, TK_F32, Z_ROWS},
@@ -239,9 +245,9 @@ static void run_workload(bench *b, const workload *w) {
     emit(w->name, NAN, "us", "compile failed");
     return;
   }
-  tk_arg args[9];
-  tk_devptr dev[9] = {0};
-  void *host[9] = {0};
+  tk_arg args[10];
+  tk_devptr dev[10] = {0};
+  void *host[10] = {0};
   const char *why = NULL;
   for (int i = 0; i < w->nparams && !why; i++) {
     const wparam *p = &w->p[i];

@@ -58,8 +58,9 @@ static double float_at(const void *p, bool f32, size_t i) {
 }
 
 /* variant 0: layernorm (mean removed, bias added, mean saved), 1: rmsnorm, both on f16
- * rows; 2: layernorm_f32, f32 rows. Rows, weight and bias in the row type, statistics in
- * f32. */
+ * rows; 2: layernorm_f32, f32 rows; 3: layernorm_rows, f16, the second define is ROWS (rows
+ * per program) and the row count is an argument. Rows, weight and bias in the row type,
+ * statistics in f32. */
 void ck_run_norm(ck_job *job) {
   long rows = job->size.d[0], n = job->size.d[1], stride = job->size.d[2];
   bool layernorm = job->c->variant != 1, f32 = job->c->variant == 2;
@@ -72,7 +73,13 @@ void ck_run_norm(ck_job *job) {
   tk_devptr dm = ck_upload(job, mean, rows * 4), dr = ck_upload(job, rstd, rows * 4);
   float eps = 1e-5f;
   tk_grid grid = {(unsigned)rows, 1, 1};
-  if (layernorm) {
+  if (job->c->variant == 3) {
+    long per = atol(job->c->defines[1].value);
+    tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_ptr(dw), tk_arg_ptr(db), tk_arg_ptr(dm),
+                  tk_arg_ptr(dr), tk_arg_i64(stride), tk_arg_i32((int32_t)n),
+                  tk_arg_i32((int32_t)rows), tk_arg_f32(eps)};
+    ck_launch(job, (tk_grid){(unsigned)((rows + per - 1) / per), 1, 1}, a, 10);
+  } else if (layernorm) {
     tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_ptr(dw), tk_arg_ptr(db), tk_arg_ptr(dm),
                   tk_arg_ptr(dr), tk_arg_i64(stride), tk_arg_i32((int32_t)n), tk_arg_f32(eps)};
     ck_launch(job, grid, a, 9);
