@@ -17,29 +17,7 @@ ip_elem ip_int(tk_dtype dt, uint64_t bits) {
   return r;
 }
 
-/* Rounds x to a binary format with p bits of precision and normal exponents
- * [emin, emax]: scale the quantum of x's binade to 1, round to an integer (nearest even,
- * the default rounding mode), scale back. Exact, since scaling by powers of two is. */
-static double round_format(double x, int p, int emin, int emax) {
-  if (x == 0 || isnan(x) || isinf(x)) return x;
-  int e;
-  frexp(x, &e);
-  int exp = e - 1 < emin ? emin : e - 1; /* below emin the quantum stays fixed: subnormals */
-  int q = exp - (p - 1);
-  double r = ldexp(nearbyint(ldexp(x, -q)), q);
-  double max = ldexp(2 - ldexp(1, 1 - p), emax);
-  return fabs(r) > max ? copysign(INFINITY, x) : r;
-}
-
-double ip_round(tk_dtype dt, double x) {
-  switch (dt) {
-  case TK_F64: return x;
-  case TK_F32: return (float)x;
-  case TK_F16: return round_format(x, 11, -14, 15);
-  case TK_BF16: return round_format(x, 8, -126, 127);
-  default: SU_UNREACHABLE();
-  }
-}
+double ip_round(tk_dtype dt, double x) { return ir_dtype_round(dt, x); }
 
 /* ---- 16-bit float encodings ------------------------------------------------------------ */
 

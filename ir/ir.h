@@ -87,6 +87,10 @@ int ir_dtype_bytes(tk_dtype d);        /* storage size: i1 is 1 byte */
 const char *ir_dtype_name(tk_dtype d); /* "f32", "ptr" */
 /* Parses a dtype name; returns false if s (n bytes) is none. */
 bool ir_dtype_parse(const char *s, size_t n, tk_dtype *out);
+/* x rounded to the float dtype d (f16, bf16, f32, f64): nearest even, subnormals kept,
+ * beyond the largest finite value to inf. The one definition of a dtype's precision, used
+ * by constant folding and the interpreter alike. */
+double ir_dtype_round(tk_dtype d, double x);
 
 /* ---- ops ------------------------------------------------------------------------------ */
 

@@ -2,6 +2,8 @@
  * equality; dtype helpers; the text form of types. */
 #include "ir.h"
 
+#include <math.h>
+
 #include <string.h>
 
 /* The module's interning tables. Keys are the raw bytes of a canonical (zero-padded)
@@ -208,4 +210,28 @@ void ir_type_print(su_buf *b, const ir_type *t) {
     return;
   }
   SU_UNREACHABLE();
+}
+
+/* Scale so that one unit in the last place of a p-bit significand becomes 1, round to an
+ * integer in the default (nearest-even) mode, scale back: exact, since scaling by powers
+ * of two is. Below emin the unit stays at emin's, which is how subnormals lose precision. */
+static double round_to_format(double x, int p, int emin, int emax) {
+  if (x == 0 || isnan(x) || isinf(x)) return x;
+  int e = ilogb(x);
+  if (e < emin) e = emin;
+  int q = e - (p - 1);
+  double r = ldexp(nearbyint(ldexp(x, -q)), q);
+  double max = ldexp(2.0 - ldexp(1.0, 1 - p), emax);
+  return fabs(r) > max ? copysign(INFINITY, x) : r;
+}
+
+double ir_dtype_round(tk_dtype d, double x) {
+  switch (d) {
+  case TK_F16: return round_to_format(x, 11, -14, 15);
+  case TK_BF16: return round_to_format(x, 8, -126, 127);
+  /* Not (float)x: converting an out-of-range double to float is undefined in C. */
+  case TK_F32: return round_to_format(x, 24, -126, 127);
+  case TK_F64: return x;
+  default: su_fatal("ir_dtype_round: %s is not a float type", ir_dtype_name(d));
+  }
 }

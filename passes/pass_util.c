@@ -17,30 +17,7 @@ int64_t pass_int_wrap(tk_dtype d, int64_t v) {
   return u <= INT64_MAX ? (int64_t)u : -(int64_t)(~u) - 1;
 }
 
-/* Rounds x to a binary format with p significand bits (implicit bit included) whose
- * normal exponents span [emin, emax]: scale so that one unit in the last place becomes
- * 1, round to an integer in the default (nearest-even) mode, scale back. Below emin the
- * unit stays at emin's, which is exactly how subnormals lose precision. */
-static double round_to_format(double x, int p, int emin, int emax) {
-  if (x == 0 || isnan(x) || isinf(x)) return x;
-  int e = ilogb(x);
-  if (e < emin) e = emin;
-  int q = e - (p - 1);
-  double r = ldexp(nearbyint(ldexp(x, -q)), q);
-  double max = ldexp(2.0 - ldexp(1.0, 1 - p), emax);
-  return fabs(r) > max ? copysign(INFINITY, x) : r;
-}
-
-double pass_float_round(tk_dtype d, double x) {
-  switch (d) {
-  case TK_F16: return round_to_format(x, 11, -14, 15);
-  case TK_BF16: return round_to_format(x, 8, -126, 127);
-  /* Not (float)x: converting an out-of-range double to float is undefined in C. */
-  case TK_F32: return round_to_format(x, 24, -126, 127);
-  case TK_F64: return x;
-  default: SU_UNREACHABLE();
-  }
-}
+double pass_float_round(tk_dtype d, double x) { return ir_dtype_round(d, x); }
 
 int64_t pass_const_int(const ir_value *v) {
   SU_ASSERT(pass_is_const(v));

@@ -19,7 +19,8 @@ int64_t sema_wrap_int(tk_dtype d, int64_t v) {
   return (int64_t)u;
 }
 
-double sema_round_float(tk_dtype d, double v) { return d == TK_F32 ? (double)(float)v : v; }
+/* Compile-time floats are rounded exactly as the interpreter and the GPU round them. */
+double sema_round_float(tk_dtype d, double v) { return ir_dtype_is_float(d) ? ir_dtype_round(d, v) : v; }
 
 static bool is_unsigned(tk_dtype d) { return ir_dtype_is_int(d) && !ir_dtype_is_signed(d); }
 
