@@ -131,6 +131,18 @@ static void test_constants(void **st) {
   done(x);
 }
 
+/* Compile-time floats carry the precision of their type, as the runtime computes them. */
+static void test_float_constants_round_to_type(void **st) {
+  (void)st;
+  fixture *x = check("kernel k() { let h = 0.1 as f16; let b = 0.1 as bf16; let f = 0.1 as f32; }\n");
+  assert_true(x->ok);
+  assert_true(find_let(x, "h")->rhs->sema_is_const);
+  assert_true(find_let(x, "h")->rhs->sema_const.f == 0.0999755859375);  /* nearest f16 */
+  assert_true(find_let(x, "b")->rhs->sema_const.f == 0.10009765625);    /* nearest bf16 */
+  assert_true(find_let(x, "f")->rhs->sema_const.f == (double)0.1f);
+  done(x);
+}
+
 static void test_defines(void **st) {
   (void)st;
   const char *src = "@launch(warps = 8)\nkernel k<BLOCK: i32 = 1024, F: bool = false>() {\n"
@@ -252,7 +264,8 @@ static void test_scopes_and_operators(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_types_and_promotion), cmocka_unit_test(test_broadcast),
-      cmocka_unit_test(test_constants),           cmocka_unit_test(test_defines),
+      cmocka_unit_test(test_constants),           cmocka_unit_test(test_float_constants_round_to_type),
+      cmocka_unit_test(test_defines),
       cmocka_unit_test(test_helpers),             cmocka_unit_test(test_static_range_and_const_if),
       cmocka_unit_test(test_errors),              cmocka_unit_test(test_loops_and_dot),
       cmocka_unit_test(test_scopes_and_operators),
