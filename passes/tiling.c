@@ -7,6 +7,10 @@
  *    Before them, every dot result (and so its accumulator) takes the tensor cores' MMA
  *    layout (pass_tiling_mma), spread first, so that the accesses it reaches (the store
  *    of the result) take it too; the operands a and b may have any layout.
+ *    Accesses anchor highest rank first, each rank spread before the next, so a row
+ *    vector or row statistic of a 2-D tile is loaded or stored in the 2-D layout's slice
+ *    (replicated, written by its owners) rather than meeting it in a conversion; an
+ *    access takes a blocked-derived layout only if it keeps its anchor's vector width.
  * 2. Propagation, breadth first from the anchors, forward and backward through the ops
  *    that can share a layout for free: elementwise ops, memory ops, broadcast, scan and
  *    loop-carried values share one; a reduction along d yields SLICE(L, d) from L, and
@@ -113,6 +117,7 @@ typedef struct {
   const ir_value **work;   /* values whose layout is new, a FIFO: nearest anchor wins */
   int nwork, head;
   int untiled;             /* tile values the IR gave no layout */
+  const ir_op **access;    /* by value id: an access whose pointer tile it is, or NULL */
   ir_op **ops;             /* every op, in pre-order */
   int nops;
   int vec;
@@ -121,14 +126,22 @@ typedef struct {
 
 static bool is_tile(const ir_value *v) { return v && v->type->kind == IR_TILE; }
 
+static bool is_access(const ir_op *op) {
+  return op->opc == IR_LOAD || op->opc == IR_STORE || op->opc == IR_ATOMIC || op->opc == IR_ATOMIC_CAS;
+}
+
 static const ir_layout *anchor(tiler *t, const ir_type *ty) {
   ir_layout l;
   pass_tiling_blocked(ty->rank, ty->shape, t->vec, t->f->num_warps, &l);
   return ir_layout_intern(t->m, &l);
 }
 
+static bool keeps_vectors(tiler *t, const ir_op *op, const ir_layout *l);
+
 static void set(tiler *t, const ir_value *v, const ir_layout *l) {
   if (!is_tile(v) || !l || t->lay[v->id] || l->rank != v->type->rank) return;
+  /* A pointer tile can be reached around its access (an addptr of a shared arange). */
+  if (t->access[v->id] && !keeps_vectors(t, t->access[v->id], l)) return;
   t->lay[v->id] = l;
   t->work[t->nwork++] = v;
 }
@@ -195,12 +208,57 @@ static const ir_layout *carried_layout(tiler *t, ir_op *op, int i) {
   return l;
 }
 
+/* How many elements along the tile's last dim (the one row-major addresses follow) a
+ * thread holds side by side under l, up to the kernel's vector width: the widest vector
+ * an access in l can use. */
+static int contiguity(const tiler *t, const ir_layout *l, const ir_type *ty) {
+  int d = ty->rank - 1; /* the last tile dim, as a dim of the current layout */
+  unsigned gone = 0;    /* dims of the current layout that slices removed */
+  while (l->kind == IR_LAYOUT_SLICE) {
+    unsigned up = 0;
+    for (int i = 0; i < IR_MAX_RANK; i++)
+      if (gone & (1u << i)) up |= 1u << (i >= l->slice_dim ? i + 1 : i);
+    gone = up | (1u << l->slice_dim);
+    if (d >= l->slice_dim) d++;
+    l = l->parent;
+  }
+  /* The per-thread run is contiguous only along the fastest surviving dim. */
+  for (int k = 0; k < l->rank; k++) {
+    int o = l->order[k];
+    if (gone & (1u << o)) continue;
+    if (o != d) return 1;
+    break;
+  }
+  int run = l->size_per_thread[d];
+  if (run > ty->shape[ty->rank - 1]) run = ty->shape[ty->rank - 1];
+  return run < t->vec ? run : t->vec;
+}
+
+static const ir_layout *base_of(const ir_layout *l) {
+  while (l->kind == IR_LAYOUT_SLICE) l = l->parent;
+  return l;
+}
+
+/* Whether access op may take layout l from its neighbours. A layout derived from a blocked
+ * one only when its vectors stay as wide as under the access's own anchor: a replicated
+ * (slice) layout costs duplicate loads that hit the cache (stores and atomics are issued
+ * by the owners only), narrower vectors would cost more transactions than a conversion
+ * through shared memory. The tensor cores' layout always: its epilogue accesses are
+ * half-coalesced by design (see pass_tiling), cheaper than a round trip of the tile. */
+static bool keeps_vectors(tiler *t, const ir_op *op, const ir_layout *l) {
+  const ir_type *pt = op->operands[0]->type;
+  if (!is_access(op) || !is_tile(op->operands[0]) || l->rank != pt->rank) return true;
+  if (base_of(l)->kind != IR_LAYOUT_BLOCKED) return true;
+  return contiguity(t, l, pt) >= contiguity(t, anchor(t, pt), pt);
+}
+
 /* Spreads what is known about op's values to the rest of them. */
 static void infer(tiler *t, ir_op *op) {
   if (is_group(op)) {
     const ir_layout *l = NULL;
     for (int i = 0; i < op->nresults && !l; i++) l = lay_of(t, op->results[i]);
     for (int i = 0; i < op->noperands && !l; i++) l = lay_of(t, op->operands[i]);
+    if (l && !keeps_vectors(t, op, l)) return; /* the access anchors itself later */
     for (int i = 0; i < op->nresults; i++) set(t, op->results[i], l);
     for (int i = 0; i < op->noperands; i++) set(t, op->operands[i], l);
     return;
@@ -263,8 +321,11 @@ static void count_ops(ir_op *op, void *ctx) {
 }
 
 static void build_users(tiler *t) {
-  for (int i = 0; i < t->nops; i++)
+  for (int i = 0; i < t->nops; i++) {
     for (int k = 0; k < t->ops[i]->noperands; k++) t->nusers[t->ops[i]->operands[k]->id]++;
+    if (is_access(t->ops[i]) && is_tile(t->ops[i]->operands[0]))
+      t->access[t->ops[i]->operands[0]->id] = t->ops[i];
+  }
   for (int v = 0; v < t->n; v++) {
     t->users[v] = SU_NEW_ARRAY(t->a, ir_op *, t->nusers[v] + 1);
     t->nusers[v] = 0;
@@ -438,6 +499,7 @@ bool pass_tiling(ir_module *m, ir_func *f) {
   t.users = SU_NEW_ARRAY(t.a, ir_op **, t.n + 1);
   t.nusers = SU_NEW_ARRAY(t.a, int, t.n + 1);
   t.work = SU_NEW_ARRAY(t.a, const ir_value *, t.n + 1);
+  t.access = SU_NEW_ARRAY(t.a, const ir_op *, t.n + 1);
   t.vec = pass_tiling_vec(f);
   build_users(&t);
 
@@ -455,12 +517,18 @@ bool pass_tiling(ir_module *m, ir_func *f) {
     set(&t, op->results[0], ir_layout_intern(m, &l));
   }
   drain(&t);
-  for (int i = 0; i < t.nops; i++) {
-    ir_op *op = t.ops[i];
-    bool access = op->opc == IR_LOAD || op->opc == IR_STORE || op->opc == IR_ATOMIC || op->opc == IR_ATOMIC_CAS;
-    if (access && is_tile(op->operands[0])) set(&t, op->operands[0], anchor(&t, op->operands[0]->type));
+  /* Accesses anchor highest rank first, each rank spread before the next: a row
+   * statistic or a row vector broadcast into a 2-D tile then takes the slice of the 2-D
+   * layout (its reduction's, or its expand_dims's) and is loaded or stored in it, instead
+   * of anchoring its own 1-D layout and meeting the 2-D one in a conversion. */
+  for (int rank = IR_MAX_RANK; rank >= 1; rank--) {
+    for (int i = 0; i < t.nops; i++) {
+      ir_op *op = t.ops[i];
+      if (is_access(op) && is_tile(op->operands[0]) && op->operands[0]->type->rank == rank)
+        set(&t, op->operands[0], anchor(&t, op->operands[0]->type));
+    }
+    drain(&t);
   }
-  drain(&t);
   each_value(&t, seed_default);
   materialize(&t);
   each_value(&t, retype);

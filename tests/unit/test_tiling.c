@@ -22,7 +22,7 @@ typedef struct {
 
 static const shape_case shapes[] = {
     {1, {1024}}, {1, {64}}, {1, {8192}}, {1, {2}},  {2, {16, 64}}, {2, {64, 64}},
-    {2, {4, 4096}}, {2, {64, 1}}, {2, {1, 64}}, {2, {128, 2}}, {3, {2, 4, 8}}, {3, {8, 16, 32}},
+    {2, {4, 4096}}, {2, {2, 1024}}, {2, {64, 1}}, {2, {1, 64}}, {2, {128, 2}}, {3, {2, 4, 8}}, {3, {8, 16, 32}},
 };
 enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
 static const int vecs[] = {1, 4, 8};
@@ -284,6 +284,36 @@ static void test_nd_kernel_to_ptx(void **state) {
   }
 }
 
+/* Row and column statistics are stored from their reductions' slices, which replicate
+ * each element across the threads of the reduced dim: only its owner may write it, so
+ * every scalar store is predicated (the 2-D tile's own store is whole vectors). */
+static void test_replicated_stores_have_one_writer(void **state) {
+  (void)state;
+  parsed p = parse(rows_kernel);
+  pass_tiling(p.m, p.m->funcs[0]);
+  su_buf b = {0};
+  ir_print(&b, p.m);
+  assert_null(strstr(su_buf_str(&b), "convert_layout"));
+  assert_non_null(strstr(su_buf_str(&b), "tile<16xptr<f32>, #slice<dim=1,"));
+  assert_non_null(strstr(su_buf_str(&b), "tile<64xptr<f32>, #slice<dim=0,"));
+  su_buf out = {0};
+  emit(&p, &out);
+  int scalar_stores = 0;
+  for (const char *l = su_buf_str(&out); l; l = strchr(l, '\n')) {
+    l++;
+    const char *st = strstr(l, "st.global.");
+    const char *eol = strchr(l, '\n');
+    if (!st || (eol && st > eol) || strncmp(st, "st.global.v", 11) == 0) continue;
+    scalar_stores++;
+    const char *at = strchr(l, '@');
+    assert_true(at && at < st);
+  }
+  assert_true(scalar_stores >= 3);
+  su_buf_free(&b);
+  su_buf_free(&out);
+  su_arena_free(p.arena);
+}
+
 /* A conversion of a 128 x 128 f32 tile needs 64 KB: the dynamic buffer, announced. */
 static void test_big_conversion_uses_dynamic_smem(void **state) {
   (void)state;
@@ -323,6 +353,7 @@ int main(void) {
       cmocka_unit_test(test_bad_layouts_rejected),
       cmocka_unit_test(test_pass_gives_every_tile_a_layout),
       cmocka_unit_test(test_nd_kernel_to_ptx),
+      cmocka_unit_test(test_replicated_stores_have_one_writer),
       cmocka_unit_test(test_big_conversion_uses_dynamic_smem),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
