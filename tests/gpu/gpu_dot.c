@@ -29,12 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "codegen/codegen.h"
-#include "driver/driver.h"
-#include "include/tk.h"
+#include "harness.h"
 
 /* %s: the kernel name, the input and the accumulator types, the value of masked-off
  * lanes of a and b. */
@@ -73,9 +69,7 @@ static const shape shapes[] = {{1, 1, 1},    {37, 50, 70},  {130, 100, 33},
                                {64, 64, 64}, {200, 17, 129}, {256, 256, 256}};
 
 typedef struct {
-  tk_context *cuda; /* NULL without a device */
-  tk_context *interp;
-  uint64_t seed, first_seed;
+  gh_harness h;
   dot_case cases[MAX_CASES];
   int ncases;
 } globals;
@@ -128,34 +122,9 @@ static void make_cases(void) {
 
 /* ---- data ---- */
 
-static uint64_t rng_next(void) {
-  /* splitmix64: a reproducible stream from one printed seed */
-  uint64_t z = (G.seed += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static size_t dtype_size(tk_dtype t) { return t == TK_I8 ? 1 : t == TK_F16 || t == TK_BF16 ? 2 : 4; }
-
-/* v (a multiple of 1/8 in [-2, 2]) as f16 or bf16 bits: exact for such values. */
-static uint16_t to_16(float v, tk_dtype t) {
-  if (t == TK_BF16) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return (uint16_t)(u >> 16); /* 3 significant bits: the low half is zero */
-  }
-  uint16_t sign = v < 0 ? 0x8000 : 0;
-  v = fabsf(v);
-  if (v == 0) return sign;
-  int e;
-  float m = frexpf(v, &e); /* v = m * 2^e, m in [0.5, 1) */
-  return (uint16_t)(sign | (e + 14) << 10 | ((int)ldexpf(m, 11) & 1023));
-}
-
 /* One random input element at p: k / 8 with k in [-16, 16], or an integer in [-8, 8]. */
 static void random_elem(tk_dtype t, void *p) {
-  int k = (int)(rng_next() % 33) - 16;
+  int k = (int)(gh_rng_next(&G.h) % 33) - 16;
   if (t == TK_I8) {
     int8_t i = (int8_t)(k / 2);
     memcpy(p, &i, 1);
@@ -163,7 +132,9 @@ static void random_elem(tk_dtype t, void *p) {
     float f = (float)k / 8;
     memcpy(p, &f, 4);
   } else {
-    uint16_t h = to_16((float)k / 8, t);
+    /* multiples of 1/8 in [-2, 2]: exact in f16 and bf16 */
+    float v = (float)k / 8;
+    uint16_t h = t == TK_BF16 ? gh_float_to_bf16(v) : gh_float_to_half(v);
     memcpy(p, &h, 2);
   }
 }
@@ -173,7 +144,8 @@ enum { POISON = 0x7f };
 
 /* Compares n accumulators; on the first mismatch fails naming the element. The harness's
  * own check: the interpreter wrote every element, so two untouched buffers never pass. */
-static void compare(const char *what, tk_dtype t, const void *gpu, const void *ref, long n, long cols) {
+static void compare(const char *what, tk_dtype t, const void *gpu, const void *ref, long n,
+                    long cols) {
   static const unsigned char poison[4] = {POISON, POISON, POISON, POISON};
   for (long i = 0; i < n; i++) {
     if (memcmp((const char *)ref + 4 * i, poison, 4) == 0)
@@ -184,7 +156,7 @@ static void compare(const char *what, tk_dtype t, const void *gpu, const void *r
       memcpy(&b, (const char *)ref + 4 * i, 4);
       if (a != b)
         fail_msg("%s [%ld, %ld]: cuda %d, interpreter %d (TK_TEST_SEED=%llu)", what, i / cols,
-                 i % cols, a, b, (unsigned long long)G.first_seed);
+                 i % cols, a, b, (unsigned long long)G.h.first_seed);
       continue;
     }
     float a, b;
@@ -192,42 +164,31 @@ static void compare(const char *what, tk_dtype t, const void *gpu, const void *r
     memcpy(&b, (const char *)ref + 4 * i, 4);
     if (!(fabsf(a - b) <= 1e-6f * fabsf(b)))
       fail_msg("%s [%ld, %ld]: cuda %.9g, interpreter %.9g (TK_TEST_SEED=%llu)", what, i / cols,
-               i % cols, a, b, (unsigned long long)G.first_seed);
+               i % cols, a, b, (unsigned long long)G.h.first_seed);
   }
 }
 
 /* ---- running one case ---- */
 
-static long cdiv(long a, long b) { return (a + b - 1) / b; }
-
-static void defines_of(const dot_case *c, char text[4][16], tk_define *d) {
-  static const char *const names[] = {"BM", "BN", "BK", "warps"};
-  const int values[] = {c->bm, c->bn, c->bk, c->warps};
-  for (int i = 0; i < 4; i++) {
-    snprintf(text[i], 16, "%d", values[i]);
-    d[i] = (tk_define){names[i], text[i]};
-  }
+static gh_defines defines_of(const dot_case *c) {
+  gh_defines d = {0};
+  gh_define_int(&d, "BM", c->bm);
+  gh_define_int(&d, "BN", c->bn);
+  gh_define_int(&d, "BK", c->bk);
+  gh_define_int(&d, "warps", c->warps);
+  return d;
 }
 
 static tk_kernel *compile(tk_context *ctx, const dot_case *c) {
-  char text[4][16];
-  tk_define d[4];
-  defines_of(c, text, d);
-  tk_compile_options o = {d, 4, 3, NULL, 0};
-  tk_module *m = NULL;
-  tk_status s = tk_module_compile(ctx, &m, c->source, strlen(c->source), c->name, &o);
-  if (s != TK_OK)
-    fail_msg("%s: compiling on %s: %s\n%s", c->name, ctx == G.cuda ? "cuda" : "interpreter",
-             tk_status_name(s), tk_last_error(ctx));
-  tk_kernel *k = NULL;
-  if (tk_module_get_kernel(m, c->name, &k) != TK_OK) fail_msg("%s", tk_last_error(ctx));
-  return k;
+  gh_defines d = defines_of(c);
+  return gh_compile(&G.h, ctx, &(gh_source){c->name, c->source, NULL, c->name}, &d);
 }
 
 static void run_on(tk_context *ctx, tk_kernel *k, const dot_case *c, const shape *sh,
                    const void *a, const void *b, void *out) {
-  size_t bytes[3] = {(size_t)(sh->m * sh->k) * dtype_size(c->in),
-                     (size_t)(sh->k * sh->n) * dtype_size(c->in), (size_t)(sh->m * sh->n) * 4};
+  size_t in = gh_dtype_size(c->in);
+  size_t bytes[3] = {(size_t)(sh->m * sh->k) * in, (size_t)(sh->k * sh->n) * in,
+                     (size_t)(sh->m * sh->n) * 4};
   const void *host[3] = {a, b, out};
   tk_devptr dev[3] = {0};
   tk_arg args[6];
@@ -239,18 +200,18 @@ static void run_on(tk_context *ctx, tk_kernel *k, const dot_case *c, const shape
   args[3] = tk_arg_i32((int32_t)sh->m);
   args[4] = tk_arg_i32((int32_t)sh->n);
   args[5] = tk_arg_i32((int32_t)sh->k);
-  tk_grid grid = {(unsigned)cdiv(sh->m, c->bm), (unsigned)cdiv(sh->n, c->bn), 1};
+  tk_grid grid = {(unsigned)gh_cdiv(sh->m, c->bm), (unsigned)gh_cdiv(sh->n, c->bn), 1};
   tk_status s = tk_launch(k, grid, NULL, args, 6);
   if (s == TK_OK) s = tk_synchronize(ctx);
   if (s != TK_OK)
     fail_msg("%s (%ldx%ldx%ld) on %s: %s: %s", c->name, sh->m, sh->n, sh->k,
-             ctx == G.cuda ? "cuda" : "interpreter", tk_status_name(s), tk_last_error(ctx));
+             gh_ctx_name(&G.h, ctx), tk_status_name(s), tk_last_error(ctx));
   assert_int_equal(tk_memcpy_dtoh(ctx, out, dev[2], bytes[2]), TK_OK);
   for (int i = 0; i < 3; i++) assert_int_equal(tk_free(ctx, dev[i]), TK_OK);
 }
 
 static void run_shape(const dot_case *c, tk_kernel *kc, tk_kernel *ki, const shape *sh) {
-  size_t sz = dtype_size(c->in);
+  size_t sz = gh_dtype_size(c->in);
   char *a = malloc((size_t)(sh->m * sh->k) * sz), *b = malloc((size_t)(sh->k * sh->n) * sz);
   for (long i = 0; i < sh->m * sh->k; i++) random_elem(c->in, a + i * (long)sz);
   for (long i = 0; i < sh->k * sh->n; i++) random_elem(c->in, b + i * (long)sz);
@@ -258,8 +219,8 @@ static void run_shape(const dot_case *c, tk_kernel *kc, tk_kernel *ki, const sha
   void *gpu = malloc(out_bytes), *ref = malloc(out_bytes);
   memset(gpu, POISON, out_bytes);
   memset(ref, POISON, out_bytes);
-  run_on(G.cuda, kc, c, sh, a, b, gpu);
-  run_on(G.interp, ki, c, sh, a, b, ref);
+  run_on(G.h.cuda, kc, c, sh, a, b, gpu);
+  run_on(G.h.interp, ki, c, sh, a, b, ref);
   char what[96];
   snprintf(what, sizeof what, "%s (M=%ld N=%ld K=%ld)", c->name, sh->m, sh->n, sh->k);
   compare(what, c->acc, gpu, ref, sh->m * sh->n, sh->n);
@@ -271,8 +232,8 @@ static void run_shape(const dot_case *c, tk_kernel *kc, tk_kernel *ki, const sha
 
 static void test_case(void **state) {
   const dot_case *c = *state;
-  if (!G.cuda) skip();
-  tk_kernel *kc = compile(G.cuda, c), *ki = compile(G.interp, c);
+  if (!G.h.cuda) skip();
+  tk_kernel *kc = compile(G.h.cuda, c), *ki = compile(G.h.interp, c);
   for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(c, kc, ki, &shapes[i]);
 }
 
@@ -282,66 +243,23 @@ static void test_all_compile_to_ptx(void **state) {
   (void)state;
   for (int i = 0; i < G.ncases; i++) {
     const dot_case *c = &G.cases[i];
-    su_arena *a = su_arena_new();
-    su_diags d;
-    su_diags_init(&d, a, NULL);
-    char text[4][16];
-    tk_define td[4];
-    defines_of(c, text, td);
-    sema_define defs[4];
-    for (int j = 0; j < 4; j++) defs[j] = (sema_define){td[j].name, td[j].value};
-    drv_options o = {.defines = defs, .ndefines = 4, .opt_level = 3, .arch = "sm_90a"};
-    su_source *src = su_source_new(a, c->name, c->source, strlen(c->source));
-    ir_module *m = drv_frontend(a, src, &o, &d);
-    bool ok = m && !d.nerrors && drv_optimize(m, &o, &d) && !d.nerrors;
+    gh_defines d = defines_of(c);
     su_buf ptx = {0};
-    ok = ok && cg_emit(m, &(cg_options){"sm_90a", 3, NULL}, CG_PTX, &ptx, &d) && !d.nerrors;
+    bool ok = gh_emit_ptx(c->name, c->source, &d, &ptx);
     bool has_mma = ok && strstr(su_buf_str(&ptx), "mma.sync.aligned.m16n8k") != NULL;
-    if (!ok) {
-      su_buf msg = {0};
-      su_diags_render(&d, &msg);
-      fprintf(stderr, "%s:\n%s\n%s", c->name, c->source, su_buf_str(&msg));
-      su_buf_free(&msg);
-    }
     su_buf_free(&ptx);
-    su_arena_free(a);
     if (!ok) fail_msg("%s: the GPU back end rejected it (diagnostics above)", c->name);
     if (!has_mma) fail_msg("%s: no mma.sync in the PTX", c->name);
   }
 }
 
 int main(void) {
-  const char *seed = getenv("TK_TEST_SEED");
-  G.seed = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
-  G.first_seed = G.seed;
-  printf("gpu_dot: seed %llu (TK_TEST_SEED=%llu replays it)\n", (unsigned long long)G.seed,
-         (unsigned long long)G.seed);
+  gh_init(&G.h, "gpu_dot");
   make_cases();
 
-  const struct CMUnitTest host_tests[] = {cmocka_unit_test(test_all_compile_to_ptx)};
-  int failed = cmocka_run_group_tests_name("host", host_tests, NULL, NULL);
-
-  if (tk_context_create(&G.cuda, &(tk_context_options){TK_BACKEND_CUDA, 0}) != TK_OK) {
-    printf("skipped: no CUDA device\n  (%s)\n", tk_last_error(NULL));
-    G.cuda = NULL;
-    const char *self = getenv("TK_GPU_TESTS_SELFCHECK");
-    if (self && *self && strcmp(self, "0") != 0) {
-      printf("TK_GPU_TESTS_SELFCHECK: the interpreter stands in for the device\n");
-      if (tk_context_create(&G.cuda, &(tk_context_options){TK_BACKEND_INTERP, 0}) != TK_OK)
-        G.cuda = NULL;
-    }
-  }
-  if (tk_context_create(&G.interp, &(tk_context_options){TK_BACKEND_INTERP, 0}) != TK_OK) {
-    fprintf(stderr, "gpu_dot: no interpreter context: %s\n", tk_last_error(NULL));
-    return 1;
-  }
+  const struct CMUnitTest host[] = {cmocka_unit_test(test_all_compile_to_ptx)};
   struct CMUnitTest dev[MAX_CASES];
   for (int i = 0; i < G.ncases; i++)
     dev[i] = (struct CMUnitTest){G.cases[i].name, test_case, NULL, NULL, &G.cases[i]};
-  failed += _cmocka_run_group_tests("device", dev, (size_t)G.ncases, NULL, NULL);
-  bool device = G.cuda && tk_context_backend(G.cuda) == TK_BACKEND_CUDA;
-  tk_context_destroy(G.cuda);
-  tk_context_destroy(G.interp);
-  /* 77 is the exit status meson (and automake) read as "skipped" */
-  return failed ? 1 : device ? 0 : 77;
+  return gh_run(&G.h, host, 1, dev, (size_t)G.ncases);
 }

@@ -8,9 +8,10 @@
  * reductions, may differ in the last bits).
  *
  * Without a device, the device tests are reported as skipped (cmocka's skip()), never as
- * passes, and the program exits 77 (meson's "skipped") unless a host test failed; the host-only tests (no-driver errors, PTX signatures) always run. With
+ * passes, and the program exits 77 (meson's "skipped") unless a host test failed; the
+ * host-only tests (no-driver errors, PTX signatures) always run. With
  * TK_GPU_TESTS_SELFCHECK=1 and no device, a second interpreter context stands in for the
- * device, which checks the harness (not the GPU) anywhere.
+ * device, which checks the harness (not the GPU) anywhere (harness.c does both).
  * Run from the repository root (samples are read from $TK_SAMPLES_DIR, else ./samples).
  */
 #include <setjmp.h>
@@ -23,13 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
 
-#include "include/tk.h"
+#include "harness.h"
 #include "runtime/ptx_sig.h"
 
 /* ---- the cases ----------------------------------------------------------------------- */
@@ -135,55 +135,16 @@ static const shape shapes_long_rows[] = {{3 * 512 + 5, 5, 0}, {4096, 2, 3}};
 /* ---- global test state --------------------------------------------------------------- */
 
 typedef struct {
-  tk_context *cuda;   /* NULL without a device */
-  tk_context *interp;
-  uint64_t seed;
+  gh_harness h;
   const char *samples;
 } globals;
 static globals G; /* the one fixture the whole program shares: contexts are expensive */
 
-static uint64_t rng_next(void) {
-  /* splitmix64: a reproducible stream from one printed seed */
-  uint64_t z = (G.seed += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-/* True when G.cuda is a CUDA context (not the self-check's stand-in). */
-static bool real_device(void) {
-  return G.cuda && tk_context_backend(G.cuda) == TK_BACKEND_CUDA;
-}
-
 /* ---- element helpers ----------------------------------------------------------------- */
-
-static size_t dtype_size(tk_dtype t) {
-  switch (t) {
-  case TK_I1: case TK_I8: case TK_U8: return 1;
-  case TK_I16: case TK_U16: case TK_F16: case TK_BF16: return 2;
-  case TK_I32: case TK_U32: case TK_F32: return 4;
-  default: return 8;
-  }
-}
-
-static float half_to_float(uint16_t h) {
-  int e = (h >> 10) & 31, m = h & 1023;
-  float v = e == 0 ? ldexpf((float)m, -24)
-          : e == 31 ? (m ? NAN : INFINITY)
-                    : ldexpf((float)(m | 1024), e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-static float bf16_to_float(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
 
 /* A random non-zero value of type t, stored at p. Floats lie in ±[1/8, 4). */
 static void random_elem(tk_dtype t, void *p) {
-  uint64_t r = rng_next();
+  uint64_t r = gh_rng_next(&G.h);
   int sign = (int)(r & 1);
   switch (t) {
   case TK_F32: {
@@ -215,7 +176,7 @@ static void random_elem(tk_dtype t, void *p) {
 
 /* A class target: mostly in [0, n), sometimes the ignored index -100. */
 static void random_target(tk_dtype t, long n, void *p) {
-  uint64_t r = rng_next();
+  uint64_t r = gh_rng_next(&G.h);
   int64_t v = r % 10 == 0 ? -100 : (int64_t)((r >> 8) % (uint64_t)n);
   if (t == TK_I64) {
     memcpy(p, &v, 8);
@@ -225,19 +186,9 @@ static void random_target(tk_dtype t, long n, void *p) {
   }
 }
 
-static double elem_value(tk_dtype t, const void *p) {
-  switch (t) {
-  case TK_F32: { float f; memcpy(&f, p, 4); return f; }
-  case TK_F64: { double f; memcpy(&f, p, 8); return f; }
-  case TK_F16: { uint16_t h; memcpy(&h, p, 2); return half_to_float(h); }
-  case TK_BF16: { uint16_t h; memcpy(&h, p, 2); return bf16_to_float(h); }
-  default: SU_UNREACHABLE();
-  }
-}
-
 /* Compares n elements; on the first mismatch fails naming the buffer and index. */
 static void compare(const char *what, tk_dtype t, const void *gpu, const void *ref, long n) {
-  size_t sz = dtype_size(t);
+  size_t sz = gh_dtype_size(t);
   bool is_float = t == TK_F32 || t == TK_F64 || t == TK_F16 || t == TK_BF16;
   double rtol = t == TK_F16 ? 2e-3 : t == TK_BF16 ? 1.6e-2 : 2e-5;
   double atol = t == TK_F16 || t == TK_BF16 ? 1e-3 : 1e-6;
@@ -245,10 +196,10 @@ static void compare(const char *what, tk_dtype t, const void *gpu, const void *r
     const char *g = (const char *)gpu + i * sz, *r = (const char *)ref + i * sz;
     if (memcmp(g, r, sz) == 0) continue;
     if (is_float) {
-      double a = elem_value(t, g), b = elem_value(t, r);
+      double a = gh_elem_value(t, g), b = gh_elem_value(t, r);
       if ((isnan(a) && isnan(b)) || fabs(a - b) <= atol + rtol * fabs(b)) continue;
       fail_msg("%s[%ld]: cuda %.9g, interpreter %.9g (seed %llu)", what, i, a, b,
-               (unsigned long long)G.seed);
+               (unsigned long long)G.h.seed);
     }
     int64_t a = 0, b = 0;
     memcpy(&a, g, sz);
@@ -260,26 +211,13 @@ static void compare(const char *what, tk_dtype t, const void *gpu, const void *r
 
 /* ---- running one case ---------------------------------------------------------------- */
 
+/* A sample is read from the samples directory, an embedded kernel from its text. */
 static tk_kernel *compile(tk_context *ctx, const gpu_case *c) {
-  char block[16];
-  snprintf(block, sizeof block, "%d", c->block);
-  tk_define d = {"BLOCK", block};
-  tk_compile_options o = {&d, 1, 3, NULL, 0};
-  tk_module *m = NULL;
-  tk_status s;
-  if (c->file) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", G.samples, c->file);
-    s = tk_module_compile_file(ctx, &m, path, &o);
-  } else {
-    s = tk_module_compile(ctx, &m, c->source, strlen(c->source), c->name, &o);
-  }
-  if (s != TK_OK)
-    fail_msg("%s: compiling on %s: %s\n%s", c->name, ctx == G.cuda ? "cuda" : "interpreter",
-             tk_status_name(s), tk_last_error(ctx));
-  tk_kernel *k = NULL;
-  if (tk_module_get_kernel(m, c->kernel, &k) != TK_OK) fail_msg("%s", tk_last_error(ctx));
-  return k;
+  gh_defines d = {0};
+  gh_define_int(&d, "BLOCK", c->block);
+  char path[512] = "";
+  if (c->file) snprintf(path, sizeof path, "%s/%s", G.samples, c->file);
+  return gh_compile(&G.h, ctx, &(gh_source){c->name, c->source, path, c->kernel}, &d);
 }
 
 static long elems(sizing z, const shape *sh) {
@@ -309,7 +247,7 @@ static void run_on(tk_context *ctx, tk_kernel *k, const gpu_case *c, const shape
       args[i] = scalar_arg(p, sh);
       continue;
     }
-    size_t bytes = (size_t)elems(p->z, sh) * dtype_size(p->t);
+    size_t bytes = (size_t)elems(p->z, sh) * gh_dtype_size(p->t);
     assert_int_equal(tk_malloc(ctx, &dev[i], bytes), TK_OK);
     assert_int_equal(tk_memcpy_htod(ctx, dev[i], host[i], bytes), TK_OK);
     args[i] = tk_arg_ptr(dev[i]);
@@ -320,10 +258,10 @@ static void run_on(tk_context *ctx, tk_kernel *k, const gpu_case *c, const shape
   if (s == TK_OK) s = tk_synchronize(ctx);
   if (s != TK_OK)
     fail_msg("%s (n=%ld rows=%ld) on %s: %s: %s", c->name, sh->n, sh->rows,
-             ctx == G.cuda ? "cuda" : "interpreter", tk_status_name(s), tk_last_error(ctx));
+             gh_ctx_name(&G.h, ctx), tk_status_name(s), tk_last_error(ctx));
   for (int i = 0; i < c->nparams; i++) {
     if (!dev[i]) continue;
-    size_t bytes = (size_t)elems(c->p[i].z, sh) * dtype_size(c->p[i].t);
+    size_t bytes = (size_t)elems(c->p[i].z, sh) * gh_dtype_size(c->p[i].t);
     assert_int_equal(tk_memcpy_dtoh(ctx, host[i], dev[i], bytes), TK_OK);
     assert_int_equal(tk_free(ctx, dev[i]), TK_OK);
   }
@@ -335,7 +273,7 @@ static void run_shape(const gpu_case *c, tk_kernel *kc, tk_kernel *ki, const sha
     const param_spec *p = &c->p[i];
     if (p->r >= S_N) continue;
     long n = elems(p->z, sh);
-    size_t sz = dtype_size(p->t);
+    size_t sz = gh_dtype_size(p->t);
     ref[i] = malloc((size_t)n * sz);
     for (long j = 0; j < n; j++) {
       char *e = (char *)ref[i] + j * sz;
@@ -347,8 +285,8 @@ static void run_shape(const gpu_case *c, tk_kernel *kc, tk_kernel *ki, const sha
     gpu[i] = malloc((size_t)n * sz);
     memcpy(gpu[i], ref[i], (size_t)n * sz);
   }
-  run_on(G.cuda, kc, c, sh, gpu);
-  run_on(G.interp, ki, c, sh, ref);
+  run_on(G.h.cuda, kc, c, sh, gpu);
+  run_on(G.h.interp, ki, c, sh, ref);
   for (int i = 0; i < c->nparams; i++) {
     if (!ref[i]) continue;
     char what[64];
@@ -361,8 +299,8 @@ static void run_shape(const gpu_case *c, tk_kernel *kc, tk_kernel *ki, const sha
 
 static void test_case(void **state) {
   const gpu_case *c = *state;
-  if (!G.cuda) skip();
-  tk_kernel *kc = compile(G.cuda, c), *ki = compile(G.interp, c);
+  if (!G.h.cuda) skip();
+  tk_kernel *kc = compile(G.h.cuda, c), *ki = compile(G.h.interp, c);
   const shape *list = c->per_row ? shapes_rows : shapes_1d;
   size_t n = c->per_row ? sizeof shapes_rows / sizeof *shapes_rows
                         : sizeof shapes_1d / sizeof *shapes_1d;
@@ -398,10 +336,10 @@ static const char FILL_PTX[] =
 
 static void test_aot_ptx(void **state) {
   (void)state;
-  if (!real_device()) skip();
+  if (!gh_real_device(&G.h)) skip();
   tk_module *m;
   tk_kernel *k;
-  assert_int_equal(tk_module_load_ptx(G.cuda, &m, FILL_PTX, strlen(FILL_PTX)), TK_OK);
+  assert_int_equal(tk_module_load_ptx(G.h.cuda, &m, FILL_PTX, strlen(FILL_PTX)), TK_OK);
   assert_int_equal(tk_module_get_kernel(m, "fill", &k), TK_OK);
   assert_int_equal(tk_kernel_num_params(k), 3);
   assert_int_equal(tk_kernel_param_type(k, 0), TK_PTR);
@@ -410,27 +348,27 @@ static void test_aot_ptx(void **state) {
   float host[N + 1];
   for (int i = 0; i <= N; i++) host[i] = -1.0f;
   tk_devptr p;
-  assert_int_equal(tk_malloc(G.cuda, &p, sizeof host), TK_OK);
-  assert_int_equal(tk_memcpy_htod(G.cuda, p, host, sizeof host), TK_OK);
+  assert_int_equal(tk_malloc(G.h.cuda, &p, sizeof host), TK_OK);
+  assert_int_equal(tk_memcpy_htod(G.h.cuda, p, host, sizeof host), TK_OK);
   tk_arg args[] = {tk_arg_ptr(p), tk_arg_i32(N), tk_arg_f32(2.5f)};
   assert_int_equal(tk_launch(k, (tk_grid){(N + 63) / 64, 1, 1}, NULL, args, 3), TK_OK);
-  assert_int_equal(tk_memcpy_dtoh(G.cuda, host, p, sizeof host), TK_OK);
+  assert_int_equal(tk_memcpy_dtoh(G.h.cuda, host, p, sizeof host), TK_OK);
   for (int i = 0; i < N; i++) assert_true(host[i] == 2.5f);
   assert_true(host[N] == -1.0f); /* the one past the end was left alone */
   /* a wrong argument count is refused before the driver sees it */
   assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 2), TK_ERR_ARGS);
-  tk_free(G.cuda, p);
+  tk_free(G.h.cuda, p);
   tk_module_destroy(m);
 }
 
 static void test_bad_ptx_reports_log(void **state) {
   (void)state;
-  if (!real_device()) skip();
+  if (!gh_real_device(&G.h)) skip();
   static const char bad[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
                             ".visible .entry k() { frobnicate.u32 %r1; ret; }\n";
   tk_module *m = NULL;
-  assert_int_equal(tk_module_load_ptx(G.cuda, &m, bad, strlen(bad)), TK_ERR_DRIVER);
-  const char *msg = tk_last_error(G.cuda);
+  assert_int_equal(tk_module_load_ptx(G.h.cuda, &m, bad, strlen(bad)), TK_ERR_DRIVER);
+  const char *msg = tk_last_error(G.h.cuda);
   assert_non_null(strstr(msg, "rejected the PTX"));
   assert_non_null(strstr(msg, "line")); /* the JIT's log names the PTX line */
 }
@@ -448,11 +386,11 @@ static const char ABI_TK[] =
 /* Every scalar parameter type reaches the kernel with its value: the launch packing. */
 static void test_scalar_abi(void **state) {
   (void)state;
-  if (!G.cuda) skip();
+  if (!G.h.cuda) skip();
   tk_module *m;
   tk_kernel *k;
-  tk_status s = tk_module_compile(G.cuda, &m, ABI_TK, strlen(ABI_TK), "abi.tk", NULL);
-  if (s != TK_OK) fail_msg("%s", tk_last_error(G.cuda));
+  tk_status s = tk_module_compile(G.h.cuda, &m, ABI_TK, strlen(ABI_TK), "abi.tk", NULL);
+  if (s != TK_OK) fail_msg("%s", tk_last_error(G.h.cuda));
   assert_int_equal(tk_module_get_kernel(m, "abi", &k), TK_OK);
   tk_arg f16 = {TK_F16, {0}}, bf16 = {TK_BF16, {0}};
   f16.v.f = 1.5;
@@ -467,14 +405,14 @@ static void test_scalar_abi(void **state) {
                          -1e300, 1};
   double host[13];
   tk_devptr p;
-  assert_int_equal(tk_malloc(G.cuda, &p, sizeof host), TK_OK);
+  assert_int_equal(tk_malloc(G.h.cuda, &p, sizeof host), TK_OK);
   args[0] = tk_arg_ptr(p);
   s = tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 14);
-  if (s != TK_OK) fail_msg("%s", tk_last_error(G.cuda));
-  assert_int_equal(tk_memcpy_dtoh(G.cuda, host, p, sizeof host), TK_OK);
+  if (s != TK_OK) fail_msg("%s", tk_last_error(G.h.cuda));
+  assert_int_equal(tk_memcpy_dtoh(G.h.cuda, host, p, sizeof host), TK_OK);
   for (int i = 0; i < 13; i++)
     if (host[i] != want[i]) fail_msg("parameter %d: got %.17g, want %.17g", i + 1, host[i], want[i]);
-  tk_free(G.cuda, p);
+  tk_free(G.h.cuda, p);
   tk_module_destroy(m);
 }
 
@@ -499,7 +437,7 @@ static ino_t entry_inode(const char *dir) {
  * is not rewritten), and a damaged entry is rebuilt (a new file replaces it). */
 static void test_jit_cache(void **state) {
   (void)state;
-  if (!real_device()) skip();
+  if (!gh_real_device(&G.h)) skip();
   char dir[] = "/tmp/tk-gpu-cache-XXXXXX";
   assert_non_null(mkdtemp(dir));
   setenv("TK_CACHE_DIR", dir, 1); /* read when the context is created */
@@ -824,20 +762,17 @@ static void test_ptx_signatures(void **state) {
   for (size_t cut = 0; cut < strlen(FILL_PTX); cut += 7)
     assert_true(rt_ptx_entries(a, FILL_PTX, cut, &es) <= 1);
   char junk[4096];
-  for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(rng_next() & 0xff);
+  for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(gh_rng_next(&G.h) & 0xff);
   assert_true(rt_ptx_entries(a, junk, sizeof junk, &es) >= 0);
   assert_int_equal(rt_ptx_entries(a, ".entry", 6, &es), 0);
   su_arena_free(a);
 }
 
 int main(void) {
-  const char *seed = getenv("TK_TEST_SEED");
-  G.seed = seed ? strtoull(seed, NULL, 10) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
-  printf("gpu_tests: seed %llu (TK_TEST_SEED=%llu replays it)\n", (unsigned long long)G.seed,
-         (unsigned long long)G.seed);
+  gh_init(&G.h, "gpu_tests");
   G.samples = getenv("TK_SAMPLES_DIR") ? getenv("TK_SAMPLES_DIR") : "samples";
 
-  const struct CMUnitTest host_tests[] = {
+  const struct CMUnitTest host[] = {
     cmocka_unit_test(test_no_driver_is_no_device),
     cmocka_unit_test(test_ptx_signatures),
     cmocka_unit_test(test_fake_no_device),
@@ -845,24 +780,6 @@ int main(void) {
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),
   };
-  int failed = cmocka_run_group_tests_name("host", host_tests, NULL, NULL);
-
-  if (tk_context_create(&G.cuda, &(tk_context_options){TK_BACKEND_CUDA, 0}) != TK_OK) {
-    printf("skipped: no CUDA device\n  (%s)\n", tk_last_error(NULL));
-    G.cuda = NULL;
-    /* Checks the harness itself (the case table, the embedded kernels) on a machine
-     * without a GPU, by comparing the interpreter with a second interpreter. */
-    const char *self = getenv("TK_GPU_TESTS_SELFCHECK");
-    if (self && *self && strcmp(self, "0") != 0) {
-      printf("TK_GPU_TESTS_SELFCHECK: the interpreter stands in for the device\n");
-      if (tk_context_create(&G.cuda, &(tk_context_options){TK_BACKEND_INTERP, 0}) != TK_OK)
-        G.cuda = NULL;
-    }
-  }
-  if (tk_context_create(&G.interp, &(tk_context_options){TK_BACKEND_INTERP, 0}) != TK_OK) {
-    fprintf(stderr, "gpu_tests: no interpreter context: %s\n", tk_last_error(NULL));
-    return 1;
-  }
   enum { NCASES = sizeof cases / sizeof cases[0] };
   struct CMUnitTest dev[NCASES + 4] = {
     cmocka_unit_test(test_aot_ptx),
@@ -872,10 +789,5 @@ int main(void) {
   };
   for (int i = 0; i < NCASES; i++)
     dev[4 + i] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
-  failed += _cmocka_run_group_tests("device", dev, NCASES + 4, NULL, NULL);
-  bool device = real_device();
-  tk_context_destroy(G.cuda);
-  tk_context_destroy(G.interp);
-  /* 77 is the exit status meson (and automake) read as "skipped" */
-  return failed ? 1 : device ? 0 : 77;
+  return gh_run(&G.h, host, sizeof host / sizeof *host, dev, NCASES + 4);
 }
