@@ -100,6 +100,11 @@ bool cg_layout_resolve(const ir_layout *il, const ir_type *t, int threads, int v
 cg_layout cg_layout_of(cg_ctx *c, const ir_type *t);
 /* l with tile dim `axis` removed: where a reduction along axis leaves its result. */
 cg_layout cg_layout_slice(const cg_layout *l, int axis);
+/* The largest group size g (a power of two, 1 when none) such that every aligned group of
+ * g adjacent slots of a thread (slots j0 .. j0+g-1, j0 a multiple of g) holds elements
+ * lying in one aligned run of `run` consecutive row-major elements: what axis facts
+ * (contiguity, constancy) about a value of layout l tell a thread. */
+int cg_layout_group(const cg_layout *l, int run);
 /* The slot of l holding, along tile dim axis, slot ka of the elements that slot js of
  * s = cg_layout_slice(l, axis) stands for. */
 int cg_layout_slice_slot(const cg_layout *l, const cg_layout *s, int axis, int js, int ka);

@@ -139,12 +139,25 @@ static LLVMValueRef addptr(cg_ctx *c, const ir_op *op, LLVMValueRef p, LLVMValue
   return LLVMBuildGEP2(c->b, et, p, &off, 1, "");
 }
 
-/* One element of op's result from its operands' elements a. */
+/* Whether op's result is a 16-bit float that element() leaves in f32, for
+ * cg_emit_elementwise to round two slots at a time: half arithmetic, and casts to a half
+ * from f32, a half or an integer (the same single rounding as cg_convert's). */
+static bool rounds_later(const ir_op *op) {
+  tk_dtype in = ir_type_elem(op->operands[0]->type)->dtype;
+  tk_dtype out = ir_type_elem(op->results[0]->type)->dtype;
+  if (!is_half(out)) return false;
+  if (op->opc == IR_CAST) return in != out && (in == TK_F32 || is_half(in) || ir_dtype_is_int(in));
+  return op->opc != IR_SELECT && op->opc != IR_CMP;
+}
+
+/* One element of op's result from its operands' elements a; in f32 when
+ * rounds_later(op). */
 static LLVMValueRef element(cg_ctx *c, const ir_op *op, LLVMValueRef *a) {
   tk_dtype in = ir_type_elem(op->operands[0]->type)->dtype;
   tk_dtype out = ir_type_elem(op->results[0]->type)->dtype;
+  bool defer = rounds_later(op);
   switch (op->opc) {
-  case IR_CAST: return cg_convert(c, a[0], in, out);
+  case IR_CAST: return cg_convert(c, a[0], in, defer ? TK_F32 : out);
   case IR_SELECT: return LLVMBuildSelect(c->b, a[0], a[1], a[2], "");
   case IR_ADDPTR: return addptr(c, op, a[0], a[1]);
   default: break;
@@ -154,9 +167,47 @@ static LLVMValueRef element(cg_ctx *c, const ir_op *op, LLVMValueRef *a) {
   if (!is_half(in)) return float_op(c, op, in, a);
   LLVMValueRef w[3];
   for (int i = 0; i < op->noperands; i++) w[i] = LLVMBuildFPExt(c->b, a[i], f32(c), "");
-  LLVMValueRef r = float_op(c, op, TK_F32, w);
-  if (r && op->opc != IR_CMP) r = LLVMBuildFPTrunc(c->b, r, cg_dtype_type(c, in), "");
-  return r;
+  return float_op(c, op, TK_F32, w);
+}
+
+/* The f32 values lo and hi rounded to the half dtype dt by one cvt.rn.{f16,bf16}x2.f32
+ * (sm_80+, which every arch tk targets has); it rounds each element exactly as the
+ * scalar cvt.rn does, in half the instructions, and leaves the pair packed as a store
+ * wants it. LLVM 19 never forms it from two scalar fptruncs. */
+static void round_pair(cg_ctx *c, tk_dtype dt, LLVMValueRef *lo, LLVMValueRef *hi) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c->llc), ht = cg_dtype_type(c, dt);
+  LLVMTypeRef pt[2] = {f32(c), f32(c)};
+  LLVMTypeRef ft = LLVMFunctionType(i32, pt, 2, false);
+  const char *text = dt == TK_F16 ? "cvt.rn.f16x2.f32 $0, $1, $2;" : "cvt.rn.bf16x2.f32 $0, $1, $2;";
+  const char *cons = "=r,f,f";
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), false, false,
+                                     LLVMInlineAsmDialectATT, false);
+  LLVMValueRef args[2] = {*hi, *lo}; /* the first source goes to the upper half */
+  LLVMValueRef r = LLVMBuildCall2(c->b, ft, fn, args, 2, "");
+  /* a pure computation: free to be merged, moved or dropped like the fptruncs it replaces */
+  unsigned memory = LLVMGetEnumAttributeKindForName("memory", 6);
+  LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->llc, memory, 0));
+  unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->llc, nounwind, 0));
+  LLVMValueRef v = LLVMBuildBitCast(c->b, r, LLVMVectorType(ht, 2), "");
+  *lo = LLVMBuildExtractElement(c->b, v, cg_i32(c, 0), "");
+  *hi = LLVMBuildExtractElement(c->b, v, cg_i32(c, 1), "");
+}
+
+/* Rounds the n f32 slots x to the half dtype dt, adjacent slots in pairs (the pairs a
+ * vector store packs); constants stay scalar so that they still fold. */
+static void round_slots(cg_ctx *c, tk_dtype dt, LLVMValueRef *x, int n) {
+  LLVMTypeRef ht = cg_dtype_type(c, dt);
+  int j = 0;
+  for (; j + 1 < n; j += 2) {
+    if (LLVMIsConstant(x[j]) && LLVMIsConstant(x[j + 1])) {
+      x[j] = LLVMBuildFPTrunc(c->b, x[j], ht, "");
+      x[j + 1] = LLVMBuildFPTrunc(c->b, x[j + 1], ht, "");
+    } else {
+      round_pair(c, dt, &x[j], &x[j + 1]);
+    }
+  }
+  if (j < n) x[j] = LLVMBuildFPTrunc(c->b, x[j], ht, "");
 }
 
 void cg_emit_elementwise(cg_ctx *c, const ir_op *op) {
@@ -168,7 +219,14 @@ void cg_emit_elementwise(cg_ctx *c, const ir_op *op) {
    * disagrees is still compiled, through a conversion). */
   cg_val in[3];
   for (int i = 0; i < op->noperands; i++) in[i] = cg_get_in(c, op->operands[i], &l);
+  /* A value the axis facts prove constant over a group of a thread's slots (a mask
+   * `cols < n` over each vector) is computed once per group. */
+  int g = cg_layout_group(&l, cg_axis_of(c, res).constancy);
   for (int j = 0; j < l.per; j++) {
+    if (j % g) {
+      s[j] = s[j - j % g];
+      continue;
+    }
     LLVMValueRef a[3];
     for (int i = 0; i < op->noperands; i++) a[i] = in[i].v[in[i].n == 1 ? 0 : j];
     s[j] = element(c, op, a);
@@ -180,5 +238,6 @@ void cg_emit_elementwise(cg_ctx *c, const ir_op *op) {
       return;
     }
   }
+  if (rounds_later(op)) round_slots(c, ir_type_elem(res->type)->dtype, s, l.per);
   cg_set(c, res, s, l.per);
 }

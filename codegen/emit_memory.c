@@ -29,17 +29,10 @@ static LLVMValueRef and_opt(cg_ctx *c, LLVMValueRef a, LLVMValueRef b) {
  * vector, <= 16 bytes and, with an explicit mask, inside one run over which the mask is
  * constant. */
 static int access_width(cg_ctx *c, const ir_op *op, int mask_at, const cg_layout *l, int bytes) {
-  if (!l->tile || l->fast != l->rank - 1) return 1;
   cg_axis ax = cg_axis_of(c, op->operands[0]);
   int mask_runs = op->noperands > mask_at ? cg_axis_of(c, op->operands[mask_at]).constancy : 1 << 30;
-  int spt = l->spt[l->base[l->fast]], w = 1;
-  /* A power of two dividing the run a thread owns, the dim, and its slot count, so that
-   * a group never straddles two runs or the dim's wrap-around. */
-  for (int w2 = 2; w2 <= spt && w2 <= ax.contig && w2 * bytes <= CG_VEC_BYTES; w2 *= 2) {
-    if (spt % w2 || l->shape[l->fast] % w2 || l->ext[l->fast] % w2) break;
-    if (ax.div % (w2 * bytes) || mask_runs % w2) break;
-    w = w2;
-  }
+  int w = cg_layout_group(l, ax.contig < mask_runs ? ax.contig : mask_runs);
+  while (w > 1 && (w * bytes > CG_VEC_BYTES || ax.div % (w * bytes))) w /= 2;
   return w;
 }
 

@@ -110,6 +110,18 @@ cg_layout cg_layout_of(cg_ctx *c, const ir_type *t) {
   return l;
 }
 
+int cg_layout_group(const cg_layout *l, int run) {
+  if (!l->tile || l->fast != l->rank - 1) return 1;
+  int spt = l->spt[l->base[l->fast]], w = 1;
+  /* A power of two dividing the run a thread owns, the dim, and its slot count, so that
+   * a group never straddles two runs or the dim's wrap-around. */
+  for (int w2 = 2; w2 <= spt && w2 <= run; w2 *= 2) {
+    if (spt % w2 || l->shape[l->fast] % w2 || l->ext[l->fast] % w2) break;
+    w = w2;
+  }
+  return w;
+}
+
 cg_layout cg_layout_slice(const cg_layout *l, int axis) {
   cg_layout s = *l;
   s.rank = l->rank - 1;

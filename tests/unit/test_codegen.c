@@ -360,6 +360,70 @@ static void test_f16_moves_128_bits(void **state) {
   end(&x);
 }
 
+/* y = where(o < n, x * 2, 0), x loaded under the same mask (y stored unmasked, else LLVM
+ * drops the selects): with n specialized the mask is constant over each group of 4
+ * adjacent elements, so the compare is emitted once per group and serves the loads and
+ * the selects alike. */
+static void test_uniform_mask_computed_once_per_group(void **state) {
+  (void)state;
+  for (int known = 0; known < 2; known++) {
+    fixture x;
+    begin(&x, "relu_ish");
+    ir_value *px = param(&x, "x", ptr(&x, TK_F32)), *py = param(&x, "y", ptr(&x, TK_F32));
+    ir_value *n = param(&x, "n", scalar(&x, TK_I32));
+    ir_value *o = block_offsets(&x, 1024);
+    ir_value *mask = ir_cmp_build(&x.b, IR_CMP_LT, o, splat(&x, n, 1024));
+    ir_value *v = load(&x, addptr(&x, px, o), mask);
+    ir_value *twice = op2(&x, IR_MUL, v, ir_const_float(&x.b, v->type, 2.0));
+    ir_value *sel[3] = {mask, twice, ir_const_float(&x.b, v->type, 0.0)};
+    ir_value *y = ir_build1(&x.b, IR_SELECT, v->type, 3, sel);
+    store(&x, addptr(&x, py, o), y, NULL);
+    ret(&x);
+    specialize(&x, known ? NULL : (const char *const[]){"x", "y", NULL});
+    char *ll = emit(&x, CG_LLVM_IR, NULL);
+    assert_non_null(ll);
+    /* 8 elements per thread: 2 groups of 4 when n is a multiple of 16, else 8 */
+    assert_int_equal(count(ll, "icmp slt"), known ? 2 : 8);
+    free(ll);
+    char *ptx = emit(&x, CG_PTX, NULL);
+    assert_non_null(ptx);
+    assert_int_equal(count(ptx, "selp.f32"), 8);
+    if (known) assert_int_equal(count(ptx, "setp.lt.s32"), 2);
+    free(ptx);
+    end(&x);
+  }
+}
+
+/* f32 -> f16/bf16 of adjacent slots: one packed cvt per pair, ready for the vector store;
+ * half arithmetic (here a f16 multiply) rounds its pairs the same way. */
+static void test_half_rounding_in_pairs(void **state) {
+  (void)state;
+  const tk_dtype halves[2] = {TK_F16, TK_BF16};
+  const char *packed[2] = {"cvt.rn.f16x2.f32", "cvt.rn.bf16x2.f32"};
+  const char *scalar_cvt[2] = {"cvt.rn.f16.f32", "cvt.rn.bf16.f32"};
+  for (int h = 0; h < 2; h++) {
+    fixture x;
+    begin(&x, "scale");
+    ir_value *px = param(&x, "x", ptr(&x, TK_F32)), *py = param(&x, "y", ptr(&x, halves[h]));
+    ir_value *o = block_offsets(&x, 2048);
+    ir_value *v = load(&x, addptr(&x, px, o), NULL);
+    const ir_type *th = tile(&x, scalar(&x, halves[h]), 2048);
+    ir_value *w = op1(&x, IR_CAST, th, v);
+    w = op2(&x, IR_MUL, w, ir_const_float(&x.b, th, 3.0));
+    store(&x, addptr(&x, py, o), w, NULL);
+    ret(&x);
+    specialize(&x, NULL);
+    char *ptx = emit(&x, CG_PTX, "sm_80");
+    assert_non_null(ptx);
+    /* 16 elements per thread, rounded twice (the cast, the multiply): 2 x 8 pairs */
+    assert_int_equal(count(ptx, packed[h]), 16);
+    assert_lacks(ptx, scalar_cvt[h]);
+    assert_has(ptx, "st.global.v4.b32");
+    free(ptx);
+    end(&x);
+  }
+}
+
 /* Math (here the fast f32 forms) leaves no call and no unused libdevice behind. */
 static void test_math_through_libdevice(void **state) {
   (void)state;
@@ -921,6 +985,8 @@ int main(void) {
       cmocka_unit_test(test_row_base_alignment_from_facts),
       cmocka_unit_test(test_narrow_predicated_accesses),
       cmocka_unit_test(test_f16_moves_128_bits),
+      cmocka_unit_test(test_uniform_mask_computed_once_per_group),
+      cmocka_unit_test(test_half_rounding_in_pairs),
       cmocka_unit_test(test_math_through_libdevice),
       cmocka_unit_test(test_missing_libdevice_reported),
       cmocka_unit_test(test_loop_carried_tile_and_if),
