@@ -201,8 +201,8 @@ static void compare(const char *what, tk_dtype t, const void *gpu, const void *r
     if (is_float) {
       double a = gh_elem_value(t, g), b = gh_elem_value(t, r);
       if ((isnan(a) && isnan(b)) || fabs(a - b) <= atol + rtol * fabs(b)) continue;
-      fail_msg("%s[%ld]: cuda %.9g, interpreter %.9g (seed %llu)", what, i, a, b,
-               (unsigned long long)G.h.seed);
+      fail_msg("%s[%ld]: cuda %.9g, interpreter %.9g (TK_TEST_SEED=%llu replays it)", what, i, a, b,
+               (unsigned long long)G.h.first_seed);
     }
     int64_t a = 0, b = 0;
     memcpy(&a, g, sz);
