@@ -6,7 +6,9 @@
  *    same-shaped accesses of different widths agree and need no conversion.
  *    Before them, every dot result (and so its accumulator) takes the tensor cores' MMA
  *    layout (pass_tiling_mma), spread first, so that the accesses it reaches (the store
- *    of the result) take it too; the operands a and b may have any layout.
+ *    of the result) take it too. The operands a and b may have any layout: the loads of
+ *    them anchor at the same time, so they keep 16-byte vectors even when they share a
+ *    mask or offset with the epilogue.
  *    Accesses anchor highest rank first, each rank spread before the next, so a row
  *    vector or row statistic of a 2-D tile is loaded or stored in the 2-D layout's slice
  *    (replicated, written by its owners) rather than meeting it in a conversion; an
@@ -20,7 +22,8 @@
  * 3. Materialization. Each op states the layouts it wants for its operands given its
  *    result's; where a value's layout differs, a convert_layout (one per value and layout,
  *    placed after the value's definition) is inserted, or for an arange, constant or
- *    splat a second copy made in the wanted layout. Then every tile type is rewritten.
+ *    splat a second copy made in the wanted layout; a broadcast is made again from its
+ *    source, so only the row or column moves. Then every tile type is rewritten.
  *
  * Layouts already in the IR are kept and propagate like anchors; a kernel whose tiles all
  * have one is left alone. */
@@ -298,6 +301,22 @@ static void infer(tiler *t, ir_op *op) {
   }
 }
 
+enum { OPERAND_DEPTH = 3 };
+
+/* Whether v reaches operand a or b of a dot, directly or through a short chain of pure
+ * elementwise ops (a cast): a tile that is staged through shared memory, whatever its
+ * layout. */
+static bool feeds_operand(const tiler *t, const ir_value *v, int depth) {
+  for (int k = 0; k < t->nusers[v->id]; k++) {
+    const ir_op *u = t->users[v->id][k];
+    if (u->opc == IR_DOT && (u->operands[0] == v || u->operands[1] == v)) return true;
+    bool elem = (ir_op_info(u->opc)->traits & (IR_ELEM | IR_PURE)) == (IR_ELEM | IR_PURE);
+    if (depth > 0 && elem && u->nresults == 1 && feeds_operand(t, u->results[0], depth - 1))
+      return true;
+  }
+  return false;
+}
+
 static void drain(tiler *t) {
   while (t->head < t->nwork) {
     const ir_value *v = t->work[t->head++];
@@ -391,9 +410,9 @@ static bool remat_ok(const ir_value *v, int depth) {
   return true;
 }
 
-/* v in layout l: v itself, a copy of v's defining op when that is a source, or a
- * convert_layout placed right after v's definition (so it
- * dominates every use), made once per value and layout. */
+/* v in layout l: v itself, a copy of v's defining op when that is a source or a
+ * broadcast, or a convert_layout placed right after v's definition (so it dominates
+ * every use), made once per value and layout. */
 static ir_value *converted(tiler *t, memos *ms, ir_value *v, const ir_layout *l) {
   if (!is_tile(v) || !l || t->lay[v->id] == l) return v;
   for (int i = 0; i < ms->n; i++)
@@ -403,7 +422,8 @@ static ir_value *converted(tiler *t, memos *ms, ir_value *v, const ir_layout *l)
   ir_loc loc = v->def ? v->def->loc : (blk->first ? blk->first->loc : t->f->loc);
   const ir_type *ty = ir_type_with_layout(t->m, v->type, l);
   ir_op *cv;
-  if (remat_ok(v, REMAT_DEPTH)) {
+  /* A broadcast is remade from its source moved instead: a row or column, not the tile. */
+  if (remat_ok(v, REMAT_DEPTH) || (v->def && v->def->opc == IR_BROADCAST)) {
     ir_op *def = v->def;
     ir_value *opnds[3];
     for (int i = 0; i < def->noperands && i < 3; i++) opnds[i] = converted(t, ms, def->operands[i], l);
@@ -504,10 +524,16 @@ bool pass_tiling(ir_module *m, ir_func *f) {
   build_users(&t);
 
   each_value(&t, seed_given);
-  /* Dot results first, spread before any access anchors: the accumulator then stays in
-   * the tensor cores' layout through the loop that carries it, and the epilogue reads and
-   * writes memory in it, with no shared-memory round trip (each thread's 2 adjacent
-   * columns per row: half-coalesced, which the epilogue of a long K loop can afford). */
+  /* Dot results first, with the loads of dot operands, spread together before any other
+   * access anchors (nearest seed wins). The accumulator then stays in the tensor cores'
+   * layout through the loop that carries it, and the epilogue reads and writes memory in
+   * it, with no shared-memory round trip (each thread's 2 adjacent columns per row:
+   * half-coalesced, which the epilogue of a long K loop can afford). The operands go to
+   * shared memory in any layout, so the MMA layout would buy their loads nothing, while
+   * its 2-element runs, spread into them through a mask or offset the epilogue shares
+   * (`rm[:, None] < M` after CSE), would narrow every load of the K loop and its staging
+   * to 4 bytes; seeded as well, they keep their 16-byte vectors, and the epilogue
+   * converts the few row or column vectors it shares with them, once. */
   for (int i = 0; i < t.nops; i++) {
     ir_op *op = t.ops[i];
     const ir_type *r = op->opc == IR_DOT ? op->results[0]->type : NULL;
@@ -515,6 +541,11 @@ bool pass_tiling(ir_module *m, ir_func *f) {
     ir_layout l;
     pass_tiling_mma(r->shape[0], r->shape[1], f->num_warps, &l);
     set(&t, op->results[0], ir_layout_intern(m, &l));
+  }
+  for (int i = 0; i < t.nops; i++) {
+    ir_op *op = t.ops[i];
+    if (op->opc == IR_LOAD && is_tile(op->operands[0]) && feeds_operand(&t, op->results[0], OPERAND_DEPTH))
+      set(&t, op->operands[0], anchor(&t, op->operands[0]->type));
   }
   drain(&t);
   /* Accesses anchor highest rank first, each rank spread before the next: a row
