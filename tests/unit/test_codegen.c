@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "codegen/codegen.h"
+#include "tests/unit/ptx_check.h"
 
 /* ---- building IR ---- */
 
@@ -94,12 +95,6 @@ static void specialize(fixture *x, const char *const *names) {
       ir_func_set_param_div(x->m, x->f, i, 16);
   }
 }
-/* How many times needle occurs in text. */
-static int count(const char *text, const char *needle) {
-  int n = 0;
-  for (const char *p = text; (p = strstr(p, needle)); p++) n++;
-  return n;
-}
 
 /* ---- emitting ---- */
 
@@ -111,23 +106,8 @@ static bool have_libdevice(void) {
   return ok;
 }
 
-static const char PTXAS[] = "/usr/local/cuda/bin/ptxas";
-
 /* When ptxas is installed, the PTX must assemble for its arch. */
-static void assert_ptxas_accepts(const char *ptx, const char *arch) {
-  if (access(PTXAS, X_OK) != 0) return;
-  char path[] = "/tmp/tk-codegen-XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  size_t n = strlen(ptx);
-  assert_int_equal(write(fd, ptx, n), (ssize_t)n);
-  close(fd);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "%s -arch=%s -o /dev/null %s", PTXAS, arch, path);
-  int rc = system(cmd);
-  unlink(path);
-  if (rc != 0) fail_msg("ptxas rejected the PTX for %s:\n%s", arch, ptx);
-}
+static void assert_ptxas_accepts(const char *ptx, const char *arch) { free(pc_ptxas(ptx, arch)); }
 
 /* Verifies x's module, emits it for arch, and returns the text (caller frees), or NULL
  * when emission failed. */
@@ -231,9 +211,9 @@ static void test_masked_add_unspecialized_n(void **state) {
     assert_lacks(ptx, "st.global.v");
     assert_lacks(ptx, "bra");
     /* 1024 over 128 threads: 8 elements each, loaded twice and stored once */
-    assert_int_equal(count(ptx, "ld.global.b32"), 16);
-    assert_int_equal(count(ptx, "st.global.b32"), 8);
-    assert_int_equal(count(ptx, "@%p"), 24);
+    assert_int_equal(pc_count(ptx, "ld.global.b32"), 16);
+    assert_int_equal(pc_count(ptx, "st.global.b32"), 8);
+    assert_int_equal(pc_count(ptx, "@%p"), 24);
     free(ptx);
     end(&x);
   }
@@ -248,9 +228,9 @@ static void test_masked_add_specialized_n(void **state) {
   specialize(&x, NULL);
   char *ptx = emit(&x, CG_PTX, "sm_90a");
   assert_non_null(ptx);
-  assert_int_equal(count(ptx, "ld.global.v4.b32"), 4);
-  assert_int_equal(count(ptx, "st.global.v4.b32"), 2);
-  assert_int_equal(count(ptx, "@%p"), 6);
+  assert_int_equal(pc_count(ptx, "ld.global.v4.b32"), 4);
+  assert_int_equal(pc_count(ptx, "st.global.v4.b32"), 2);
+  assert_int_equal(pc_count(ptx, "@%p"), 6);
   assert_lacks(ptx, "ld.global.b32");
   assert_lacks(ptx, "bra");
   free(ptx);
@@ -383,12 +363,12 @@ static void test_uniform_mask_computed_once_per_group(void **state) {
     char *ll = emit(&x, CG_LLVM_IR, NULL);
     assert_non_null(ll);
     /* 8 elements per thread: 2 groups of 4 when n is a multiple of 16, else 8 */
-    assert_int_equal(count(ll, "icmp slt"), known ? 2 : 8);
+    assert_int_equal(pc_count(ll, "icmp slt"), known ? 2 : 8);
     free(ll);
     char *ptx = emit(&x, CG_PTX, NULL);
     assert_non_null(ptx);
-    assert_int_equal(count(ptx, "selp.f32"), 8);
-    if (known) assert_int_equal(count(ptx, "setp.lt.s32"), 2);
+    assert_int_equal(pc_count(ptx, "selp.f32"), 8);
+    if (known) assert_int_equal(pc_count(ptx, "setp.lt.s32"), 2);
     free(ptx);
     end(&x);
   }
@@ -416,7 +396,7 @@ static void test_half_rounding_in_pairs(void **state) {
     char *ptx = emit(&x, CG_PTX, "sm_80");
     assert_non_null(ptx);
     /* 16 elements per thread, rounded twice (the cast, the multiply): 2 x 8 pairs */
-    assert_int_equal(count(ptx, packed[h]), 16);
+    assert_int_equal(pc_count(ptx, packed[h]), 16);
     assert_lacks(ptx, scalar_cvt[h]);
     assert_has(ptx, "st.global.v4.b32");
     free(ptx);
@@ -854,16 +834,16 @@ static void test_kernels_apart_merge_into_one_module(void **state) {
   ir_module *m = four_kernels(a, &d);
   char *ptx = emit_module(m, CG_PTX, NULL, &d);
   assert_non_null(ptx);
-  assert_int_equal(count(ptx, ".version"), 1);
-  assert_int_equal(count(ptx, ".address_size"), 1);
+  assert_int_equal(pc_count(ptx, ".version"), 1);
+  assert_int_equal(pc_count(ptx, ".address_size"), 1);
   assert_before(ptx, ".entry wave(", ".entry wave2(");
   assert_before(ptx, ".entry wave2(", ".entry scan1(");
   assert_before(ptx, ".entry scan1(", ".entry scan2(");
   /* each kernel's copy of libdevice's table under its own name (ptxas above rejects a
    * symbol defined twice) */
-  assert_int_equal(count(ptx, ".b8 __cudart_i2opi_d$wave["), 1);
-  assert_int_equal(count(ptx, ".b8 __cudart_i2opi_d$wave2["), 1);
-  assert_int_equal(count(ptx, ".extern .shared .align 16 .b8 tk_dyn_smem[];"), 1);
+  assert_int_equal(pc_count(ptx, ".b8 __cudart_i2opi_d$wave["), 1);
+  assert_int_equal(pc_count(ptx, ".b8 __cudart_i2opi_d$wave2["), 1);
+  assert_int_equal(pc_count(ptx, ".extern .shared .align 16 .b8 tk_dyn_smem[];"), 1);
   int bytes = -1;
   assert_true(cg_ptx_shared_bytes(ptx, "wave2", &bytes));
   assert_int_equal(bytes, 0);
@@ -929,7 +909,7 @@ static void test_llvm_ir_of_kernels_is_one_module(void **state) {
   assert_non_null(m);
   char *ll = emit_module(m, CG_LLVM_IR, NULL, &d);
   assert_non_null(ll);
-  assert_int_equal(count(ll, "target triple"), 1);
+  assert_int_equal(pc_count(ll, "target triple"), 1);
   assert_before(ll, "@neg1(", "@neg2(");
   free(ll);
   su_arena_free(a);

@@ -16,6 +16,7 @@
 
 #include "codegen/codegen.h"
 #include "passes/passes.h"
+#include "tests/unit/ptx_check.h"
 
 /* ---- building dot kernels ---- */
 
@@ -214,7 +215,6 @@ static void build_masked_matmul(fixture *x, int bm, int bn, int bk) {
 
 /* ---- compiling ---- */
 
-static const char PTXAS[] = "/usr/local/cuda/bin/ptxas";
 
 static void tile_it(fixture *x) {
   assert_true(ir_verify(x->m, &x->d));
@@ -234,35 +234,7 @@ static char *emit(fixture *x, const char *arch) {
   return out.data;
 }
 
-/* Runs `ptxas -v -arch=arch` on ptx; its report (caller frees), NULL when ptxas is not
- * installed. Fails the test when ptxas rejects the PTX. */
-static char *ptxas(const char *ptx, const char *arch) {
-  if (access(PTXAS, X_OK) != 0) return NULL;
-  char path[] = "/tmp/tk-dot-XXXXXX";
-  int fd = mkstemp(path);
-  assert_true(fd >= 0);
-  size_t n = strlen(ptx);
-  assert_int_equal(write(fd, ptx, n), (ssize_t)n);
-  close(fd);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "%s -v -arch=%s -o /dev/null %s 2>&1", PTXAS, arch, path);
-  FILE *p = popen(cmd, "r");
-  assert_non_null(p);
-  su_buf report = {0};
-  char line[512];
-  while (fgets(line, sizeof line, p)) su_buf_puts(&report, line);
-  int rc = pclose(p);
-  unlink(path);
-  if (rc != 0) fail_msg("ptxas rejected the PTX for %s:\n%s", arch, su_buf_str(&report));
-  su_buf_str(&report);
-  return report.data;
-}
 
-static int count(const char *text, const char *needle) {
-  int n = 0;
-  for (const char *p = text; (p = strstr(p, needle)); p++) n++;
-  return n;
-}
 
 /* ---- layouts ---- */
 
@@ -330,11 +302,11 @@ static void check_case(const dot_case *dc) {
     begin(&x, dc->warps);
     build_dot(&x, dc->in, dc->m, dc->n, dc->k);
     char *ptx = emit(&x, archs[i]);
-    if (count(ptx, dc->mma) != dc->per_warp_mmas)
-      fail_msg("%d x '%s' expected, found %d:\n%s", dc->per_warp_mmas, dc->mma, count(ptx, dc->mma), ptx);
-    assert_int_equal(count(ptx, "ldmatrix.sync.aligned.m8n8") > 0, dc->ldmatrix);
-    assert_int_equal(count(ptx, ".trans.") > 0, dc->ldmatrix);
-    free(ptxas(ptx, archs[i]));
+    if (pc_count(ptx, dc->mma) != dc->per_warp_mmas)
+      fail_msg("%d x '%s' expected, found %d:\n%s", dc->per_warp_mmas, dc->mma, pc_count(ptx, dc->mma), ptx);
+    assert_int_equal(pc_count(ptx, "ldmatrix.sync.aligned.m8n8") > 0, dc->ldmatrix);
+    assert_int_equal(pc_count(ptx, ".trans.") > 0, dc->ldmatrix);
+    free(pc_ptxas(ptx, archs[i]));
     free(ptx);
     end(&x);
   }
@@ -384,10 +356,10 @@ static void test_matmul_no_spills(void **state) {
     begin(&x, warps[i]);
     build_matmul(&x, 128, 128, 64);
     char *ptx = emit(&x, "sm_90a");
-    assert_int_equal(count(ptx, "mma.sync.aligned.m16n8k16"), 128 * 128 * 64 / (16 * 8 * 16 * warps[i]));
-    assert_int_equal(count(ptx, "ld.global.v4.b32") > 0, true);    /* 16-byte loads */
-    assert_int_equal(count(ptx, "st.shared.v4.b32") > 0, true);    /* 16-byte staging */
-    char *report = ptxas(ptx, "sm_90a");
+    assert_int_equal(pc_count(ptx, "mma.sync.aligned.m16n8k16"), 128 * 128 * 64 / (16 * 8 * 16 * warps[i]));
+    assert_int_equal(pc_count(ptx, "ld.global.v4.b32") > 0, true);    /* 16-byte loads */
+    assert_int_equal(pc_count(ptx, "st.shared.v4.b32") > 0, true);    /* 16-byte staging */
+    char *report = pc_ptxas(ptx, "sm_90a");
     if (!report) {
       printf("skipped: ptxas not installed, spills not checked\n");
     } else if (!strstr(report, " 0 bytes spill stores")) {
@@ -411,10 +383,10 @@ static void test_masked_matmul_vectors(void **state) {
     build_masked_matmul(&x, 128, 256, 64);
     char *ptx = emit(&x, "sm_90a");
     int vecs = (128 * 64 + 64 * 256) / (8 * 32 * warps[i]); /* 16-byte vectors a thread loads */
-    assert_int_equal(count(ptx, "ld.global.v4.b32"), vecs);
-    assert_int_equal(count(ptx, "ld.global.b32"), 0);
-    assert_true(count(ptx, "st.shared.v4") >= vecs);
-    assert_int_equal(count(ptx, "mma.sync.aligned.m16n8k16"), 128 * 256 * 64 / (16 * 8 * 16 * warps[i]));
+    assert_int_equal(pc_count(ptx, "ld.global.v4.b32"), vecs);
+    assert_int_equal(pc_count(ptx, "ld.global.b32"), 0);
+    assert_true(pc_count(ptx, "st.shared.v4") >= vecs);
+    assert_int_equal(pc_count(ptx, "mma.sync.aligned.m16n8k16"), 128 * 256 * 64 / (16 * 8 * 16 * warps[i]));
     free(ptx);
     end(&x);
   }

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "codegen/cg.h"
+#include "tests/unit/ptx_check.h"
 #include "passes/passes.h"
 
 /* ---- layouts on the host ---- */
@@ -226,11 +227,6 @@ static const char rows_kernel[] =
     "  return\n"
     "}\n";
 
-static int count(const char *hay, const char *needle) {
-  int n = 0;
-  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
-  return n;
-}
 
 static void test_pass_gives_every_tile_a_layout(void **state) {
   (void)state;
@@ -242,7 +238,7 @@ static void test_pass_gives_every_tile_a_layout(void **state) {
   ir_print(&b, p.m);
   const char *text = su_buf_str(&b);
   /* Every tile type now carries a layout. */
-  assert_int_equal(count(text, "tile<"), count(text, ", #"));
+  assert_int_equal(pc_count(text, "tile<"), pc_count(text, ", #"));
   /* The row reduction stays a slice, expanded back for free. */
   assert_non_null(strstr(text, "{axis = 1} : tile<16xf32, #slice<dim=1, parent=#blocked<spt=[1,4]"));
   /* A second run has nothing to do. */
