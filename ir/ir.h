@@ -24,18 +24,31 @@ enum { IR_MAX_RANK = 4 };
 
 /* ---- types ---------------------------------------------------------------------------- */
 
-typedef enum { IR_SCALAR, IR_PTR, IR_TILE } ir_type_kind;
+/* SMEM, MBAR and TMAP exist only at the GPU level, after lowering (docs/ir.md): a
+ * shared-memory buffer (a ring of slots), an array of mbarriers, a TMA tensor map. */
+typedef enum { IR_SCALAR, IR_PTR, IR_TILE, IR_SMEM, IR_MBAR, IR_TMAP } ir_type_kind;
 
 typedef enum {
   IR_LAYOUT_BLOCKED, /* Triton's blocked layout */
   IR_LAYOUT_SLICE,   /* parent layout with dim slice_dim removed (reduction results) */
-  IR_LAYOUT_MMA      /* tensor-core operand/result layout (later) */
+  IR_LAYOUT_MMA,     /* the accumulator of mma.sync (fields of a blocked layout) */
+  IR_LAYOUT_WGMMA,   /* the accumulator of wgmma (fields of a blocked layout, rpw=[2,1]) */
+  IR_LAYOUT_SHARED   /* how a shared buffer's slot lies in memory: swizzle, order */
 } ir_layout_kind;
 
 /* How a tile's elements are spread over a CTA's threads. For BLOCKED: each thread holds
  * size_per_thread[d] contiguous elements along d, a warp spans threads_per_warp[d] threads
  * along d, the CTA warps_per_cta[d] warps; the pattern repeats to cover the shape. order
- * lists dims from fastest-varying to slowest. Interned like types. */
+ * lists dims from fastest-varying to slowest. reps_per_warp[d] (rpw, 1 unless set) puts
+ * that many copies of a warp's lane pattern side by side along d before the next warp's
+ * block: along d, slot k of a thread (e = k % spt, h = k / spt % rpw, r = k / (spt rpw))
+ * holds index r*cta + warp_d*spt*rpw*tpw + h*spt*tpw + lane_d*spt + e, cta being
+ * spt*rpw*tpw*wpc. (wgmma's accumulator needs it: a warp holds rows g and g + 8 of its own
+ * 16-row block.) Interned like types.
+ * SHARED (the layout of an smem slot, not of threads): order lists the slot's dims fastest
+ * first; with swizzle W (32, 64 or 128 bytes) a 2-D slot is cut into column chunks of W
+ * bytes (a chunk holds every row), and the 16-byte units of each row are permuted as the
+ * TMA engine and wgmma expect (docs/ir.md gives the address formula). */
 typedef struct ir_layout {
   ir_layout_kind kind;
   int rank;
@@ -43,17 +56,20 @@ typedef struct ir_layout {
   int threads_per_warp[IR_MAX_RANK];
   int warps_per_cta[IR_MAX_RANK];
   int order[IR_MAX_RANK];
+  int reps_per_warp[IR_MAX_RANK]; /* 0 reads as 1 */
   const struct ir_layout *parent; /* SLICE */
   int slice_dim;                  /* SLICE */
+  int swizzle;                    /* SHARED: 0, 32, 64 or 128 (bytes) */
 } ir_layout;
 
 typedef struct ir_type {
   ir_type_kind kind;
-  tk_dtype dtype;              /* SCALAR: its dtype; PTR: TK_PTR; TILE: the element's dtype */
-  const struct ir_type *elem;  /* PTR: the pointee (a scalar); TILE: the element (scalar or ptr) */
-  int rank;                    /* TILE */
-  int shape[IR_MAX_RANK];      /* TILE */
-  const ir_layout *layout;     /* TILE: NULL until the tiling pass */
+  tk_dtype dtype;              /* SCALAR: its dtype; PTR: TK_PTR; TILE, SMEM: the element's */
+  const struct ir_type *elem;  /* PTR: the pointee (a scalar); TILE: the element (scalar or
+                                  ptr); SMEM: the element (a scalar) */
+  int rank;                    /* TILE; SMEM (the ring's slots first); MBAR: 1 */
+  int shape[IR_MAX_RANK];      /* TILE; SMEM: [slots, slot dims...]; MBAR: [count] */
+  const ir_layout *layout;     /* TILE: NULL until the tiling pass; SMEM: a SHARED layout */
 } ir_type;
 
 typedef struct ir_module ir_module;
@@ -62,6 +78,15 @@ typedef struct ir_module ir_module;
 const ir_type *ir_type_scalar(ir_module *m, tk_dtype dt);
 const ir_type *ir_type_ptr(ir_module *m, const ir_type *pointee);
 const ir_type *ir_type_tile(ir_module *m, const ir_type *elem, int rank, const int *shape);
+/* A shared buffer of `shape[0]` slots, each a tile of shape[1..rank) elements laid out as
+ * `shared` (a SHARED layout of rank rank - 1). */
+const ir_type *ir_type_smem(ir_module *m, const ir_type *elem, int rank, const int *shape,
+                            const ir_layout *shared);
+/* count mbarriers; a tensor map. */
+const ir_type *ir_type_mbar(ir_module *m, int count);
+const ir_type *ir_type_tmap(ir_module *m);
+/* The tile type of one slot of shared buffer type t (no layout). */
+const ir_type *ir_type_slot(ir_module *m, const ir_type *t);
 /* The same tile type with layout l (NULL removes it). */
 const ir_type *ir_type_with_layout(ir_module *m, const ir_type *tile, const ir_layout *l);
 /* Interns a layout. */
@@ -76,8 +101,11 @@ int64_t ir_type_numel(const ir_type *t);
  * set) to b. */
 void ir_type_print(su_buf *b, const ir_type *t);
 /* Writes a layout's text form ("#blocked<spt=[1,4], tpw=[8,4], wpc=[4,1], order=[1,0]>",
- * "#slice<dim=1, parent=#blocked<...>>", "#mma<...>") to b. */
+ * "#slice<dim=1, parent=#blocked<...>>", "#mma<...>", "#wgmma<...>",
+ * "#shared<swizzle=128, order=[1,0]>") to b. */
 void ir_layout_print(su_buf *b, const ir_layout *l);
+/* reps_per_warp[d] of a thread layout, 1 when unset. */
+int ir_layout_rpw(const ir_layout *l, int d);
 /* dtype helpers */
 bool ir_dtype_is_int(tk_dtype d);      /* i1..i64, u8..u64 */
 bool ir_dtype_is_signed(tk_dtype d);   /* i8..i64 (i1 is not) */
@@ -180,6 +208,12 @@ typedef struct ir_func {
   ir_block *body;           /* args = the kernel's parameters, in order */
   const char **param_names; /* parallel to body->args */
   int num_warps, num_stages;
+  /* Launch attributes a user may set (0: the compiler decides, docs/language.md):
+   * warp specialization and a persistent grid of dot loops (sm_90a). */
+  int warp_specialize, persist; /* 1 on, -1 off, 0 auto */
+  /* Set by the persist pass: the kernel loops over the grid it was launched with, on a
+   * grid of its own (one program per SM); grid_size reads the launched grid. */
+  bool persistent;
   ir_binding *bindings;
   int nbindings;
   /* Per parameter, parallel to body->args (NULL: nothing known): a power of two D known to

@@ -184,16 +184,38 @@ static const ir_layout *parse_layout(parser *p) {
     p->depth--;
     return ir_layout_intern(p->m, &l);
   }
+  if (is_word(p, "shared")) {
+    next(p);
+    expect_punct(p, '<');
+    l.kind = IR_LAYOUT_SHARED;
+    expect_word(p, "swizzle");
+    expect_punct(p, '=');
+    su_loc sw_at = p->tok.loc;
+    l.swizzle = (int)parse_int(p, 0, 128, "a swizzle width");
+    if (l.swizzle != 0 && l.swizzle != 32 && l.swizzle != 64 && l.swizzle != 128)
+      fail_at(p, sw_at, "swizzle must be 0, 32, 64 or 128 (bytes)");
+    expect_punct(p, ',');
+    parse_layout_field(p, "order", l.order, &l.rank);
+    expect_punct(p, '>');
+    return ir_layout_intern(p->m, &l);
+  }
   if (is_word(p, "blocked"))
     l.kind = IR_LAYOUT_BLOCKED;
   else if (is_word(p, "mma"))
     l.kind = IR_LAYOUT_MMA;
+  else if (is_word(p, "wgmma"))
+    l.kind = IR_LAYOUT_WGMMA;
   else
-    fail_at(p, at, "expected a layout (#blocked, #slice, #mma), found %s", describe(&p->tok));
+    fail_at(p, at, "expected a layout (#blocked, #slice, #mma, #wgmma, #shared), found %s",
+            describe(&p->tok));
   next(p);
   expect_punct(p, '<');
   parse_layout_field(p, "spt", l.size_per_thread, &l.rank);
   expect_punct(p, ',');
+  if (is_word(p, "rpw")) {
+    parse_layout_field(p, "rpw", l.reps_per_warp, &l.rank);
+    expect_punct(p, ',');
+  }
   parse_layout_field(p, "tpw", l.threads_per_warp, &l.rank);
   expect_punct(p, ',');
   parse_layout_field(p, "wpc", l.warps_per_cta, &l.rank);
@@ -223,7 +245,8 @@ static const ir_type *parse_type(parser *p) {
     expect_punct(p, '>');
     return ir_type_ptr(p->m, pointee);
   }
-  if (is_word(p, "tile")) {
+  bool smem = is_word(p, "smem");
+  if (is_word(p, "tile") || smem) {
     next(p);
     expect_punct(p, '<');
     int shape[IR_MAX_RANK], rank = 0;
@@ -236,11 +259,39 @@ static const ir_type *parse_type(parser *p) {
       shape[rank++] = (int)v;
       next(p);
     }
-    if (rank == 0) fail_at(p, p->tok.loc, "expected a tile shape like 128x64xf32");
-    const ir_type *t = ir_type_tile(p->m, parse_elem_type(p, true), rank, shape);
-    if (accept_punct(p, ',')) t = ir_type_with_layout(p->m, t, parse_layout(p));
+    if (rank == 0 || (smem && rank < 2))
+      fail_at(p, p->tok.loc, smem ? "expected a buffer shape like 3x128x64xf16 (slots first)"
+                                  : "expected a tile shape like 128x64xf32");
+    const ir_type *elem = parse_elem_type(p, !smem);
+    if (smem) {
+      expect_punct(p, ',');
+      su_loc lat = p->tok.loc;
+      const ir_layout *l = parse_layout(p);
+      if (l->kind != IR_LAYOUT_SHARED || l->rank != rank - 1)
+        fail_at(p, lat, "a shared buffer takes a #shared layout of its slot's rank (%d)", rank - 1);
+      expect_punct(p, '>');
+      return ir_type_smem(p->m, elem, rank, shape, l);
+    }
+    const ir_type *t = ir_type_tile(p->m, elem, rank, shape);
+    if (accept_punct(p, ',')) {
+      su_loc lat = p->tok.loc;
+      const ir_layout *l = parse_layout(p);
+      if (l->kind == IR_LAYOUT_SHARED) fail_at(p, lat, "a #shared layout belongs to a shared buffer, not a tile");
+      t = ir_type_with_layout(p->m, t, l);
+    }
     expect_punct(p, '>');
     return t;
+  }
+  if (is_word(p, "mbar")) {
+    next(p);
+    expect_punct(p, '<');
+    int n = (int)parse_int(p, 1, 1024, "a barrier count");
+    expect_punct(p, '>');
+    return ir_type_mbar(p->m, n);
+  }
+  if (is_word(p, "tmap")) {
+    next(p);
+    return ir_type_tmap(p->m);
   }
   tk_dtype dt;
   if (!ir_dtype_parse(p->tok.text, p->tok.len, &dt) || dt == TK_PTR)
@@ -395,7 +446,7 @@ static void parse_attrs(parser *p, ir_op *op, const ir_syntax *syn) {
       while (!is_punct(p, ']')) {
         if (n) expect_punct(p, ',');
         if (n == IR_MAX_RANK) fail_at(p, p->tok.loc, "more than %d entries", IR_MAX_RANK);
-        buf[n++] = (int)parse_int(p, 0, IR_MAX_RANK - 1, "a dim index");
+        buf[n++] = (int)parse_int(p, 0, MAX_DIM, "a list entry");
       }
       next(p);
       op->ints = su_memdup(p->arena, buf, sizeof(int) * (size_t)(n ? n : 1));
@@ -573,6 +624,10 @@ static void parse_kernel(parser *p) {
     expect_punct(p, '(');
     f->num_stages = (int)parse_int(p, 1, 1024, "a stage count");
     expect_punct(p, ')');
+  }
+  if (is_word(p, "persistent")) {
+    next(p);
+    f->persistent = true;
   }
   if (is_word(p, "bind")) {
     next(p);

@@ -193,6 +193,7 @@ static void print_func(su_buf *b, ir_func *f) {
     if (ir_param_div(f, i) != 1) su_buf_printf(b, " {div = %d}", ir_param_div(f, i));
   }
   su_buf_printf(b, ") warps(%d) stages(%d)", f->num_warps, f->num_stages);
+  if (f->persistent) su_buf_puts(b, " persistent");
   if (f->nbindings) {
     su_buf_puts(b, " bind(");
     for (int i = 0; i < f->nbindings; i++) {

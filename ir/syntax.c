@@ -42,6 +42,11 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax atomic = {IR_MOD_ATOMIC, 0, {{0}}};
   static const ir_syntax prefix = {IR_MOD_NONE, 1, {{"prefix", IR_SLOT_STR}}};
   static const ir_syntax msg = {IR_MOD_NONE, 1, {{"msg", IR_SLOT_STR}}};
+  static const ir_syntax tmap = {IR_MOD_NONE, 2, {{"box", IR_SLOT_INTS}, {"swizzle", IR_SLOT_ATTR}}};
+  static const ir_syntax count = {IR_MOD_NONE, 1, {{"count", IR_SLOT_ATTR}}};
+  static const ir_syntax bytes = {IR_MOD_NONE, 1, {{"bytes", IR_SLOT_ATTR}}};
+  static const ir_syntax pending = {IR_MOD_NONE, 1, {{"pending", IR_SLOT_ATTR}}};
+  static const ir_syntax wspec = {IR_MOD_NONE, 2, {{"producer_warps", IR_SLOT_ATTR}, {"regs", IR_SLOT_INTS}}};
   switch (op) {
   case IR_CONST: return &konst;
   case IR_PROGRAM_ID:
@@ -56,6 +61,13 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_ATOMIC: return &atomic;
   case IR_PRINT: return &prefix;
   case IR_ASSERT: return &msg;
+  case IR_TENSOR_MAP: return &tmap;
+  case IR_MBAR_ALLOC: return &count;
+  case IR_MBAR_EXPECT: return &bytes;
+  case IR_CP_ASYNC_WAIT:
+  case IR_WGMMA_WAIT: return &pending;
+  case IR_WARP_SPEC: return &wspec;
+  case IR_GRID_SIZE: return &axis;
   default: return &none;
   }
 }

@@ -74,6 +74,49 @@ const ir_type *ir_type_tile(ir_module *m, const ir_type *elem, int rank, const i
   return tile(m, elem, rank, shape, NULL);
 }
 
+const ir_type *ir_type_smem(ir_module *m, const ir_type *elem, int rank, const int *shape,
+                            const ir_layout *shared) {
+  SU_ASSERT(elem && elem->kind == IR_SCALAR);
+  SU_ASSERT(rank >= 2 && rank <= IR_MAX_RANK);
+  SU_ASSERT(shared && shared->kind == IR_LAYOUT_SHARED && shared->rank == rank - 1);
+  ir_type k;
+  memset(&k, 0, sizeof k);
+  k.kind = IR_SMEM;
+  k.dtype = elem->dtype;
+  k.elem = elem;
+  k.rank = rank;
+  for (int i = 0; i < rank; i++) {
+    SU_ASSERT(shape[i] >= 1);
+    k.shape[i] = shape[i];
+  }
+  k.layout = shared;
+  return intern(m, &k);
+}
+
+const ir_type *ir_type_mbar(ir_module *m, int count) {
+  SU_ASSERT(count >= 1);
+  ir_type k;
+  memset(&k, 0, sizeof k);
+  k.kind = IR_MBAR;
+  k.dtype = TK_I64;
+  k.rank = 1;
+  k.shape[0] = count;
+  return intern(m, &k);
+}
+
+const ir_type *ir_type_tmap(ir_module *m) {
+  ir_type k;
+  memset(&k, 0, sizeof k);
+  k.kind = IR_TMAP;
+  k.dtype = TK_I64;
+  return intern(m, &k);
+}
+
+const ir_type *ir_type_slot(ir_module *m, const ir_type *t) {
+  SU_ASSERT(t->kind == IR_SMEM);
+  return ir_type_tile(m, t->elem, t->rank - 1, t->shape + 1);
+}
+
 const ir_type *ir_type_with_layout(ir_module *m, const ir_type *t, const ir_layout *l) {
   SU_ASSERT(t->kind == IR_TILE);
   return tile(m, t->elem, t->rank, t->shape, l);
@@ -91,6 +134,11 @@ const ir_layout *ir_layout_intern(ir_module *m, const ir_layout *l) {
     k.parent = ir_layout_intern(m, l->parent);
     k.slice_dim = l->slice_dim;
     k.rank = l->parent->rank - 1;
+  } else if (l->kind == IR_LAYOUT_SHARED) {
+    SU_ASSERT(l->rank >= 1 && l->rank <= IR_MAX_RANK);
+    k.rank = l->rank;
+    k.swizzle = l->swizzle;
+    for (int i = 0; i < l->rank; i++) k.order[i] = l->order[i];
   } else {
     SU_ASSERT(l->rank >= 1 && l->rank <= IR_MAX_RANK);
     k.rank = l->rank;
@@ -99,6 +147,7 @@ const ir_layout *ir_layout_intern(ir_module *m, const ir_layout *l) {
       k.threads_per_warp[i] = l->threads_per_warp[i];
       k.warps_per_cta[i] = l->warps_per_cta[i];
       k.order[i] = l->order[i];
+      k.reps_per_warp[i] = ir_layout_rpw(l, i); /* 0 and 1 intern alike */
     }
   }
   tables *t = tables_of(m);
@@ -173,6 +222,10 @@ static void print_ints(su_buf *b, const char *key, const int *v, int n) {
   su_buf_puts(b, "]");
 }
 
+int ir_layout_rpw(const ir_layout *l, int d) {
+  return l->reps_per_warp[d] > 1 ? l->reps_per_warp[d] : 1;
+}
+
 void ir_layout_print(su_buf *b, const ir_layout *l) {
   if (l->kind == IR_LAYOUT_SLICE) {
     su_buf_printf(b, "#slice<dim=%d, parent=", l->slice_dim);
@@ -180,8 +233,20 @@ void ir_layout_print(su_buf *b, const ir_layout *l) {
     su_buf_puts(b, ">");
     return;
   }
-  su_buf_puts(b, l->kind == IR_LAYOUT_MMA ? "#mma<" : "#blocked<");
+  if (l->kind == IR_LAYOUT_SHARED) {
+    su_buf_printf(b, "#shared<swizzle=%d, ", l->swizzle);
+    print_ints(b, "order", l->order, l->rank);
+    su_buf_puts(b, ">");
+    return;
+  }
+  su_buf_puts(b, l->kind == IR_LAYOUT_MMA     ? "#mma<"
+                 : l->kind == IR_LAYOUT_WGMMA ? "#wgmma<"
+                                              : "#blocked<");
   print_ints(b, "spt", l->size_per_thread, l->rank);
+  bool rpw = false;
+  int reps[IR_MAX_RANK];
+  for (int d = 0; d < l->rank; d++) rpw |= (reps[d] = ir_layout_rpw(l, d)) != 1;
+  if (rpw) print_ints(b, ", rpw", reps, l->rank);
   print_ints(b, ", tpw", l->threads_per_warp, l->rank);
   print_ints(b, ", wpc", l->warps_per_cta, l->rank);
   print_ints(b, ", order", l->order, l->rank);
@@ -207,6 +272,20 @@ void ir_type_print(su_buf *b, const ir_type *t) {
       ir_layout_print(b, t->layout);
     }
     su_buf_puts(b, ">");
+    return;
+  case IR_SMEM:
+    su_buf_puts(b, "smem<");
+    for (int i = 0; i < t->rank; i++) su_buf_printf(b, "%dx", t->shape[i]);
+    ir_type_print(b, t->elem);
+    su_buf_puts(b, ", ");
+    ir_layout_print(b, t->layout);
+    su_buf_puts(b, ">");
+    return;
+  case IR_MBAR:
+    su_buf_printf(b, "mbar<%d>", t->shape[0]);
+    return;
+  case IR_TMAP:
+    su_buf_puts(b, "tmap");
     return;
   }
   SU_UNREACHABLE();

@@ -2,24 +2,9 @@
  * It keeps going after an error so that one run shows everything wrong, but skips the
  * type rules of an op whose operand or result counts are already wrong (they would only
  * repeat the problem, or read past the arrays). */
-#include "syntax.h"
+#include "verify_int.h"
 
-#include <string.h>
-
-typedef struct {
-  const ir_module *m;
-  su_diags *d;
-  const su_source *src; /* no text: only the name, for file:line:col */
-  ir_value **byid;      /* id -> value of the kernel being checked */
-  bool *visible;        /* id -> defined in an enclosing scope, before this point */
-  int nvalues;
-  ir_value **defined;   /* stack of visible values, popped when a region closes */
-  int ndefined;
-  bool ok;
-} verifier;
-
-__attribute__((format(printf, 3, 4)))
-static void err(verifier *v, const ir_op *op, const char *fmt, ...) {
+void ir_verr(verifier *v, const ir_op *op, const char *fmt, ...) {
   /* off lies past the (empty) text, so the diagnostic shows file:line:col without a
    * source line: the .tk text is not at hand here. */
   su_loc loc = {v->src, 1, 0, op->loc.line, op->loc.col};
@@ -34,7 +19,7 @@ static void err(verifier *v, const ir_op *op, const char *fmt, ...) {
 }
 
 /* An arena string of t's text form, for messages. */
-static const char *ts(verifier *v, const ir_type *t) {
+const char *ir_vts(verifier *v, const ir_type *t) {
   su_buf b = {0};
   ir_type_print(&b, t);
   const char *s = su_strdup(v->d->arena, su_buf_str(&b));
@@ -53,6 +38,7 @@ static bool is_int(const ir_type *t) { return ir_type_elem(t)->kind == IR_SCALAR
 static bool is_float(const ir_type *t) { return ir_dtype_is_float(t->dtype); }
 static bool is_ptr(const ir_type *t) { return ir_type_elem(t)->kind == IR_PTR; }
 
+
 /* ---- structure: counts and scopes --------------------------------------------------- */
 
 static bool check_counts(verifier *v, const ir_op *op) {
@@ -65,35 +51,36 @@ static bool check_counts(verifier *v, const ir_op *op) {
   case IR_PRINT:
   case IR_YIELD: lo = 0, hi = 1 << 30; break;
   case IR_FOR: lo = 3, hi = 1 << 30; break;
-  default: break;
+  default: ir_verify_gpu_counts(op, &lo, &hi); break;
   }
   bool ok = true;
   if (n < lo || n > hi) {
     if (lo == hi)
-      err(v, op, "expects %d operand%s, has %d", lo, lo == 1 ? "" : "s", n);
+      ir_verr(v, op, "expects %d operand%s, has %d", lo, lo == 1 ? "" : "s", n);
     else
-      err(v, op, "expects %d to %d operands, has %d", lo, hi, n);
+      ir_verr(v, op, "expects %d to %d operands, has %d", lo, hi, n);
     ok = false;
   }
   int res = info->nresults;
   if (op->opc == IR_FOR) res = n >= 3 ? n - 3 : op->nresults;
+  if (op->opc == IR_WGMMA_WAIT) res = n;
   if (res >= 0 && op->nresults != res) {
-    err(v, op, "expects %d result%s, has %d", res, res == 1 ? "" : "s", op->nresults);
+    ir_verr(v, op, "expects %d result%s, has %d", res, res == 1 ? "" : "s", op->nresults);
     ok = false;
   }
-  int regions = op->opc == IR_FOR ? 1 : op->opc == IR_IF ? 2 : 0;
+  int regions = op->opc == IR_FOR ? 1 : op->opc == IR_IF || op->opc == IR_WARP_SPEC ? 2 : 0;
   if (op->nregions != regions) {
-    err(v, op, "expects %d region%s, has %d", regions, regions == 1 ? "" : "s", op->nregions);
+    ir_verr(v, op, "expects %d region%s, has %d", regions, regions == 1 ? "" : "s", op->nregions);
     ok = false;
   }
   for (int i = 0; i < op->noperands; i++)
     if (!op->operands[i]) {
-      err(v, op, "operand %d is null", i);
+      ir_verr(v, op, "operand %d is null", i);
       ok = false;
     }
   for (int i = 0; i < op->nresults; i++)
     if (!op->results[i] || !op->results[i]->type || op->results[i]->def != op) {
-      err(v, op, "result %d is malformed", i);
+      ir_verr(v, op, "result %d is malformed", i);
       ok = false;
     }
   return ok;
@@ -115,7 +102,7 @@ static void check_dominance(verifier *v, const ir_op *op) {
   for (int i = 0; i < op->noperands; i++) {
     const ir_value *x = op->operands[i];
     if (x && !(in_kernel(v, x) && v->visible[x->id]))
-      err(v, op, "operand %d is not defined before this use in an enclosing scope", i);
+      ir_verr(v, op, "operand %d is not defined before this use in an enclosing scope", i);
   }
 }
 
@@ -123,49 +110,51 @@ static void check_dominance(verifier *v, const ir_op *op) {
 
 static void check_layout(verifier *v, const ir_op *op, const ir_type *t) {
   if (t->kind == IR_TILE && t->layout && t->layout->rank != t->rank)
-    err(v, op, "layout of rank %d on %s", t->layout->rank, ts(v, t));
+    ir_verr(v, op, "layout of rank %d on %s", t->layout->rank, ir_vts(v, t));
+  if (t->kind == IR_TILE && t->layout && t->layout->kind == IR_LAYOUT_SHARED)
+    ir_verr(v, op, "a tile cannot have a #shared layout (%s)", ir_vts(v, t));
 }
 
 static void check_elementwise(verifier *v, const ir_op *op) {
   const ir_type *r = op->results[0]->type;
   for (int i = 0; i < op->noperands; i++)
     if (!same_shape(op->operands[i]->type, r)) {
-      err(v, op, "operand %d has shape of %s, result is %s", i, ts(v, op->operands[i]->type), ts(v, r));
+      ir_verr(v, op, "operand %d has shape of %s, result is %s", i, ir_vts(v, op->operands[i]->type), ir_vts(v, r));
       return;
     }
   const ir_type *a = op->operands[0]->type;
   switch (op->opc) {
   case IR_CAST: return;
   case IR_CMP:
-    if (op->operands[1]->type != a) err(v, op, "operand types differ (%s vs %s)", ts(v, a), ts(v, op->operands[1]->type));
-    if (!is_i1(r)) err(v, op, "result must be i1, is %s", ts(v, r));
-    if (!ir_cmp_name((ir_cmp)op->attr)) err(v, op, "bad predicate %lld", (long long)op->attr);
+    if (op->operands[1]->type != a) ir_verr(v, op, "operand types differ (%s vs %s)", ir_vts(v, a), ir_vts(v, op->operands[1]->type));
+    if (!is_i1(r)) ir_verr(v, op, "result must be i1, is %s", ir_vts(v, r));
+    if (!ir_cmp_name((ir_cmp)op->attr)) ir_verr(v, op, "bad predicate %lld", (long long)op->attr);
     return;
   case IR_SELECT:
-    if (!is_i1(a)) err(v, op, "condition must be i1, is %s", ts(v, a));
+    if (!is_i1(a)) ir_verr(v, op, "condition must be i1, is %s", ir_vts(v, a));
     if (op->operands[1]->type != r || op->operands[2]->type != r)
-      err(v, op, "both choices must have the result type %s", ts(v, r));
+      ir_verr(v, op, "both choices must have the result type %s", ir_vts(v, r));
     return;
   case IR_ADDPTR:
-    if (!is_ptr(a) || a != r) err(v, op, "first operand and result must be one pointer type");
-    if (!is_int(op->operands[1]->type)) err(v, op, "offset must be an integer, is %s", ts(v, op->operands[1]->type));
+    if (!is_ptr(a) || a != r) ir_verr(v, op, "first operand and result must be one pointer type");
+    if (!is_int(op->operands[1]->type)) ir_verr(v, op, "offset must be an integer, is %s", ir_vts(v, op->operands[1]->type));
     return;
   default: break;
   }
   for (int i = 0; i < op->noperands; i++)
     if (op->operands[i]->type != r) {
-      err(v, op, "operand %d has type %s, result is %s", i, ts(v, op->operands[i]->type), ts(v, r));
+      ir_verr(v, op, "operand %d has type %s, result is %s", i, ir_vts(v, op->operands[i]->type), ir_vts(v, r));
       return;
     }
-  if (is_ptr(r)) err(v, op, "does not take pointers");
+  if (is_ptr(r)) ir_verr(v, op, "does not take pointers");
   switch (op->opc) {
   case IR_NOT: case IR_AND: case IR_OR: case IR_XOR: case IR_SHL: case IR_SHR:
-    if (!is_int(r)) err(v, op, "needs integer operands, has %s", ts(v, r));
+    if (!is_int(r)) ir_verr(v, op, "needs integer operands, has %s", ir_vts(v, r));
     break;
   case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2: case IR_SQRT: case IR_RSQRT:
   case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF: case IR_FLOOR: case IR_CEIL:
   case IR_SIGMOID: case IR_FMA:
-    if (!is_float(r)) err(v, op, "needs float operands, has %s", ts(v, r));
+    if (!is_float(r)) ir_verr(v, op, "needs float operands, has %s", ir_vts(v, r));
     break;
   default: break;
   }
@@ -176,14 +165,14 @@ static void check_elementwise(verifier *v, const ir_op *op) {
 static void check_access(verifier *v, const ir_op *op, const ir_type *x, int mask_index) {
   const ir_type *p = op->operands[0]->type;
   if (!is_ptr(p)) {
-    err(v, op, "first operand must be a pointer, is %s", ts(v, p));
+    ir_verr(v, op, "first operand must be a pointer, is %s", ir_vts(v, p));
     return;
   }
   if (ir_type_elem(p)->elem != ir_type_elem(x) || !same_shape(p, x))
-    err(v, op, "value type %s does not match pointer type %s", ts(v, x), ts(v, p));
+    ir_verr(v, op, "value type %s does not match pointer type %s", ir_vts(v, x), ir_vts(v, p));
   if (mask_index < op->noperands) {
     const ir_type *mk = op->operands[mask_index]->type;
-    if (!is_i1(mk) || !same_shape(mk, p)) err(v, op, "mask must be i1 shaped like %s, is %s", ts(v, p), ts(v, mk));
+    if (!is_i1(mk) || !same_shape(mk, p)) ir_verr(v, op, "mask must be i1 shaped like %s, is %s", ir_vts(v, p), ir_vts(v, mk));
   }
 }
 
@@ -192,17 +181,17 @@ static void check_reduce(verifier *v, const ir_op *op) {
   const char *kind = ir_reduce_name((ir_reduce_kind)op->attr);
   if (!kind || (op->opc == IR_ARGREDUCE && op->attr == IR_RED_SUM) ||
       (op->opc == IR_SCAN && op->attr != IR_RED_SUM))
-    err(v, op, "bad kind %lld", (long long)op->attr);
+    ir_verr(v, op, "bad kind %lld", (long long)op->attr);
   if (a->kind != IR_TILE) {
-    err(v, op, "operand must be a tile, is %s", ts(v, a));
+    ir_verr(v, op, "operand must be a tile, is %s", ir_vts(v, a));
     return;
   }
   if (op->attr2 < 0 || op->attr2 >= a->rank) {
-    err(v, op, "axis %lld out of range for %s", (long long)op->attr2, ts(v, a));
+    ir_verr(v, op, "axis %lld out of range for %s", (long long)op->attr2, ir_vts(v, a));
     return;
   }
   if (op->opc == IR_SCAN) {
-    if (!same_shape(a, r) || a->elem != r->elem) err(v, op, "result must be %s, is %s", ts(v, a), ts(v, r));
+    if (!same_shape(a, r) || a->elem != r->elem) ir_verr(v, op, "result must be %s, is %s", ir_vts(v, a), ir_vts(v, r));
     return;
   }
   int shape[IR_MAX_RANK], n = 0;
@@ -213,55 +202,55 @@ static void check_reduce(verifier *v, const ir_op *op) {
   bool good = elem_ok && (n == 0 ? r->kind != IR_TILE
                                  : r->kind == IR_TILE && r->rank == n &&
                                        memcmp(r->shape, shape, sizeof(int) * (size_t)n) == 0);
-  if (!good) err(v, op, "result %s does not match %s reduced along axis %lld", ts(v, r), ts(v, a), (long long)op->attr2);
+  if (!good) ir_verr(v, op, "result %s does not match %s reduced along axis %lld", ir_vts(v, r), ir_vts(v, a), (long long)op->attr2);
 }
 
 static void check_dot(verifier *v, const ir_op *op) {
   const ir_type *a = op->operands[0]->type, *b = op->operands[1]->type, *c = op->operands[2]->type;
   if (a->kind != IR_TILE || b->kind != IR_TILE || c->kind != IR_TILE || a->rank != 2 || b->rank != 2 ||
       c->rank != 2) {
-    err(v, op, "operands must be rank-2 tiles");
+    ir_verr(v, op, "operands must be rank-2 tiles");
     return;
   }
   if (a->shape[1] != b->shape[0] || c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1])
-    err(v, op, "shapes %s x %s do not give %s", ts(v, a), ts(v, b), ts(v, c));
-  if (a->dtype != b->dtype) err(v, op, "a and b element types differ");
-  if (op->results[0]->type != c) err(v, op, "result must have the accumulator type %s", ts(v, c));
+    ir_verr(v, op, "shapes %s x %s do not give %s", ir_vts(v, a), ir_vts(v, b), ir_vts(v, c));
+  if (a->dtype != b->dtype) ir_verr(v, op, "a and b element types differ");
+  if (op->results[0]->type != c) ir_verr(v, op, "result must have the accumulator type %s", ir_vts(v, c));
 }
 
 static void check_shape_op(verifier *v, const ir_op *op) {
   const ir_type *a = op->operands[0]->type, *r = op->results[0]->type;
   if (r->kind != IR_TILE) {
-    err(v, op, "result must be a tile, is %s", ts(v, r));
+    ir_verr(v, op, "result must be a tile, is %s", ir_vts(v, r));
     return;
   }
   if (op->opc == IR_SPLAT) {
-    if (a->kind == IR_TILE || r->elem != a) err(v, op, "cannot splat %s to %s", ts(v, a), ts(v, r));
+    if (a->kind == IR_TILE || r->elem != a) ir_verr(v, op, "cannot splat %s to %s", ir_vts(v, a), ir_vts(v, r));
     return;
   }
   if (a->kind != IR_TILE || a->elem != r->elem) {
-    err(v, op, "operand %s and result %s must be tiles of one element type", ts(v, a), ts(v, r));
+    ir_verr(v, op, "operand %s and result %s must be tiles of one element type", ir_vts(v, a), ir_vts(v, r));
     return;
   }
   switch (op->opc) {
   case IR_BROADCAST:
     if (a->rank != r->rank) {
-      err(v, op, "rank changes from %d to %d", a->rank, r->rank);
+      ir_verr(v, op, "rank changes from %d to %d", a->rank, r->rank);
       return;
     }
     for (int i = 0; i < a->rank; i++)
-      if (a->shape[i] != r->shape[i] && a->shape[i] != 1) err(v, op, "dim %d cannot stretch from %d to %d", i, a->shape[i], r->shape[i]);
+      if (a->shape[i] != r->shape[i] && a->shape[i] != 1) ir_verr(v, op, "dim %d cannot stretch from %d to %d", i, a->shape[i], r->shape[i]);
     return;
   case IR_EXPAND_DIMS: {
     int ax = (int)op->attr2;
     bool good = op->attr2 >= 0 && op->attr2 <= a->rank && r->rank == a->rank + 1 && r->shape[ax] == 1;
     for (int i = 0, j = 0; good && i < r->rank; i++)
       if (i != ax) good = r->shape[i] == a->shape[j++];
-    if (!good) err(v, op, "%s with a 1 at axis %lld is not %s", ts(v, a), (long long)op->attr2, ts(v, r));
+    if (!good) ir_verr(v, op, "%s with a 1 at axis %lld is not %s", ir_vts(v, a), (long long)op->attr2, ir_vts(v, r));
     return;
   }
   case IR_RESHAPE:
-    if (ir_type_numel(a) != ir_type_numel(r)) err(v, op, "element count changes (%s to %s)", ts(v, a), ts(v, r));
+    if (ir_type_numel(a) != ir_type_numel(r)) ir_verr(v, op, "element count changes (%s to %s)", ir_vts(v, a), ir_vts(v, r));
     return;
   case IR_TRANS: {
     bool good = op->ints && op->nints == a->rank && r->rank == a->rank;
@@ -271,11 +260,11 @@ static void check_shape_op(verifier *v, const ir_op *op) {
       good = p >= 0 && p < a->rank && !(seen & (1u << p)) && r->shape[i] == a->shape[p];
       if (good) seen |= 1u << p;
     }
-    if (!good) err(v, op, "permutation does not take %s to %s", ts(v, a), ts(v, r));
+    if (!good) ir_verr(v, op, "permutation does not take %s to %s", ir_vts(v, a), ir_vts(v, r));
     return;
   }
   case IR_CONVERT_LAYOUT:
-    if (!same_shape(a, r)) err(v, op, "shape changes (%s to %s)", ts(v, a), ts(v, r));
+    if (!same_shape(a, r)) ir_verr(v, op, "shape changes (%s to %s)", ir_vts(v, a), ir_vts(v, r));
     return;
   default: SU_UNREACHABLE();
   }
@@ -284,52 +273,53 @@ static void check_shape_op(verifier *v, const ir_op *op) {
 static void check_yield(verifier *v, const ir_op *owner, const ir_block *blk, const char *which) {
   const ir_op *y = blk->last;
   if (!y || y->opc != IR_YIELD) {
-    err(v, owner, "%s region must end with yield", which);
+    ir_verr(v, owner, "%s region must end with yield", which);
     return;
   }
   if (y->noperands != owner->nresults) {
-    err(v, y, "yields %d value%s, the enclosing %s has %d result%s", y->noperands, y->noperands == 1 ? "" : "s",
+    ir_verr(v, y, "yields %d value%s, the enclosing %s has %d result%s", y->noperands, y->noperands == 1 ? "" : "s",
         ir_op_info(owner->opc)->name, owner->nresults, owner->nresults == 1 ? "" : "s");
     return;
   }
   for (int i = 0; i < y->noperands; i++)
     if (y->operands[i] && y->operands[i]->type != owner->results[i]->type)
-      err(v, y, "value %d has type %s, the enclosing %s's result is %s", i, ts(v, y->operands[i]->type),
-          ir_op_info(owner->opc)->name, ts(v, owner->results[i]->type));
+      ir_verr(v, y, "value %d has type %s, the enclosing %s's result is %s", i, ir_vts(v, y->operands[i]->type),
+          ir_op_info(owner->opc)->name, ir_vts(v, owner->results[i]->type));
 }
 
 static void check_control(verifier *v, const ir_op *op) {
   if (op->opc == IR_IF) {
     const ir_type *c = op->operands[0]->type;
-    if (c->kind != IR_SCALAR || c->dtype != TK_I1) err(v, op, "condition must be scalar i1, is %s", ts(v, c));
+    if (c->kind != IR_SCALAR || c->dtype != TK_I1) ir_verr(v, op, "condition must be scalar i1, is %s", ir_vts(v, c));
     for (int r = 0; r < 2; r++) {
-      if (op->regions[r]->nargs) err(v, op, "regions take no arguments");
+      if (op->regions[r]->nargs) ir_verr(v, op, "regions take no arguments");
       check_yield(v, op, op->regions[r], r ? "else" : "then");
     }
     return;
   }
   const ir_type *lb = op->operands[0]->type;
   if (lb->kind != IR_SCALAR || !ir_dtype_is_int(lb->dtype) || lb->dtype == TK_I1)
-    err(v, op, "bounds must be scalar integers, are %s", ts(v, lb));
-  if (op->operands[1]->type != lb || op->operands[2]->type != lb) err(v, op, "lb, ub and step must have one type");
+    ir_verr(v, op, "bounds must be scalar integers, are %s", ir_vts(v, lb));
+  if (op->operands[1]->type != lb || op->operands[2]->type != lb) ir_verr(v, op, "lb, ub and step must have one type");
   const ir_block *body = op->regions[0];
   if (body->nargs != op->nresults + 1) {
-    err(v, op, "body takes %d arguments, expected %d (the induction variable and each carried value)",
+    ir_verr(v, op, "body takes %d arguments, expected %d (the induction variable and each carried value)",
         body->nargs, op->nresults + 1);
     return;
   }
-  if (body->args[0]->type != lb) err(v, op, "induction variable has type %s, bounds %s", ts(v, body->args[0]->type), ts(v, lb));
+  if (body->args[0]->type != lb) ir_verr(v, op, "induction variable has type %s, bounds %s", ir_vts(v, body->args[0]->type), ir_vts(v, lb));
   for (int i = 0; i < op->nresults; i++) {
     const ir_type *t = op->results[i]->type;
     if (op->operands[3 + i]->type != t || body->args[1 + i]->type != t)
-      err(v, op, "carried value %d: initial %s, argument %s and result %s must agree", i,
-          ts(v, op->operands[3 + i]->type), ts(v, body->args[1 + i]->type), ts(v, t));
+      ir_verr(v, op, "carried value %d: initial %s, argument %s and result %s must agree", i,
+          ir_vts(v, op->operands[3 + i]->type), ir_vts(v, body->args[1 + i]->type), ir_vts(v, t));
   }
   check_yield(v, op, body, "body");
 }
 
-static void check_types(verifier *v, const ir_op *op) {
+static void check_types(verifier *v, const ir_op *op, bool top) {
   for (int i = 0; i < op->nresults; i++) check_layout(v, op, op->results[i]->type);
+  if (ir_verify_gpu_op(v, op, top)) return;
   const ir_opinfo *info = ir_op_info(op->opc);
   if (info->traits & IR_ELEM) {
     check_elementwise(v, op);
@@ -338,17 +328,17 @@ static void check_types(verifier *v, const ir_op *op) {
   const ir_type *r = op->nresults == 1 ? op->results[0]->type : NULL;
   switch (op->opc) {
   case IR_CONST:
-    if (is_ptr(r)) err(v, op, "cannot be a pointer");
+    if (is_ptr(r)) ir_verr(v, op, "cannot be a pointer");
     return;
   case IR_PROGRAM_ID:
   case IR_NUM_PROGRAMS:
-    if (op->attr < 0 || op->attr > 2) err(v, op, "axis %lld is not 0, 1 or 2", (long long)op->attr);
-    if (r->kind != IR_SCALAR || r->dtype != TK_I32) err(v, op, "result must be i32, is %s", ts(v, r));
+    if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "axis %lld is not 0, 1 or 2", (long long)op->attr);
+    if (r->kind != IR_SCALAR || r->dtype != TK_I32) ir_verr(v, op, "result must be i32, is %s", ir_vts(v, r));
     return;
   case IR_ARANGE: {
     bool good = op->attr < op->attr2 && r->kind == IR_TILE && r->rank == 1 && r->dtype == TK_I32 &&
                 r->elem->kind == IR_SCALAR && r->shape[0] == op->attr2 - op->attr;
-    if (!good) err(v, op, "range [%lld, %lld) does not give %s", (long long)op->attr, (long long)op->attr2, ts(v, r));
+    if (!good) ir_verr(v, op, "range [%lld, %lld) does not give %s", (long long)op->attr, (long long)op->attr2, ir_vts(v, r));
     return;
   }
   case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS:
@@ -357,20 +347,20 @@ static void check_types(verifier *v, const ir_op *op) {
     return;
   case IR_LOAD:
     check_access(v, op, r, 1);
-    if (op->noperands == 3 && op->operands[2]->type != r) err(v, op, "'other' must have the result type %s", ts(v, r));
+    if (op->noperands == 3 && op->operands[2]->type != r) ir_verr(v, op, "'other' must have the result type %s", ir_vts(v, r));
     return;
   case IR_STORE:
     check_access(v, op, op->operands[1]->type, 2);
     return;
   case IR_ATOMIC:
-    if (!ir_atomic_name((ir_atomic_kind)op->attr)) err(v, op, "bad kind %lld", (long long)op->attr);
+    if (!ir_atomic_name((ir_atomic_kind)op->attr)) ir_verr(v, op, "bad kind %lld", (long long)op->attr);
     check_access(v, op, op->operands[1]->type, 2);
-    if (op->operands[1]->type != r) err(v, op, "result must have the value's type");
+    if (op->operands[1]->type != r) ir_verr(v, op, "result must have the value's type");
     return;
   case IR_ATOMIC_CAS:
     check_access(v, op, op->operands[2]->type, 3);
     if (op->operands[1]->type != op->operands[2]->type || r != op->operands[2]->type)
-      err(v, op, "compare, value and result must have one type");
+      ir_verr(v, op, "compare, value and result must have one type");
     return;
   case IR_REDUCE: case IR_ARGREDUCE: case IR_SCAN:
     check_reduce(v, op);
@@ -379,7 +369,7 @@ static void check_types(verifier *v, const ir_op *op) {
     check_dot(v, op);
     return;
   case IR_ASSERT:
-    if (!is_i1(op->operands[0]->type)) err(v, op, "condition must be i1, is %s", ts(v, op->operands[0]->type));
+    if (!is_i1(op->operands[0]->type)) ir_verr(v, op, "condition must be i1, is %s", ir_vts(v, op->operands[0]->type));
     return;
   case IR_FOR: case IR_IF:
     check_control(v, op);
@@ -398,9 +388,9 @@ static void check_block(verifier *v, ir_block *blk);
 static void check_op(verifier *v, ir_op *op) {
   bool counts_ok = check_counts(v, op);
   check_dominance(v, op);
-  if (counts_ok) check_types(v, op);
+  if (counts_ok) check_types(v, op, op->parent && !op->parent->parent);
   for (int r = 0; r < op->nregions; r++) {
-    if (op->regions[r]->parent != op) err(v, op, "region %d does not point back to its op", r);
+    if (op->regions[r]->parent != op) ir_verr(v, op, "region %d does not point back to its op", r);
     check_block(v, op->regions[r]);
   }
   for (int i = 0; i < op->nresults; i++)
@@ -417,10 +407,10 @@ static void check_block(verifier *v, ir_block *blk) {
       v->ok = false;
       continue;
     }
-    if (op->parent != blk) err(v, op, "op is linked into a block it does not belong to");
-    if ((ir_op_info(op->opc)->traits & IR_TERM) && op->next) err(v, op, "terminator is not the last op of its block");
-    if (op->opc == IR_YIELD && !blk->parent) err(v, op, "yield outside a for or if region");
-    if (op->opc == IR_RETURN && blk->parent) err(v, op, "return inside a for or if region");
+    if (op->parent != blk) ir_verr(v, op, "op is linked into a block it does not belong to");
+    if ((ir_op_info(op->opc)->traits & IR_TERM) && op->next) ir_verr(v, op, "terminator is not the last op of its block");
+    if (op->opc == IR_YIELD && !blk->parent) ir_verr(v, op, "yield outside a for or if region");
+    if (op->opc == IR_RETURN && blk->parent) ir_verr(v, op, "return inside a for or if region");
     check_op(v, op);
   }
   while (v->ndefined > mark) v->visible[v->defined[--v->ndefined]->id] = false;

@@ -23,6 +23,9 @@ static void put_type(su_buf *b, const ir_type *t) {
     put_type(b, t->elem);
     su_buf_puts(b, ">");
     return;
+  case IR_SMEM: case IR_MBAR: case IR_TMAP: /* GPU level only: never in a checked program */
+    ir_type_print(b, t);
+    return;
   }
   SU_UNREACHABLE();
 }

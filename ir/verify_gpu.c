@@ -1,0 +1,247 @@
+/* The verifier's rules for the GPU level of the IR (ops.def, "GPU level"): shared buffers,
+ * barriers, async copies, tensor-core products and warp specialization. What the back end
+ * relies on without checking again is checked here: shapes of slots against tiles and
+ * boxes, operand kinds, and where the ops may stand (allocations at the top level, the
+ * producer of a warp_spec scalar-only). */
+#include "verify_int.h"
+
+static bool is_i32(const ir_value *x) {
+  return x->type->kind == IR_SCALAR && x->type->dtype == TK_I32;
+}
+
+static bool is_kind(const ir_value *x, ir_type_kind k) { return x->type->kind == k; }
+
+bool ir_verify_gpu_counts(const ir_op *op, int *lo, int *hi) {
+  switch (op->opc) {
+  case IR_TENSOR_MAP: *lo = 2, *hi = 2 * IR_MAX_RANK; return true;
+  case IR_TMA_LOAD: *lo = 6, *hi = 5 + IR_MAX_RANK; return true;
+  case IR_CP_ASYNC: *lo = 3, *hi = 4; return true;
+  case IR_WGMMA: *lo = 4, *hi = 5; return true;
+  case IR_WGMMA_WAIT: *lo = 1, *hi = 1 << 30; return true;
+  default: return false;
+  }
+}
+
+/* Operand i must be an i32 (a slot, an index or a parity). */
+static void want_i32(verifier *v, const ir_op *op, int i, const char *what) {
+  if (!is_i32(op->operands[i]))
+    ir_verr(v, op, "%s (operand %d) must be i32, is %s", what, i, ir_vts(v, op->operands[i]->type));
+}
+
+static bool want_kind(verifier *v, const ir_op *op, int i, ir_type_kind k, const char *what) {
+  if (is_kind(op->operands[i], k)) return true;
+  ir_verr(v, op, "operand %d must be %s, is %s", i, what, ir_vts(v, op->operands[i]->type));
+  return false;
+}
+
+/* A shared buffer's slot and a tile agree in shape and element. */
+static bool slot_matches(const ir_type *buf, const ir_type *t, bool elem_of_ptr) {
+  if (t->kind != IR_TILE || t->rank != buf->rank - 1) return false;
+  for (int i = 0; i < t->rank; i++)
+    if (t->shape[i] != buf->shape[i + 1]) return false;
+  const ir_type *e = elem_of_ptr ? (t->elem->kind == IR_PTR ? t->elem->elem : NULL) : t->elem;
+  return e == buf->elem;
+}
+
+static void check_tensor_map(verifier *v, const ir_op *op, bool top) {
+  int r = op->nints;
+  if (!top) ir_verr(v, op, "must stand at the kernel's top level");
+  if (!op->ints || r < 1 || r > IR_MAX_RANK || op->noperands != 2 * r) {
+    ir_verr(v, op, "a box of rank R takes a base, R dims and R-1 strides");
+    return;
+  }
+  if (op->results[0]->type->kind != IR_TMAP) ir_verr(v, op, "result must be tmap");
+  if (!is_kind(op->operands[0], IR_PTR)) {
+    ir_verr(v, op, "base must be a pointer, is %s", ir_vts(v, op->operands[0]->type));
+    return;
+  }
+  int eb = ir_dtype_bytes(op->operands[0]->type->elem->dtype);
+  for (int i = 1; i < op->noperands; i++) {
+    const ir_value *x = op->operands[i];
+    bool param = !x->def && x->owner && !x->owner->parent;
+    if (x->type->kind != IR_SCALAR || !ir_dtype_is_int(x->type->dtype) || x->type->dtype == TK_I1)
+      ir_verr(v, op, "dims and strides must be integers, operand %d is %s", i, ir_vts(v, x->type));
+    else if (!param && !(x->def && x->def->opc == IR_CONST))
+      ir_verr(v, op, "operand %d must be a kernel parameter or a constant (the launch builds the map)", i);
+  }
+  for (int i = 0; i < r; i++)
+    if (op->ints[i] < 1 || op->ints[i] > 256) ir_verr(v, op, "box dim %d is %d, not in [1, 256]", i, op->ints[i]);
+  int sw = (int)op->attr;
+  if (sw != 0 && sw != 32 && sw != 64 && sw != 128) ir_verr(v, op, "swizzle %d is not 0, 32, 64 or 128", sw);
+  else if (sw && op->ints[r - 1] * eb > sw)
+    ir_verr(v, op, "inner box of %d bytes exceeds the %d-byte swizzle", op->ints[r - 1] * eb, sw);
+  if (op->ints[r - 1] * eb % 16) ir_verr(v, op, "inner box of %d bytes is not a multiple of 16", op->ints[r - 1] * eb);
+}
+
+static void check_tma_load(verifier *v, const ir_op *op) {
+  if (!want_kind(v, op, 0, IR_TMAP, "a tensor map") || !want_kind(v, op, 1, IR_SMEM, "a shared buffer") ||
+      !want_kind(v, op, 3, IR_MBAR, "barriers"))
+    return;
+  want_i32(v, op, 2, "the slot");
+  want_i32(v, op, 4, "the barrier index");
+  const ir_type *buf = op->operands[1]->type;
+  int rank = buf->rank - 1;
+  if (op->noperands != 5 + rank) {
+    ir_verr(v, op, "a slot of rank %d takes %d coordinates, has %d", rank, rank, op->noperands - 5);
+    return;
+  }
+  for (int i = 5; i < op->noperands; i++) want_i32(v, op, i, "a coordinate");
+  const ir_op *map = op->operands[0]->def;
+  if (!map || map->opc != IR_TENSOR_MAP || map->nints != rank) {
+    ir_verr(v, op, "the tensor map must come from a tensor_map of the slot's rank");
+    return;
+  }
+  if (map->operands[0]->type->elem != buf->elem) ir_verr(v, op, "the map's and the buffer's elements differ");
+  for (int i = 0; i < rank; i++)
+    if (buf->shape[1 + i] % map->ints[i])
+      ir_verr(v, op, "slot dim %d (%d) is not a multiple of the box (%d)", i, buf->shape[1 + i], map->ints[i]);
+  const ir_layout *sl = buf->layout;
+  if (sl->swizzle != (int)map->attr) ir_verr(v, op, "the buffer's swizzle differs from the map's");
+  if (rank >= 2 && sl->order[0] != rank - 1) ir_verr(v, op, "the buffer's fastest dim must be its last, as the map's");
+}
+
+static void check_wgmma(verifier *v, const ir_op *op) {
+  bool regs = op->noperands == 4;
+  int b = regs ? 1 : 2;
+  const ir_type *a = op->operands[0]->type, *bt = op->operands[b]->type,
+                *acc = op->operands[b + 2]->type, *r = op->results[0]->type;
+  if (!regs) want_i32(v, op, 1, "a's slot");
+  want_i32(v, op, b + 1, "b's slot");
+  if (bt->kind != IR_SMEM || (!regs && a->kind != IR_SMEM) || (regs && a->kind != IR_TILE)) {
+    ir_verr(v, op, "a must be a shared buffer (or a tile), b a shared buffer");
+    return;
+  }
+  int m, k, k2, n;
+  tk_dtype ae = a->dtype;
+  if (regs) {
+    if (a->rank != 2) { ir_verr(v, op, "a must be rank 2"); return; }
+    m = a->shape[0], k = a->shape[1];
+  } else {
+    if (a->rank != 3) { ir_verr(v, op, "a's slots must be rank 2"); return; }
+    m = a->shape[1], k = a->shape[2];
+  }
+  if (bt->rank != 3) { ir_verr(v, op, "b's slots must be rank 2"); return; }
+  k2 = bt->shape[1], n = bt->shape[2];
+  if (acc->kind != IR_TILE || acc->rank != 2 || acc->shape[0] != m || acc->shape[1] != n || k != k2)
+    ir_verr(v, op, "a [%d, %d] times b [%d, %d] does not give the accumulator %s", m, k, k2, n, ir_vts(v, acc));
+  if (ae != bt->dtype) ir_verr(v, op, "a and b element types differ");
+  if (r != acc) ir_verr(v, op, "result must have the accumulator type %s", ir_vts(v, acc));
+}
+
+static void check_mma(verifier *v, const ir_op *op) {
+  if (!want_kind(v, op, 0, IR_SMEM, "a shared buffer") || !want_kind(v, op, 2, IR_SMEM, "a shared buffer")) return;
+  want_i32(v, op, 1, "a's slot");
+  want_i32(v, op, 3, "b's slot");
+  const ir_type *a = op->operands[0]->type, *b = op->operands[2]->type, *acc = op->operands[4]->type;
+  if (a->rank != 3 || b->rank != 3 || acc->kind != IR_TILE || acc->rank != 2 || a->shape[1] != acc->shape[0] ||
+      a->shape[2] != b->shape[1] || b->shape[2] != acc->shape[1])
+    ir_verr(v, op, "slots of %s and %s do not multiply into %s", ir_vts(v, a), ir_vts(v, b), ir_vts(v, acc));
+  if (a->dtype != b->dtype) ir_verr(v, op, "a and b element types differ");
+  if (op->results[0]->type != acc) ir_verr(v, op, "result must have the accumulator type %s", ir_vts(v, acc));
+}
+
+/* The producer of a warp_spec runs on one thread: scalars, control flow and the ops that
+ * one thread issues for all (copies, expects, waits). */
+static void check_producer(verifier *v, const ir_block *blk) {
+  for (const ir_op *op = blk->first; op; op = op->next) {
+    for (int i = 0; i < op->nresults; i++)
+      if (op->results[i]->type->kind == IR_TILE)
+        ir_verr(v, op, "the producer of a warp_spec runs on one thread and holds no tiles");
+    switch (op->opc) {
+    case IR_BARRIER: case IR_WGMMA: case IR_MMA: case IR_MBAR_ARRIVE: case IR_CP_ASYNC:
+    case IR_SMEM_LOAD: case IR_SMEM_STORE: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:
+      ir_verr(v, op, "cannot stand in the producer of a warp_spec (one thread)");
+      break;
+    default: break;
+    }
+    for (int r = 0; r < op->nregions; r++) check_producer(v, op->regions[r]);
+  }
+}
+
+static void check_warp_spec(verifier *v, const ir_op *op, bool top) {
+  if (!top) ir_verr(v, op, "must stand at the kernel's top level");
+  if (op->attr < 1 || op->attr % 4) ir_verr(v, op, "producer warps must be a positive multiple of 4, are %lld", (long long)op->attr);
+  if (!op->ints || op->nints != 2) {
+    ir_verr(v, op, "regs must list the consumers' and the producer's register counts");
+  } else {
+    for (int i = 0; i < 2; i++)
+      if (op->ints[i] < 24 || op->ints[i] > 256 || op->ints[i] % 8)
+        ir_verr(v, op, "register count %d is not a multiple of 8 in [24, 256]", op->ints[i]);
+  }
+  for (int r = 0; r < 2; r++) {
+    const ir_block *blk = op->regions[r];
+    if (blk->nargs) ir_verr(v, op, "regions take no arguments");
+    if (!blk->last || blk->last->opc != IR_YIELD || blk->last->noperands)
+      ir_verr(v, op, "each region ends with an empty yield");
+  }
+  check_producer(v, op->regions[1]);
+}
+
+bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
+  const ir_type *r = op->nresults == 1 ? op->results[0]->type : NULL;
+  switch (op->opc) {
+  case IR_TENSOR_MAP:
+    check_tensor_map(v, op, top);
+    return true;
+  case IR_SMEM_ALLOC:
+    if (!top) ir_verr(v, op, "must stand at the kernel's top level");
+    if (r->kind != IR_SMEM) ir_verr(v, op, "result must be a shared buffer, is %s", ir_vts(v, r));
+    return true;
+  case IR_MBAR_ALLOC:
+    if (!top) ir_verr(v, op, "must stand at the kernel's top level");
+    if (r->kind != IR_MBAR) ir_verr(v, op, "result must be mbar<N>, is %s", ir_vts(v, r));
+    if (op->attr < 1 || op->attr > 4096) ir_verr(v, op, "arrival count %lld not in [1, 4096]", (long long)op->attr);
+    return true;
+  case IR_MBAR_WAIT: case IR_MBAR_ARRIVE: case IR_MBAR_EXPECT:
+    if (want_kind(v, op, 0, IR_MBAR, "barriers")) want_i32(v, op, 1, "the barrier index");
+    if (op->opc == IR_MBAR_WAIT) want_i32(v, op, 2, "the parity");
+    if (op->opc == IR_MBAR_EXPECT && (op->attr < 1 || op->attr >= (1 << 20)))
+      ir_verr(v, op, "expected bytes %lld not in [1, 2^20)", (long long)op->attr);
+    return true;
+  case IR_TMA_LOAD:
+    check_tma_load(v, op);
+    return true;
+  case IR_CP_ASYNC: {
+    if (!want_kind(v, op, 0, IR_SMEM, "a shared buffer")) return true;
+    want_i32(v, op, 1, "the slot");
+    const ir_type *buf = op->operands[0]->type, *p = op->operands[2]->type;
+    if (!slot_matches(buf, p, true)) ir_verr(v, op, "pointers %s do not fill a slot of %s", ir_vts(v, p), ir_vts(v, buf));
+    if (op->noperands == 4) {
+      const ir_type *mk = op->operands[3]->type;
+      if (mk->kind != IR_TILE || mk->dtype != TK_I1 || mk->rank != p->rank ||
+          memcmp(mk->shape, p->shape, sizeof(int) * (size_t)p->rank))
+        ir_verr(v, op, "mask must be i1 shaped like %s", ir_vts(v, p));
+    }
+    return true;
+  }
+  case IR_CP_ASYNC_WAIT: case IR_WGMMA_WAIT:
+    if (op->attr < 0 || op->attr > 7) ir_verr(v, op, "pending groups %lld not in [0, 7]", (long long)op->attr);
+    for (int i = 0; op->opc == IR_WGMMA_WAIT && i < op->noperands; i++)
+      if (op->results[i]->type != op->operands[i]->type) ir_verr(v, op, "result %d must have its operand's type", i);
+    return true;
+  case IR_CP_ASYNC_COMMIT: case IR_BARRIER: case IR_FENCE_ASYNC: case IR_WGMMA_COMMIT:
+    return true;
+  case IR_SMEM_STORE: case IR_SMEM_LOAD: {
+    if (!want_kind(v, op, 0, IR_SMEM, "a shared buffer")) return true;
+    want_i32(v, op, 1, "the slot");
+    const ir_type *buf = op->operands[0]->type, *t = op->opc == IR_SMEM_LOAD ? r : op->operands[2]->type;
+    if (!slot_matches(buf, t, false)) ir_verr(v, op, "tile %s is not a slot of %s", ir_vts(v, t), ir_vts(v, buf));
+    return true;
+  }
+  case IR_WGMMA:
+    check_wgmma(v, op);
+    return true;
+  case IR_MMA:
+    check_mma(v, op);
+    return true;
+  case IR_WARP_SPEC:
+    check_warp_spec(v, op, top);
+    return true;
+  case IR_GRID_SIZE:
+    if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "axis %lld is not 0, 1 or 2", (long long)op->attr);
+    if (r->kind != IR_SCALAR || r->dtype != TK_I32) ir_verr(v, op, "result must be i32, is %s", ir_vts(v, r));
+    return true;
+  default:
+    return false;
+  }
+}
