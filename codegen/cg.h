@@ -16,8 +16,9 @@ enum { CG_GLOBAL_AS = 1, CG_SHARED_AS = 3, CG_WARP = 32, CG_VEC_BYTES = 16 };
  * tiling pass's default when the IR has none). Every layout is a blocked base (rank brank)
  * of which the tile keeps some dims (a slice removes one). Along base dim d a thread's
  * coordinate is tc = warp_d * tpw + lane_d; tile dim i (base dim base[i]) gives thread
- * slots k in [0, ext[i]), k = r * spt + e, holding index (r * cta + tc * spt + e) mod
- * shape[i]. Slot j of a thread is k_i = (j / stride[i]) % ext[i] per tile dim; the tile
+ * slots k in [0, ext[i]), k = (r * rpw + h) * spt + e, holding index (r * cta +
+ * warp_d * spt*rpw*tpw + h * spt*tpw + lane_d * spt + e) mod shape[i] (rpw = 1: that is
+ * r * cta + tc * spt + e; cta = spt*rpw*tpw*wpc). Slot j of a thread is k_i = (j / stride[i]) % ext[i] per tile dim; the tile
  * dim `fast` has stride 1, so the spt elements a thread owns along it are adjacent slots.
  * An element whose unreduced index reaches shape[i], or that a thread holds for a nonzero
  * coordinate along a removed dim, is a replica: stores and reductions skip it. Scalars:
@@ -29,7 +30,7 @@ typedef struct {
   /* the blocked base, by base dim */
   int brank;
   bool kept[IR_MAX_RANK];
-  int spt[IR_MAX_RANK], tpw[IR_MAX_RANK], wpc[IR_MAX_RANK], order[IR_MAX_RANK];
+  int spt[IR_MAX_RANK], tpw[IR_MAX_RANK], wpc[IR_MAX_RANK], order[IR_MAX_RANK], rpw[IR_MAX_RANK];
   int lstride[IR_MAX_RANK], wstride[IR_MAX_RANK], cta[IR_MAX_RANK];
 } cg_layout;
 
@@ -69,12 +70,24 @@ typedef struct {
   cg_val *vals;     /* by value id */
   cg_axis *axis;    /* by value id */
   int vec;         /* the tiling pass's vector width for untiled values */
-  /* shared-memory scratch (smem.c): one buffer per kernel, in two halves used in turn */
-  LLVMValueRef smem_base, smem_half; /* placeholders until the kernel's size is known */
-  int smem_need;    /* bytes the largest single use needs */
+  /* shared memory (smem.c): the IR's buffers, then one scratch in two halves used in turn */
+  LLVMValueRef smem_root, smem_scratch, smem_half; /* placeholders until sizes are known */
+  LLVMValueRef smem_base; /* the scratch */
+  int smem_need;    /* bytes the largest single use of the scratch needs */
   int smem_uses;    /* uses so far in this kernel */
-  su_buf shared_note; /* ".tk.shared" lines appended to the PTX */
+  int64_t smem_bufs; /* bytes of the IR's buffers so far */
+  int smem_total;   /* after cg_smem_end_kernel: the kernel's bytes of shared memory */
+  su_buf shared_note; /* ".tk.shared" and ".tk.abi" lines appended to the PTX */
+  /* the region being emitted (emit_warpspec.c): its barrier, and whether it runs on one
+   * thread (a warp_spec producer) */
+  int bar_id, bar_threads; /* bar_id 0: the whole CTA (bar.sync 0) */
+  bool single_thread;
+  int launch_threads;      /* the CTA's threads: 32 * warps, plus a warp_spec's producers */
+  LLVMValueRef grid[3];    /* a persistent kernel's launched grid (hidden arguments) */
+  int tmaps_seen;          /* tensor_map ops emitted so far (their hidden arguments) */
 } cg_ctx;
+
+enum { CG_ASM_MAX_ARGS = 16, CG_WARPGROUP = 4 * 32 };
 
 /* ---- diagnostics (emit_kernel.c) ---- */
 /* Reports "NAME is not supported yet by the GPU back end" at op and marks ctx failed. */
@@ -141,6 +154,9 @@ void cg_emit_shape_op(cg_ctx *c, const ir_op *op);
  * the caller writes it, calls cg_barrier, then reads it. Consecutive uses alternate two
  * halves, so that one barrier per use is enough. */
 LLVMValueRef cg_smem_take(cg_ctx *c, int bytes);
+/* A buffer of `bytes` for the whole kernel (smem_alloc, mbar_alloc), at a 1024-byte
+ * boundary of the shared area: its address. */
+LLVMValueRef cg_smem_buffer(cg_ctx *c, int64_t bytes);
 /* After a region (loop body, if arm) that used scratch: a barrier, so that the next use,
  * whichever half it takes, cannot overtake a reader. `before` is the use count at the
  * region's start. */
@@ -198,6 +214,66 @@ LLVMValueRef cg_convert(cg_ctx *c, LLVMValueRef x, tk_dtype from, tk_dtype to);
 /* Combines two scalars of dtype dt as reduction kind k (also used by MIN/MAX). */
 LLVMValueRef cg_combine(cg_ctx *c, ir_reduce_kind k, tk_dtype dt, LLVMValueRef x,
                         LLVMValueRef y);
+
+/* ---- inline_ptx.c: the PTX without LLVM intrinsics, each instruction kind once ---- */
+/* A sideeffect inline-asm call of text with constraints cons (ret NULL: void). */
+LLVMValueRef cg_asm(cg_ctx *c, LLVMTypeRef ret, const char *text, const char *cons,
+                    LLVMValueRef *args, int nargs);
+/* The 32-bit .shared address of the shared pointer p. */
+LLVMValueRef cg_shared_addr(cg_ctx *c, LLVMValueRef p);
+void cg_ptx_mbar_init_fence(cg_ctx *c);
+/* An i32, nonzero when the barrier at shared address bar completed the phase of parity. */
+LLVMValueRef cg_ptx_mbar_try_wait(cg_ctx *c, LLVMValueRef bar, LLVMValueRef parity);
+void cg_ptx_mbar_expect(cg_ctx *c, LLVMValueRef bar, int bytes);
+/* A TMA box copy of map (a generic pointer to the kernel's tensor-map argument) at the
+ * coordinates (innermost first) into shared address dst, completing on barrier bar. */
+void cg_ptx_tma_load(cg_ctx *c, int rank, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef bar,
+                     const LLVMValueRef *inner_first);
+void cg_ptx_fence_async(cg_ctx *c);
+void cg_ptx_setmaxnreg(cg_ctx *c, bool inc, int regs);
+void cg_ptx_wgmma_fence(cg_ctx *c);
+void cg_ptx_wgmma_commit(cg_ctx *c);
+/* wgmma.wait_group pending, with the n registers passing through it (rewritten in regs). */
+void cg_ptx_wgmma_wait(cg_ctx *c, int pending, LLVMValueRef *regs, int n);
+/* One wgmma instruction's form: m64 n k, "f32.f16.f16"-style types, which immediates it
+ * takes. */
+typedef struct {
+  int n, k;
+  const char *types;
+  bool imm_scale, imm_trans;
+} cg_wgmma_form;
+/* One wgmma.mma_async of the form on the n accumulator registers (in the instruction's
+ * order; rewritten in acc) with the two matrix descriptors. */
+void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b,
+                  LLVMValueRef *acc, int n, LLVMValueRef desc_a, LLVMValueRef desc_b);
+
+/* ---- emit_async.c ---- */
+/* Bytes of one slot of a shared buffer type (a multiple of 1024). */
+int64_t cg_slot_bytes(const ir_type *buf);
+/* The shared address of slot `slot` (i32) of buffer value buf. */
+LLVMValueRef cg_slot_base(cg_ctx *c, const ir_value *buf, LLVMValueRef slot);
+/* The byte offset (i32) in a slot of buffer type buf of the element at idx (per slot dim),
+ * by its #shared layout (docs/ir.md). */
+LLVMValueRef cg_slot_offset(cg_ctx *c, const ir_type *buf, const LLVMValueRef *idx);
+/* `if (cond) {`: returns the join block; cg_if_end closes it (the builder ends there). */
+LLVMBasicBlockRef cg_if_begin(cg_ctx *c, LLVMValueRef cond);
+void cg_if_end(cg_ctx *c, LLVMBasicBlockRef join);
+void cg_emit_async(cg_ctx *c, const ir_op *op); /* the GPU level's memory and barrier ops */
+void cg_emit_wgmma(cg_ctx *c, const ir_op *op); /* emit_wgmma.c: wgmma, commit, wait */
+void cg_emit_warp_spec(cg_ctx *c, const ir_op *op); /* emit_warpspec.c: warp_spec */
+
+/* ---- abi.c ---- */
+/* Appends kernel f's ".tk.abi"/".tk.tmap" lines to c->shared_note. */
+void cg_abi_note(cg_ctx *c, const ir_func *f, const cg_abi *abi);
+/* tensor_map (its hidden argument) and grid_size (the launched grid). */
+void cg_emit_abi_value(cg_ctx *c, const ir_op *op);
+/* mma (emit_dot.c): mma.sync with operands read from shared slots. */
+void cg_emit_mma(cg_ctx *c, const ir_op *op);
+
+/* ---- emit_memory.c ---- */
+/* The vector width of an access through pointer tile ptr (mask: NULL or its mask) under
+ * layout l for elements of `bytes`: adjacent, contiguous, aligned, uniformly masked slots. */
+int cg_access_width(cg_ctx *c, const ir_value *ptr, const ir_value *mask, const cg_layout *l, int bytes);
 
 /* ---- math.c ---- */
 /* The unary math op opc (exp, sin, sqrt, ...) on one f32 or f64 element x, with the

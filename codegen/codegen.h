@@ -83,6 +83,46 @@ bool cg_emit(const ir_module *m, const cg_options *o, cg_format f, su_buf *out, 
  * line cg_emit appends per kernel. False when ptx has no line for kernel. */
 bool cg_ptx_shared_bytes(const char *ptx, const char *kernel, int *bytes);
 
+/* ---- the launch contract of a kernel beyond its parameters (abi.c) ----
+ * Hidden arguments follow the kernel's parameters: first one CUtensorMap (128 bytes, by
+ * value) per tensor map, then, for a persistent kernel, the launched grid (3 x i32). The
+ * launcher builds each map with cuTensorMapEncodeTiled from the argument values the
+ * description names, launches `threads` threads per CTA, and a persistent kernel on
+ * min(programs, SMs) CTAs of its own. */
+enum { CG_MAX_TMAPS = 8, CG_TMAP_BYTES = 128, CG_TMAP_ALIGN = 64 };
+
+/* A dim or stride of a tensor map: parameter `param`'s value when param >= 0, else
+ * `value`. */
+typedef struct {
+  int param;
+  int64_t value;
+} cg_abi_arg;
+
+typedef struct {
+  tk_dtype dtype;
+  int rank;
+  int base;                          /* the pointer parameter */
+  cg_abi_arg dims[IR_MAX_RANK];      /* outermost first, in elements */
+  cg_abi_arg strides[IR_MAX_RANK];   /* of dims 0..rank-2, in elements (the last is 1) */
+  int box[IR_MAX_RANK];              /* outermost first */
+  int swizzle;                       /* 0, 32, 64, 128 bytes */
+} cg_tmap;
+
+typedef struct {
+  int threads;       /* per CTA */
+  bool persistent;
+  bool warp_spec;
+  int ntmaps;
+  cg_tmap tmaps[CG_MAX_TMAPS];
+} cg_abi;
+
+/* The launch contract of kernel f (lowered IR). */
+void cg_abi_of(const ir_func *f, cg_abi *out);
+/* The same, read back from the "// .tk.abi" and "// .tk.tmap" lines cg_emit appends to
+ * PTX; a kernel with no line (PTX from elsewhere) gets threads = 0 (unknown), nothing
+ * hidden. False when a line is malformed. */
+bool cg_ptx_abi(const char *ptx, const char *kernel, cg_abi *out);
+
 /* Writes NAME.h and NAME.c for --emit=c: the PTX embedded as a byte array, NAME_load /
  * NAME_unload, and one typed launch function NAME_KERNEL(gx, gy, gz, stream, params...)
  * per kernel (CUDA driver API, no tk runtime needed), compilable with -Wall -Werror.

@@ -303,3 +303,5 @@ void cg_emit_dot(cg_ctx *c, const ir_op *op) {
   cg_val r = cg_relayout(c, (cg_val){acc, d.ml.per}, &d.ml, &rl);
   cg_set(c, res, r.v, r.n);
 }
+
+void cg_emit_mma(cg_ctx *c, const ir_op *op) { cg_unsupported(c, op, "'mma' from shared slots"); }

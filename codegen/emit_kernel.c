@@ -53,7 +53,15 @@ LLVMValueRef cg_call(cg_ctx *c, const char *name, LLVMTypeRef ret, LLVMValueRef 
   return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, args, (unsigned)nargs, "");
 }
 
-void cg_barrier(cg_ctx *c) { cg_intrinsic(c, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); }
+void cg_barrier(cg_ctx *c) {
+  if (!c->bar_id) {
+    cg_intrinsic(c, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    return;
+  }
+  /* a warp_spec region's own barrier: the other region's threads never reach it */
+  LLVMValueRef args[2] = {cg_i32(c, c->bar_id), cg_i32(c, c->bar_threads)};
+  cg_intrinsic(c, "llvm.nvvm.barrier.sync.cnt", NULL, 0, args, 2);
+}
 
 /* Every tile's layout must describe this kernel's CTA; one that does not is reported
  * once, at the first op that has it. */
@@ -101,6 +109,24 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   case IR_DOT:
     cg_emit_dot(c, op);
     return;
+  case IR_SMEM_ALLOC: case IR_SMEM_STORE: case IR_SMEM_LOAD: case IR_MBAR_ALLOC:
+  case IR_MBAR_WAIT: case IR_MBAR_ARRIVE: case IR_MBAR_EXPECT: case IR_TMA_LOAD:
+  case IR_CP_ASYNC: case IR_CP_ASYNC_COMMIT: case IR_CP_ASYNC_WAIT: case IR_BARRIER:
+  case IR_FENCE_ASYNC:
+    cg_emit_async(c, op);
+    return;
+  case IR_WGMMA: case IR_WGMMA_COMMIT: case IR_WGMMA_WAIT:
+    cg_emit_wgmma(c, op);
+    return;
+  case IR_MMA:
+    cg_emit_mma(c, op);
+    return;
+  case IR_WARP_SPEC:
+    cg_emit_warp_spec(c, op);
+    return;
+  case IR_TENSOR_MAP: case IR_GRID_SIZE:
+    cg_emit_abi_value(c, op);
+    return;
   case IR_PRINT: case IR_ASSERT: {
     char what[64];
     snprintf(what, sizeof what, "'%s'", ir_op_info(op->opc)->name);
@@ -125,15 +151,27 @@ const ir_op *cg_emit_block(cg_ctx *c, const ir_block *blk) {
   return NULL;
 }
 
-static LLVMValueRef make_function(cg_ctx *c, const ir_func *f) {
-  int n = f->body->nargs;
-  LLVMTypeRef *params = SU_NEW_ARRAY(c->arena, LLVMTypeRef, n ? n : 1);
+static LLVMValueRef make_function(cg_ctx *c, const ir_func *f, const cg_abi *abi) {
+  int n = f->body->nargs, total = n + abi->ntmaps + (abi->persistent ? 3 : 0);
+  LLVMTypeRef *params = SU_NEW_ARRAY(c->arena, LLVMTypeRef, total ? total : 1);
   for (int i = 0; i < n; i++) {
     const ir_type *t = f->body->args[i]->type;
     params[i] = t->kind == IR_PTR ? cg_ptr_type(c) : cg_mem_type(c, t->dtype);
   }
-  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c->llc), params, (unsigned)n, false);
+  /* hidden arguments: tensor maps by value (CUtensorMap: 128 bytes, 64-aligned), then a
+   * persistent kernel's launched grid */
+  for (int i = 0; i < abi->ntmaps; i++) params[n + i] = LLVMPointerTypeInContext(c->llc, 0);
+  for (int i = 0; abi->persistent && i < 3; i++) params[n + abi->ntmaps + i] = LLVMInt32TypeInContext(c->llc);
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c->llc), params, (unsigned)total, false);
   LLVMValueRef fn = LLVMAddFunction(c->mod, f->name, fty);
+  LLVMTypeRef map_type = LLVMArrayType2(LLVMInt8TypeInContext(c->llc), CG_TMAP_BYTES);
+  unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
+  unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+  for (int i = 0; i < abi->ntmaps; i++) {
+    unsigned at = (unsigned)(n + i) + 1;
+    LLVMAddAttributeAtIndex(fn, at, LLVMCreateTypeAttribute(c->llc, byval, map_type));
+    LLVMAddAttributeAtIndex(fn, at, LLVMCreateEnumAttribute(c->llc, align, CG_TMAP_ALIGN));
+  }
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   /* A pointer is as aligned as its facts say (its element's alignment when unspecialized):
    * LLVM's own vectorizer must not assume more than axis.c does. */
@@ -161,16 +199,38 @@ static void annotate(cg_ctx *c, LLVMValueRef fn, const char *key, int value) {
   LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", node);
 }
 
+/* {fn, "grid_constant", !{i32 argno...}} (1-based): the tensor maps are read in place, in
+ * the parameter space, by address (cvta.param), as the TMA engine needs. */
+static void annotate_grid_constants(cg_ctx *c, LLVMValueRef fn, int first, int n) {
+  if (!n) return;
+  LLVMMetadataRef *nums = SU_NEW_ARRAY(c->arena, LLVMMetadataRef, n);
+  for (int i = 0; i < n; i++) nums[i] = LLVMValueAsMetadata(cg_i32(c, first + i + 1));
+  const char key[] = "grid_constant";
+  LLVMMetadataRef md[3] = {
+      LLVMValueAsMetadata(fn),
+      LLVMMDStringInContext2(c->llc, key, sizeof key - 1),
+      LLVMMDNodeInContext2(c->llc, nums, (size_t)n),
+  };
+  LLVMValueRef node = LLVMMetadataAsValue(c->llc, LLVMMDNodeInContext2(c->llc, md, 3));
+  LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", node);
+}
+
 void cg_emit_kernel(cg_ctx *c, ir_func *f) {
   c->f = f;
   c->threads = CG_WARP * f->num_warps;
+  cg_abi abi;
+  cg_abi_of(f, &abi);
+  c->launch_threads = abi.threads;
+  c->bar_id = 0;
+  c->single_thread = false;
+  c->tmaps_seen = 0;
   c->nvalues = ir_number_values(f);
   c->vals = SU_NEW_ARRAY(c->arena, cg_val, c->nvalues);
   c->axis = SU_NEW_ARRAY(c->arena, cg_axis, c->nvalues);
   cg_layout_choose(c, f);
   cg_axis_analyze(c, f);
 
-  c->fn = make_function(c, f);
+  c->fn = make_function(c, f, &abi);
   LLVMPositionBuilderAtEnd(c->b, cg_block(c, "entry"));
   c->tid = cg_intrinsic(c, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
   cg_smem_begin_kernel(c);
@@ -185,10 +245,16 @@ void cg_emit_kernel(cg_ctx *c, ir_func *f) {
                         strlen(f->param_names[i]));
     cg_set(c, p, s, 1);
   }
+  for (int i = 0; abi.persistent && i < 3; i++)
+    c->grid[i] = LLVMGetParam(c->fn, (unsigned)(f->body->nargs + abi.ntmaps + i));
   cg_emit_block(c, f->body);
   cg_smem_end_kernel(c);
   if (c->failed) return;
   LLVMBuildRetVoid(c->b);
   annotate(c, c->fn, "kernel", 1);
-  annotate(c, c->fn, "maxntidx", c->threads);
+  annotate(c, c->fn, "maxntidx", c->launch_threads);
+  /* one CTA per SM: the register cap at entry that setmaxnreg needs */
+  if (abi.warp_spec) annotate(c, c->fn, "minctasm", 1);
+  annotate_grid_constants(c, c->fn, f->body->nargs, abi.ntmaps);
+  cg_abi_note(c, f, &abi);
 }

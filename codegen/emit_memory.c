@@ -24,13 +24,12 @@ static LLVMValueRef and_opt(cg_ctx *c, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildAnd(c->b, a, b, "");
 }
 
-/* The vector width for op's pointer tile under layout l: a thread's adjacent slots along
+/* The vector width for pointer tile ptr under layout l: a thread's adjacent slots along
  * the last dim (the one row-major addresses follow), contiguous, aligned to the whole
- * vector, <= 16 bytes and, with an explicit mask, inside one run over which the mask is
- * constant. */
-static int access_width(cg_ctx *c, const ir_op *op, int mask_at, const cg_layout *l, int bytes) {
-  cg_axis ax = cg_axis_of(c, op->operands[0]);
-  int mask_runs = op->noperands > mask_at ? cg_axis_of(c, op->operands[mask_at]).constancy : 1 << 30;
+ * vector, <= 16 bytes and, with a mask, inside one run over which the mask is constant. */
+int cg_access_width(cg_ctx *c, const ir_value *ptr, const ir_value *mask, const cg_layout *l, int bytes) {
+  cg_axis ax = cg_axis_of(c, ptr);
+  int mask_runs = mask ? cg_axis_of(c, mask).constancy : 1 << 30;
   int w = cg_layout_group(l, ax.contig < mask_runs ? ax.contig : mask_runs);
   while (w > 1 && (w * bytes > CG_VEC_BYTES || ax.div % (w * bytes))) w /= 2;
   return w;
@@ -223,7 +222,7 @@ static void emit_load_store(cg_ctx *c, const ir_op *op, bool store) {
   cg_layout l = cg_layout_of(c, ptr->type);
   int mask_at = store ? 2 : 1, val_at = store ? 1 : 2;
   access a = gather(c, op, &l, mask_at, val_at, store);
-  int w = access_width(c, op, mask_at, &l, a.bytes);
+  int w = cg_access_width(c, op->operands[0], op->noperands > mask_at ? op->operands[mask_at] : NULL, &l, a.bytes);
   LLVMValueRef *out = store ? NULL : cg_slots(c, l.per);
   for (int j0 = 0; j0 < l.per; j0 += w) {
     LLVMValueRef v = a.mask ? access_predicated(c, &a, j0, w, store) : access_plain(c, &a, j0, w, store);

@@ -24,7 +24,8 @@ static bool resolve_base(const ir_layout *b, int threads, cg_layout *l) {
     l->spt[d] = b->size_per_thread[d];
     l->tpw[d] = b->threads_per_warp[d];
     l->wpc[d] = b->warps_per_cta[d];
-    l->cta[d] = l->spt[d] * l->tpw[d] * l->wpc[d];
+    l->rpw[d] = ir_layout_rpw(b, d);
+    l->cta[d] = l->spt[d] * l->rpw[d] * l->tpw[d] * l->wpc[d];
     lanes *= l->tpw[d];
     warps *= l->wpc[d];
     int o = b->order[d];
@@ -45,8 +46,9 @@ static bool resolve_base(const ir_layout *b, int threads, cg_layout *l) {
   return true;
 }
 
-/* Slot counts and strides of the kept dims, fastest (in the base order) first. */
-static void finish(cg_layout *l) {
+/* Slot counts and strides of the kept dims, fastest (in the base order) first. A dim with
+ * rpw > 1 must be covered exactly (shape a multiple of cta): false otherwise. */
+static bool finish(cg_layout *l) {
   int bi[IR_MAX_RANK]; /* base dim → tile dim */
   for (int i = 0; i < l->rank; i++) bi[l->base[i]] = i;
   l->per = 1;
@@ -57,11 +59,16 @@ static void finish(cg_layout *l) {
     int i = bi[d];
     /* A thread holding more than the dim along it holds each element once. */
     int run = l->spt[d] < l->shape[i] ? l->spt[d] : l->shape[i];
+    if (l->rpw[d] > 1) {
+      if (l->shape[i] % l->cta[d]) return false;
+      run = l->spt[d] * l->rpw[d];
+    }
     l->ext[i] = run * ceil_div(l->shape[i], l->cta[d]);
     l->stride[i] = l->per;
     l->per *= l->ext[i];
     if (l->fast < 0) l->fast = i;
   }
+  return true;
 }
 
 bool cg_layout_resolve(const ir_layout *il, const ir_type *t, int threads, int vec, cg_layout *out) {
@@ -92,13 +99,14 @@ bool cg_layout_resolve(const ir_layout *il, const ir_type *t, int threads, int v
       if (map[i] >= b->slice_dim) map[i]++;
     b = b->parent;
   }
-  /* An MMA layout is the blocked layout of its fields (see pass_tiling_mma). */
-  if (b->kind == IR_LAYOUT_SLICE || !resolve_base(b, threads, &l)) return false;
+  /* An MMA or wgmma layout is the blocked layout of its fields (see pass_tiling_mma). */
+  if (b->kind == IR_LAYOUT_SLICE || b->kind == IR_LAYOUT_SHARED || !resolve_base(b, threads, &l))
+    return false;
   for (int i = 0; i < t->rank; i++) {
     l.base[i] = map[i];
     l.kept[map[i]] = true;
   }
-  finish(&l);
+  if (!finish(&l)) return false;
   *out = l;
   return true;
 }
@@ -139,7 +147,8 @@ cg_layout cg_layout_slice(const cg_layout *l, int axis) {
     s.fast = -1;
     return s;
   }
-  finish(&s);
+  bool ok = finish(&s);
+  SU_ASSERT(ok); /* a slice keeps dims its parent covered exactly */
   return s;
 }
 
@@ -169,11 +178,20 @@ static int thread_coord_at(const cg_layout *l, int t, int d) {
   return ((warp / l->wstride[d]) % l->wpc[d]) * l->tpw[d] + (lane / l->lstride[d]) % l->tpw[d];
 }
 
+/* The part of slot k's index along base dim d that does not depend on the thread. */
+static int64_t slot_offset(const cg_layout *l, int d, int k) {
+  int spt = l->spt[d], rpw = l->rpw[d];
+  int e = k % spt, h = (k / spt) % rpw, r = k / (spt * rpw);
+  return (int64_t)r * l->cta[d] + (int64_t)h * spt * l->tpw[d] + e;
+}
+
 /* The unwrapped index along tile dim i (>= shape[i] for a replica). */
 static int raw_at(const cg_layout *l, int t, int j, int i) {
   int d = l->base[i], spt = l->spt[d];
   int k = (j / l->stride[i]) % l->ext[i];
-  return (k / spt) * l->cta[d] + thread_coord_at(l, t, d) * spt + k % spt;
+  int lane = t % CG_WARP, warp = t / CG_WARP;
+  int wd = (warp / l->wstride[d]) % l->wpc[d], ld = (lane / l->lstride[d]) % l->tpw[d];
+  return (int)slot_offset(l, d, k) + wd * spt * l->rpw[d] * l->tpw[d] + ld * spt;
 }
 
 int cg_layout_coord_at(const cg_layout *l, int t, int j, int i, bool *owner) {
@@ -221,8 +239,14 @@ LLVMValueRef cg_thread_coord(cg_ctx *c, const cg_layout *l, int d) {
 static LLVMValueRef raw_index(cg_ctx *c, const cg_layout *l, int j, int i) {
   int d = l->base[i], spt = l->spt[d];
   int k = (j / l->stride[i]) % l->ext[i];
-  LLVMValueRef tc = LLVMBuildMul(c->b, cg_thread_coord(c, l, d), cg_i32(c, spt), "");
-  return LLVMBuildAdd(c->b, tc, cg_i32(c, (int64_t)(k / spt) * l->cta[d] + k % spt), "");
+  LLVMValueRef tc;
+  if (l->rpw[d] == 1) {
+    tc = LLVMBuildMul(c->b, cg_thread_coord(c, l, d), cg_i32(c, spt), "");
+  } else {
+    LLVMValueRef w = LLVMBuildMul(c->b, cg_warp_coord(c, l, d), cg_i32(c, spt * l->rpw[d] * l->tpw[d]), "");
+    tc = LLVMBuildAdd(c->b, w, LLVMBuildMul(c->b, cg_lane_coord(c, l, d), cg_i32(c, spt), ""), "");
+  }
+  return LLVMBuildAdd(c->b, tc, cg_i32(c, slot_offset(l, d, k)), "");
 }
 
 LLVMValueRef cg_layout_coord(cg_ctx *c, const cg_layout *l, int j, int i) {

@@ -1,10 +1,14 @@
-/* Shared-memory scratch: reductions across warps, layout conversions and scans exchange
- * values through one buffer per kernel. Its size is known only once the kernel is
- * emitted, so uses address it through two placeholders (the base, the offset of the second
- * half) replaced at the end: by a static array when the kernel needs at most 48 KB (no
- * launch attribute needed), else by the module's dynamic buffer `tk_dyn_smem`, whose size
- * the launcher must pass (the ".tk.shared" lines after the PTX, read by
- * cg_ptx_shared_bytes).
+/* Shared memory of a kernel: first the buffers the IR allocates (smem_alloc, mbar_alloc:
+ * each at a 1024-byte boundary, as the swizzled layouts need), then the scratch through
+ * which reductions across warps, layout conversions and scans exchange values. Sizes are
+ * known only once the kernel is emitted, so uses address the area through placeholders
+ * (its base, the scratch's offset, the offset of the scratch's second half) replaced at
+ * the end: by a static array when the kernel needs at most 48 KB (no launch attribute
+ * needed), else by the module's dynamic buffer `tk_dyn_smem`, whose size the launcher
+ * must pass (the ".tk.shared" lines after the PTX, read by cg_ptx_shared_bytes). With
+ * buffers, the base is the first 1024-byte boundary of the area, found at run time (no
+ * alignment of the dynamic buffer is promised beyond 16 bytes), and the area is 1024
+ * bytes larger.
  *
  * Why two halves: a use writes, waits at one barrier, then reads. The next use writes the
  * other half, so it cannot clobber values a slow thread is still reading; the use after
@@ -16,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { STATIC_LIMIT = 48 * 1024 };
+enum { STATIC_LIMIT = 48 * 1024, BUF_ALIGN = 1024 };
 
 static LLVMTypeRef smem_ptr(cg_ctx *c) { return LLVMPointerTypeInContext(c->llc, CG_SHARED_AS); }
 
@@ -27,19 +31,32 @@ static LLVMValueRef placeholder(cg_ctx *c, const char *name, LLVMTypeRef t) {
   return LLVMBuildCall2(c->b, LLVMGlobalGetValueType(fn), fn, NULL, 0, "");
 }
 
+static LLVMValueRef byte_gep(cg_ctx *c, LLVMValueRef base, LLVMValueRef off, const char *name) {
+  return LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->llc), base, &off, 1, name);
+}
+
 void cg_smem_begin_kernel(cg_ctx *c) {
-  c->smem_base = placeholder(c, "tk.smem.base", smem_ptr(c));
+  c->smem_root = placeholder(c, "tk.smem.root", smem_ptr(c));
+  c->smem_scratch = placeholder(c, "tk.smem.scratch", LLVMInt32TypeInContext(c->llc));
   c->smem_half = placeholder(c, "tk.smem.half", LLVMInt32TypeInContext(c->llc));
+  c->smem_base = byte_gep(c, c->smem_root, c->smem_scratch, "smem.scratch");
   c->smem_need = 0;
   c->smem_uses = 0;
+  c->smem_bufs = 0;
 }
 
 LLVMValueRef cg_smem_take(cg_ctx *c, int bytes) {
   bytes = (bytes + CG_VEC_BYTES - 1) / CG_VEC_BYTES * CG_VEC_BYTES;
   if (bytes > c->smem_need) c->smem_need = bytes;
   if (c->smem_uses++ % 2 == 0) return c->smem_base;
-  return LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->llc), c->smem_base, &c->smem_half,
-                               1, "smem.hi");
+  return byte_gep(c, c->smem_base, c->smem_half, "smem.hi");
+}
+
+LLVMValueRef cg_smem_buffer(cg_ctx *c, int64_t bytes) {
+  int64_t at = c->smem_bufs;
+  c->smem_bufs += (bytes + BUF_ALIGN - 1) / BUF_ALIGN * BUF_ALIGN;
+  if (c->smem_bufs > INT32_MAX / 2) c->smem_bufs = INT32_MAX / 2; /* the limit check reports it */
+  return byte_gep(c, c->smem_root, cg_i32(c, at), "smem.buf");
 }
 
 void cg_smem_region_end(cg_ctx *c, int before) {
@@ -66,8 +83,26 @@ static LLVMValueRef dynamic_buffer(cg_ctx *c) {
   return g;
 }
 
+/* The first BUF_ALIGN boundary at or after buf (a shared pointer), computed in the
+ * entry block. */
+static LLVMValueRef align_up(cg_ctx *c, LLVMValueRef buf) {
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c->llc);
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(c->fn);
+  LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(entry));
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c->llc);
+  LLVMValueRef a = LLVMBuildPtrToInt(b, buf, i32, "");
+  LLVMValueRef pad = LLVMBuildAnd(b, LLVMBuildSub(b, LLVMConstInt(i32, 0, 0), a, ""),
+                                  LLVMConstInt(i32, BUF_ALIGN - 1, 0), "");
+  LLVMValueRef r = LLVMBuildInBoundsGEP2(b, LLVMInt8TypeInContext(c->llc), buf, &pad, 1, "smem.root");
+  LLVMDisposeBuilder(b);
+  return r;
+}
+
 void cg_smem_end_kernel(cg_ctx *c) {
-  int total = c->smem_uses > 1 ? 2 * c->smem_need : c->smem_need;
+  int scratch = c->smem_uses > 1 ? 2 * c->smem_need : c->smem_need;
+  int64_t total64 = c->smem_bufs ? c->smem_bufs + BUF_ALIGN + scratch : scratch;
+  int total = total64 > INT32_MAX ? INT32_MAX : (int)total64;
+  c->smem_total = total;
   LLVMValueRef buf;
   if (total == 0) {
     buf = LLVMConstNull(smem_ptr(c));
@@ -82,7 +117,9 @@ void cg_smem_end_kernel(cg_ctx *c) {
   } else {
     buf = dynamic_buffer(c);
   }
-  drop(c->smem_base, buf);
+  if (c->smem_bufs) buf = align_up(c, buf);
+  drop(c->smem_root, buf);
+  drop(c->smem_scratch, cg_i32(c, (int64_t)c->smem_bufs));
   drop(c->smem_half, cg_i32(c, c->smem_need));
   su_buf_printf(&c->shared_note, "// .tk.shared %s %d\n", c->f->name,
                 total > STATIC_LIMIT ? total : 0);

@@ -1,0 +1,172 @@
+/* wgmma (sm_90a): the asynchronous warpgroup product, its commit and its wait.
+ *
+ * The accumulator is in a #wgmma layout (docs/ir.md): warpgroup g (warps 4g..4g+3) owns
+ * rows r*16W + 64g .. +63 of each 16W-row block r (W warps along M), so it issues, per
+ * block and per K step, one m64nNk instruction whose registers are its slots in the
+ * order the instruction fixes: register i is row 8*(i/2 % 2) + g4, column 8*(i/4) +
+ * 2*t4 + i%2 of its 64xN part (lane 4*g4 + t4), i.e. slot (2r + i/2 % 2) * N/4 +
+ * (2*(i/4) + i%2). a and b are read from their slots through matrix descriptors: a slot
+ * whose contiguous dim is K is "K-major" (rows of W-byte swizzled lines, 8-row groups SBO =
+ * 8W apart, a K step moves the start address along the line); one whose contiguous dim is
+ * M or N is "MN-major" (the transposed form: W-byte chunks along M/N, LBO = one chunk of
+ * all K rows apart, SBO = 8 K-rows, a K step moves the start by k rows). The descriptor's
+ * start is the unswizzled address of the block's first element: the hardware swizzles by
+ * address bits, as the TMA engine did when it wrote the slot. */
+#include "cg.h"
+
+typedef struct {
+  tk_dtype in, acc;
+  cg_wgmma_form form; /* n filled per instruction */
+} wg_kind;
+
+/* tf32 and s8 read K-major operands only, and tf32 would truncate what mma.sync rounds:
+ * the tiling pass gives them the mma.sync path (passes/lower_dot.c). */
+static const wg_kind KINDS[] = {
+    {TK_F16, TK_F32, {0, 16, "f32.f16.f16", true, true}},
+    {TK_BF16, TK_F32, {0, 16, "f32.bf16.bf16", true, true}},
+};
+
+static const wg_kind *kind_for(tk_dtype in, tk_dtype acc) {
+  for (size_t i = 0; i < sizeof KINDS / sizeof *KINDS; i++)
+    if (KINDS[i].in == in && KINDS[i].acc == acc) return &KINDS[i];
+  return NULL;
+}
+
+/* One operand as the instructions read it. */
+typedef struct {
+  const ir_type *buf;
+  LLVMValueRef base;  /* the slot */
+  int mn_dim, k_dim;  /* which slot dim is M (or N), which is K */
+  bool k_major;
+  int w, e, eb;       /* swizzle bytes, elements per swizzle line, element bytes */
+  int64_t bits;       /* the descriptor's constant fields */
+} operand;
+
+static void operand_init(operand *o, cg_ctx *c, const ir_value *buf, LLVMValueRef slot, int mn_dim) {
+  o->buf = buf->type;
+  o->base = cg_slot_base(c, buf, slot);
+  o->mn_dim = mn_dim;
+  o->k_dim = 1 - mn_dim;
+  o->k_major = buf->type->layout->order[0] == o->k_dim;
+  o->w = buf->type->layout->swizzle;
+  o->eb = ir_dtype_bytes(buf->type->dtype);
+  o->e = o->w / o->eb;
+  int mode = o->w == 128 ? 1 : o->w == 64 ? 2 : 3;
+  int64_t lbo = o->k_major ? 16 : (int64_t)buf->type->shape[1 + o->k_dim] * o->w;
+  int64_t sbo = 8 * (int64_t)o->w;
+  o->bits = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | ((int64_t)mode << 62);
+}
+
+/* The descriptor of the block starting at (mn0, k0) of the operand: mn0 a runtime i32. */
+static LLVMValueRef descriptor(cg_ctx *c, const operand *o, LLVMValueRef mn0, int k0) {
+  const int *shape = o->buf->shape + 1;
+  int slow = o->k_major ? o->mn_dim : o->k_dim;
+  LLVMValueRef fi = o->k_major ? cg_i32(c, k0) : mn0, si = o->k_major ? mn0 : cg_i32(c, k0);
+  LLVMValueRef chunk = LLVMBuildUDiv(c->b, fi, cg_i32(c, o->e), "");
+  LLVMValueRef in = LLVMBuildURem(c->b, fi, cg_i32(c, o->e), "");
+  LLVMValueRef l = LLVMBuildMul(c->b, chunk, cg_i32(c, (int64_t)shape[slow] * o->w), "");
+  l = LLVMBuildAdd(c->b, l, LLVMBuildMul(c->b, si, cg_i32(c, o->w), ""), "");
+  l = LLVMBuildAdd(c->b, l, LLVMBuildMul(c->b, in, cg_i32(c, o->eb), ""), "");
+  LLVMValueRef addr = LLVMBuildAdd(c->b, cg_shared_addr(c, o->base), l, "");
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c->llc);
+  LLVMValueRef start = LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, addr, cg_i32(c, 4), ""), cg_i32(c, 0x3FFF), "");
+  return LLVMBuildOr(c->b, LLVMBuildZExt(c->b, start, i64, ""), LLVMConstInt(i64, (uint64_t)o->bits, 0), "");
+}
+
+static bool wgmma_ready(const cg_layout *l) {
+  return l->tile && l->rank == 2 && l->brank == 2 && l->spt[0] == 1 && l->spt[1] == 2 && l->rpw[0] == 2 &&
+         l->rpw[1] == 1 && l->tpw[0] == 8 && l->tpw[1] == 4 && l->wpc[1] == 1 && l->wpc[0] % 4 == 0 &&
+         l->order[0] == 1 && l->shape[0] % l->cta[0] == 0 && l->shape[1] % 8 == 0;
+}
+
+static void emit_product(cg_ctx *c, const ir_op *op) {
+  const ir_value *acc = op->operands[op->noperands - 1], *res = op->results[0];
+  if (op->noperands == 4) {
+    cg_unsupported(c, op, "'wgmma' with a in registers");
+    return;
+  }
+  const wg_kind *kind = kind_for(op->operands[0]->type->dtype, res->type->dtype);
+  cg_layout l = cg_layout_of(c, res->type);
+  if (!kind || !wgmma_ready(&l) || !op->operands[0]->type->layout->swizzle ||
+      !op->operands[2]->type->layout->swizzle) {
+    cg_unsupported(c, op, "this 'wgmma' (operand types, layouts or swizzles)");
+    return;
+  }
+  operand a, b;
+  operand_init(&a, c, op->operands[0], cg_slot(c, op->operands[1], 0), 0);
+  operand_init(&b, c, op->operands[2], cg_slot(c, op->operands[3], 0), 1);
+  int m = res->type->shape[0], n = res->type->shape[1], k = op->operands[0]->type->shape[2];
+  int parts = (n + 255) / 256, ni = n / parts, reps = m / l.cta[0];
+  if (n % parts || ni % 8 || k % kind->form.k) {
+    cg_unsupported(c, op, "a 'wgmma' of this shape");
+    return;
+  }
+  cg_wgmma_form form = kind->form;
+  form.n = ni;
+  cg_val x = cg_get(c, acc);
+  LLVMValueRef *slots = cg_slots(c, l.per);
+  for (int j = 0; j < l.per; j++) slots[j] = x.v[x.n == 1 ? 0 : j];
+  LLVMValueRef wg = LLVMBuildUDiv(c->b, c->tid, cg_i32(c, CG_WARPGROUP), "");
+  LLVMValueRef wg_rows = LLVMBuildMul(c->b, wg, cg_i32(c, 64), "");
+  int nregs = ni / 2, s0 = l.stride[0], s1 = l.stride[1];
+  LLVMValueRef *regs = cg_slots(c, nregs);
+  int *map = SU_NEW_ARRAY(c->arena, int, nregs);
+  cg_ptx_wgmma_fence(c);
+  for (int r = 0; r < reps; r++) {
+    LLVMValueRef m0 = LLVMBuildAdd(c->b, wg_rows, cg_i32(c, (int64_t)r * l.cta[0]), "");
+    for (int q = 0; q < parts; q++) {
+      int n0 = q * ni;
+      for (int i = 0; i < nregs; i++) {
+        int h = (i / 2) % 2, jb = i / 4, e = i % 2;
+        map[i] = (2 * r + h) * s0 + (2 * (n0 / 8 + jb) + e) * s1;
+        regs[i] = slots[map[i]];
+      }
+      for (int k0 = 0; k0 < k; k0 += form.k) {
+        LLVMValueRef da = descriptor(c, &a, m0, k0), db = descriptor(c, &b, cg_i32(c, n0), k0);
+        cg_ptx_wgmma(c, &form, !a.k_major, !b.k_major, regs, nregs, da, db);
+      }
+      for (int i = 0; i < nregs; i++) slots[map[i]] = regs[i];
+    }
+  }
+  cg_set(c, res, slots, l.per);
+}
+
+/* The registers of the wait's operands pass through it, so that nothing reads them
+ * before it; types the instruction's registers cannot name are passed on untouched. */
+static void emit_wait(cg_ctx *c, const ir_op *op) {
+  int total = 0;
+  for (int i = 0; i < op->noperands; i++) total += cg_get(c, op->operands[i]).n;
+  LLVMValueRef *regs = cg_slots(c, total ? total : 1);
+  int *from = SU_NEW_ARRAY(c->arena, int, total ? total : 1), n = 0, at = 0;
+  LLVMValueRef *all = cg_slots(c, total ? total : 1);
+  for (int i = 0; i < op->noperands; i++) {
+    cg_val x = cg_get(c, op->operands[i]);
+    for (int j = 0; j < x.n; j++, at++) {
+      all[at] = x.v[j];
+      LLVMTypeKind tk = LLVMGetTypeKind(LLVMTypeOf(x.v[j]));
+      bool named = tk == LLVMFloatTypeKind ||
+                   (tk == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(LLVMTypeOf(x.v[j])) == 32);
+      if (named) {
+        from[n] = at;
+        regs[n++] = x.v[j];
+      }
+    }
+  }
+  cg_ptx_wgmma_wait(c, (int)op->attr, regs, n);
+  for (int i = 0; i < n; i++) all[from[i]] = regs[i];
+  at = 0;
+  for (int i = 0; i < op->noperands; i++) {
+    int cnt = cg_get(c, op->operands[i]).n;
+    cg_set(c, op->results[i], all + at, cnt);
+    at += cnt;
+  }
+}
+
+void cg_emit_wgmma(cg_ctx *c, const ir_op *op) {
+  switch (op->opc) {
+  case IR_WGMMA: emit_product(c, op); return;
+  case IR_WGMMA_COMMIT: cg_ptx_wgmma_commit(c); return;
+  case IR_WGMMA_WAIT: emit_wait(c, op); return;
+  default: SU_UNREACHABLE();
+  }
+}

@@ -1,0 +1,141 @@
+/* The PTX instructions LLVM 19 has no intrinsic for (mbarrier parity waits and expected
+ * bytes, TMA box copies, the async-proxy fence, wgmma and its fence/commit/wait,
+ * setmaxnreg), each kind written here once as inline assembly; the emitters call these
+ * and never spell PTX themselves. Every statement is `sideeffect` (LLVM must neither move
+ * it across memory accesses nor drop it), and those that order memory clobber it. Shared
+ * addresses travel as 32-bit integers (the .shared window is 32-bit). */
+#include "cg.h"
+
+#include <string.h>
+
+LLVMValueRef cg_asm(cg_ctx *c, LLVMTypeRef ret, const char *text, const char *cons,
+                    LLVMValueRef *args, int nargs) {
+  LLVMTypeRef pt[CG_ASM_MAX_ARGS];
+  SU_ASSERT(nargs <= CG_ASM_MAX_ARGS);
+  for (int i = 0; i < nargs; i++) pt[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef ft = LLVMFunctionType(ret ? ret : LLVMVoidTypeInContext(c->llc), pt, (unsigned)nargs, false);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), true, false,
+                                     LLVMInlineAsmDialectATT, false);
+  return LLVMBuildCall2(c->b, ft, fn, args, (unsigned)nargs, "");
+}
+
+LLVMValueRef cg_shared_addr(cg_ctx *c, LLVMValueRef p) {
+  return LLVMBuildPtrToInt(c->b, p, LLVMInt32TypeInContext(c->llc), "");
+}
+
+void cg_ptx_mbar_init_fence(cg_ctx *c) {
+  cg_asm(c, NULL, "fence.mbarrier_init.release.cluster;", "~{memory}", NULL, 0);
+}
+
+LLVMValueRef cg_ptx_mbar_try_wait(cg_ctx *c, LLVMValueRef bar, LLVMValueRef parity) {
+  LLVMValueRef args[2] = {bar, parity};
+  return cg_asm(c, LLVMInt32TypeInContext(c->llc),
+                "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
+                "selp.u32 $0, 1, 0, p;\n}",
+                "=r,r,r,~{memory}", args, 2);
+}
+
+void cg_ptx_mbar_expect(cg_ctx *c, LLVMValueRef bar, int bytes) {
+  LLVMValueRef args[2] = {bar, cg_i32(c, bytes)};
+  cg_asm(c, NULL, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", args, 2);
+}
+
+void cg_ptx_tma_load(cg_ctx *c, int rank, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef bar,
+                     const LLVMValueRef *inner_first) {
+  SU_ASSERT(rank >= 1 && rank <= 5);
+  su_buf text = {0}, cons = {0};
+  su_buf_printf(&text, "cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes"
+                       " [$0], [$1, {", rank);
+  su_buf_puts(&cons, "r,l,r");
+  LLVMValueRef args[3 + 5] = {dst, map, bar};
+  for (int i = 0; i < rank; i++) {
+    su_buf_printf(&text, "%s$%d", i ? ", " : "", 3 + i);
+    su_buf_puts(&cons, ",r");
+    args[3 + i] = inner_first[i];
+  }
+  su_buf_puts(&text, "}], [$2];");
+  su_buf_puts(&cons, ",~{memory}");
+  cg_asm(c, NULL, su_buf_str(&text), su_buf_str(&cons), args, 3 + rank);
+  su_buf_free(&text);
+  su_buf_free(&cons);
+}
+
+void cg_ptx_fence_async(cg_ctx *c) {
+  cg_asm(c, NULL, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
+}
+
+void cg_ptx_setmaxnreg(cg_ctx *c, bool inc, int regs) {
+  char text[64];
+  snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", inc ? "inc" : "dec", regs);
+  cg_asm(c, NULL, text, "", NULL, 0);
+}
+
+void cg_ptx_wgmma_fence(cg_ctx *c) {
+  cg_asm(c, NULL, "wgmma.fence.sync.aligned;", "~{memory}", NULL, 0);
+}
+
+void cg_ptx_wgmma_commit(cg_ctx *c) {
+  cg_asm(c, NULL, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0);
+}
+
+/* "=f" or "=r" by the register's type. */
+static char reg_class(LLVMValueRef x) {
+  return LLVMGetTypeKind(LLVMTypeOf(x)) == LLVMFloatTypeKind ? 'f' : 'r';
+}
+
+/* Runs `text` with the n registers in/out as operands $0..$n-1 (their tied inputs are
+ * $n..$2n-1), plus the extra inputs after them ($2n...); writes the registers' new values back into regs. What LLVM sees is
+ * that the statement may change them: it can move neither their uses before it nor their
+ * definitions after it. */
+static void asm_inout(cg_ctx *c, const char *text, LLVMValueRef *regs, int n, LLVMValueRef *extra,
+                      const char *extra_cons, int nextra) {
+  su_buf cons = {0};
+  LLVMTypeRef *rt = SU_NEW_ARRAY(c->arena, LLVMTypeRef, n ? n : 1);
+  for (int i = 0; i < n; i++) {
+    su_buf_printf(&cons, "%s=%c", i ? "," : "", reg_class(regs[i]));
+    rt[i] = LLVMTypeOf(regs[i]);
+  }
+  for (int i = 0; i < n; i++) su_buf_printf(&cons, ",%d", i);
+  if (nextra) su_buf_printf(&cons, "%s%s", n ? "," : "", extra_cons);
+  su_buf_puts(&cons, n || nextra ? ",~{memory}" : "~{memory}");
+  int nargs = n + nextra;
+  LLVMValueRef *args = SU_NEW_ARRAY(c->arena, LLVMValueRef, nargs ? nargs : 1);
+  LLVMTypeRef *pt = SU_NEW_ARRAY(c->arena, LLVMTypeRef, nargs ? nargs : 1);
+  for (int i = 0; i < n; i++) args[i] = regs[i];
+  for (int i = 0; i < nextra; i++) args[n + i] = extra[i];
+  for (int i = 0; i < nargs; i++) pt[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef ret = n == 0   ? LLVMVoidTypeInContext(c->llc)
+                    : n == 1 ? rt[0]
+                             : LLVMStructTypeInContext(c->llc, rt, (unsigned)n, false);
+  LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)nargs, false);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons.data, cons.len, true, false,
+                                     LLVMInlineAsmDialectATT, false);
+  LLVMValueRef r = LLVMBuildCall2(c->b, ft, fn, args, (unsigned)nargs, "");
+  su_buf_free(&cons);
+  if (n == 1) regs[0] = r;
+  for (int i = 0; n > 1 && i < n; i++) regs[i] = LLVMBuildExtractValue(c->b, r, (unsigned)i, "");
+}
+
+void cg_ptx_wgmma_wait(cg_ctx *c, int pending, LLVMValueRef *regs, int n) {
+  char text[64];
+  snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+  asm_inout(c, text, regs, n, NULL, "", 0);
+}
+
+void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b,
+                  LLVMValueRef *acc, int n, LLVMValueRef desc_a, LLVMValueRef desc_b) {
+  su_buf text = {0};
+  /* scale-d (a predicate) true: d = a.b + d; the accumulator starts as the zeros the IR
+   * gave it */
+  su_buf_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.%s {",
+                form->n, form->k, form->types);
+  for (int i = 0; i < n; i++) su_buf_printf(&text, "%s$%d", i ? ", " : "", i);
+  /* operands: the n outputs, the n inputs tied to them, then the descriptors */
+  su_buf_printf(&text, "}, $%d, $%d, p", 2 * n, 2 * n + 1);
+  if (form->imm_scale) su_buf_puts(&text, ", 1, 1");
+  if (form->imm_trans) su_buf_printf(&text, ", %d, %d", trans_a, trans_b);
+  su_buf_puts(&text, ";\n}");
+  LLVMValueRef extra[2] = {desc_a, desc_b};
+  asm_inout(c, su_buf_str(&text), acc, n, extra, "l,l", 2);
+  su_buf_free(&text);
+}
