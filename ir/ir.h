@@ -226,6 +226,9 @@ typedef struct ir_func {
 struct ir_module {
   su_arena *arena;
   const char *source_name; /* the .tk file the locations refer to */
+  /* The GPU architecture the target-dependent passes lower for ("sm_90a"); NULL for a
+   * module that stays target-independent (the interpreter runs it). Not printed. */
+  const char *arch;
   ir_func **funcs;
   int nfuncs, capfuncs;
   void *types; /* interning tables (private to types.c) */
@@ -298,6 +301,30 @@ void ir_walk(ir_block *block, void (*fn)(ir_op *op, void *ctx), void *ctx);
 /* Counts uses of each value of f into an array indexed by value id after numbering
  * every value of f (ids are renumbered); returns the array (arena) and its length. */
 int *ir_count_uses(ir_module *m, ir_func *f, int *nvalues);
+
+/* ---- cloning (for passes, and the runtime's per-variant lowering) ---------------------- */
+
+/* A map from values to values (arena-backed): what a clone's operands are renamed to. */
+typedef struct {
+  su_map *map;
+} ir_vmap;
+ir_vmap *ir_vmap_new(su_arena *a);
+void ir_vmap_put(ir_vmap *m, const ir_value *from, ir_value *to);
+/* v's image, or v itself when it has none. */
+ir_value *ir_vmap_get(const ir_vmap *m, const ir_value *v);
+/* A deep copy of op (its regions too), not linked anywhere: operands renamed through vm,
+ * and the copy's results and region arguments entered into vm. */
+ir_op *ir_op_clone(ir_module *m, const ir_op *op, ir_vmap *vm);
+/* A deep copy of kernel f (parameters, facts and body) in m, not added to m's kernels. */
+ir_func *ir_func_clone(ir_module *m, const ir_func *f);
+/* Appends a carried value to `for` loop: init as its initial value; returns the new result
+ * and sets *arg to the new region argument. The body's yield must be extended to match
+ * (ir_yield_add). */
+ir_value *ir_for_add_carried(ir_module *m, ir_op *loop, ir_value *init, ir_value **arg);
+/* Appends a result of type t to `if` op; both yields must be extended to match. */
+ir_value *ir_if_add_result(ir_module *m, ir_op *op, const ir_type *t);
+/* Appends v to yield's operands. */
+void ir_yield_add(ir_module *m, ir_op *yield, ir_value *v);
 
 /* ---- checking, text ------------------------------------------------------------------- */
 
