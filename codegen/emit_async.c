@@ -248,14 +248,14 @@ static void emit_mbar_expect(cg_ctx *c, const ir_op *op) {
 static void emit_tma_load(cg_ctx *c, const ir_op *op) {
   const ir_value *map = op->operands[0], *buf = op->operands[1];
   const ir_op *def = map->def;
-  int rank = buf->type->rank - 1;
+  int rank = buf->type->rank - 1, ncoords = op->noperands - 5, outer = ncoords - rank;
   LLVMValueRef base = cg_slot_base(c, buf, cg_slot(c, op->operands[2], 0));
   LLVMValueRef bar = bar_addr(c, op->operands[3], op->operands[4]);
   LLVMValueRef one = elected(c);
   LLVMBasicBlockRef join = one ? cg_if_begin(c, one) : NULL;
   int nbox[IR_MAX_RANK], total = 1;
   for (int i = 0; i < rank; i++) {
-    nbox[i] = buf->type->shape[1 + i] / def->ints[i];
+    nbox[i] = buf->type->shape[1 + i] / def->ints[outer + i];
     total *= nbox[i];
   }
   for (int b = 0; b < total; b++) {
@@ -264,12 +264,16 @@ static void emit_tma_load(cg_ctx *c, const ir_op *op) {
     for (int i = rank - 1; i >= 0; i--) {
       int k = rem % nbox[i];
       rem /= nbox[i];
-      at[i] = cg_i32(c, (int64_t)k * def->ints[i]);
-      LLVMValueRef coord = cg_slot(c, op->operands[5 + i], 0);
-      inner_first[rank - 1 - i] = LLVMBuildAdd(c->b, coord, at[i], "");
+      at[i] = cg_i32(c, (int64_t)k * def->ints[outer + i]);
+    }
+    /* the map's dims innermost first: the slot's (moved to this box), then the others */
+    for (int i = 0; i < ncoords; i++) {
+      int d = ncoords - 1 - i;
+      LLVMValueRef coord = cg_slot(c, op->operands[5 + d], 0);
+      inner_first[i] = d >= outer ? LLVMBuildAdd(c->b, coord, at[d - outer], "") : coord;
     }
     LLVMValueRef dst = cg_shared_addr(c, byte_at(c, base, cg_slot_offset(c, buf->type, at)));
-    cg_ptx_tma_load(c, rank, dst, cg_slot(c, map, 0), bar, inner_first);
+    cg_ptx_tma_load(c, ncoords, dst, cg_slot(c, map, 0), bar, inner_first);
   }
   if (join) cg_if_end(c, join);
 }

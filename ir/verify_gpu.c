@@ -14,7 +14,7 @@ static bool is_kind(const ir_value *x, ir_type_kind k) { return x->type->kind ==
 bool ir_verify_gpu_counts(const ir_op *op, int *lo, int *hi) {
   switch (op->opc) {
   case IR_TENSOR_MAP: *lo = 2, *hi = 2 * IR_MAX_RANK; return true;
-  case IR_TMA_LOAD: *lo = 6, *hi = 5 + IR_MAX_RANK; return true;
+  case IR_TMA_LOAD: *lo = 6, *hi = 5 + IR_MAX_RANK; return true; /* one coordinate per map dim */
   case IR_CP_ASYNC: *lo = 3, *hi = 4; return true;
   case IR_WGMMA: *lo = 4, *hi = 5; return true;
   case IR_WGMMA_WAIT: *lo = 1, *hi = 1 << 30; return true;
@@ -68,8 +68,8 @@ static void check_tensor_map(verifier *v, const ir_op *op, bool top) {
     if (op->ints[i] < 1 || op->ints[i] > 256) ir_verr(v, op, "box dim %d is %d, not in [1, 256]", i, op->ints[i]);
   int sw = (int)op->attr;
   if (sw != 0 && sw != 32 && sw != 64 && sw != 128) ir_verr(v, op, "swizzle %d is not 0, 32, 64 or 128", sw);
-  else if (sw && op->ints[r - 1] * eb > sw)
-    ir_verr(v, op, "inner box of %d bytes exceeds the %d-byte swizzle", op->ints[r - 1] * eb, sw);
+  else if (sw && op->ints[r - 1] * eb != sw)
+    ir_verr(v, op, "inner box of %d bytes is not the %d-byte swizzle's line", op->ints[r - 1] * eb, sw);
   if (op->ints[r - 1] * eb % 16) ir_verr(v, op, "inner box of %d bytes is not a multiple of 16", op->ints[r - 1] * eb);
 }
 
@@ -80,21 +80,22 @@ static void check_tma_load(verifier *v, const ir_op *op) {
   want_i32(v, op, 2, "the slot");
   want_i32(v, op, 4, "the barrier index");
   const ir_type *buf = op->operands[1]->type;
-  int rank = buf->rank - 1;
-  if (op->noperands != 5 + rank) {
-    ir_verr(v, op, "a slot of rank %d takes %d coordinates, has %d", rank, rank, op->noperands - 5);
-    return;
-  }
+  int rank = buf->rank - 1, ncoords = op->noperands - 5;
   for (int i = 5; i < op->noperands; i++) want_i32(v, op, i, "a coordinate");
   const ir_op *map = op->operands[0]->def;
-  if (!map || map->opc != IR_TENSOR_MAP || map->nints != rank) {
-    ir_verr(v, op, "the tensor map must come from a tensor_map of the slot's rank");
+  if (!map || map->opc != IR_TENSOR_MAP || map->nints != ncoords || ncoords < rank) {
+    ir_verr(v, op, "takes one coordinate per dim of its tensor_map, which has at least the slot's rank");
     return;
   }
   if (map->operands[0]->type->elem != buf->elem) ir_verr(v, op, "the map's and the buffer's elements differ");
-  for (int i = 0; i < rank; i++)
-    if (buf->shape[1 + i] % map->ints[i])
-      ir_verr(v, op, "slot dim %d (%d) is not a multiple of the box (%d)", i, buf->shape[1 + i], map->ints[i]);
+  /* the slot's dims are the map's last ones; the map's others copy one element */
+  for (int i = 0; i < ncoords - rank; i++)
+    if (map->ints[i] != 1) ir_verr(v, op, "map dim %d has box %d, not 1, and is no dim of the slot", i, map->ints[i]);
+  for (int i = 0; i < rank; i++) {
+    int box = map->ints[ncoords - rank + i];
+    if (buf->shape[1 + i] % box)
+      ir_verr(v, op, "slot dim %d (%d) is not a multiple of the box (%d)", i, buf->shape[1 + i], box);
+  }
   const ir_layout *sl = buf->layout;
   if (sl->swizzle != (int)map->attr) ir_verr(v, op, "the buffer's swizzle differs from the map's");
   if (rank >= 2 && sl->order[0] != rank - 1) ir_verr(v, op, "the buffer's fastest dim must be its last, as the map's");
