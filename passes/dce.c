@@ -18,6 +18,9 @@
 
 typedef struct {
   su_arena *scratch;
+  ir_block *scope;  /* NULL: the whole kernel, pure ops only; else only there, any op */
+  bool (*root)(const ir_op *op, void *arg);
+  void *root_arg;
   bool *live;       /* by value id */
   ir_value **work;  /* values marked live whose consequences are not yet drawn */
   int nwork;
@@ -86,7 +89,10 @@ static bool is_root(const ir_op *op) {
 }
 
 static void find_roots(ir_op *op, void *arg) {
-  if (is_root(op)) mark_live_op(arg, op);
+  dce_ctx *c = arg;
+  bool root = c->root && pass_op_within(op, c->scope) ? op->opc == IR_YIELD || c->root(op, c->root_arg)
+                                                     : is_root(op);
+  if (root) mark_live_op(c, op);
 }
 
 /* Keeps the entries of v[0..n) whose keep flag is set; returns the new count. */
@@ -147,10 +153,41 @@ static bool only_yields(const ir_op *op) {
   return true;
 }
 
+static bool live_op(const dce_ctx *c, const ir_op *op);
+
+static bool any_live(const dce_ctx *c, const ir_block *blk) {
+  for (const ir_op *op = blk->first; op; op = op->next)
+    if (op->opc != IR_YIELD && live_op(c, op)) return true;
+  return false;
+}
+
+/* In a scoped sweep: an op is live when a result is, when it is a root, or when a region
+ * of it holds a live op. */
+static bool live_op(const dce_ctx *c, const ir_op *op) {
+  for (int i = 0; i < op->nresults; i++)
+    if (c->live[op->results[i]->id]) return true;
+  if (op->opc == IR_YIELD || op->opc == IR_RETURN || c->root(op, c->root_arg)) return true;
+  for (int r = 0; r < op->nregions; r++)
+    if (any_live(c, op->regions[r])) return true;
+  return false;
+}
+
 static void sweep_block(dce_ctx *c, ir_block *blk) {
   ir_op *prev;
+  bool scoped = false;
+  for (const ir_block *b = blk; c->scope && b && !scoped; b = b->parent ? b->parent->parent : NULL)
+    scoped = b == c->scope;
   for (ir_op *op = blk->last; op; op = prev) {
     prev = op->prev;
+    if (scoped && !live_op(c, op)) {
+      ir_op_erase(op);
+      c->changed = true;
+      continue;
+    }
+    if (op->opc != IR_FOR && op->opc != IR_IF && op->nregions) { /* warp_spec */
+      for (int r = 0; r < op->nregions; r++) sweep_block(c, op->regions[r]);
+      continue;
+    }
     if (op->opc == IR_FOR || op->opc == IR_IF) {
       /* Slots go first, so no yield still names a value the sweep below erases. */
       if (op->opc == IR_FOR)
@@ -174,9 +211,11 @@ static void sweep_block(dce_ctx *c, ir_block *blk) {
   }
 }
 
-bool pass_dce(ir_module *m, ir_func *f) {
-  (void)m;
+static bool run(ir_func *f, ir_block *scope, bool (*root)(const ir_op *, void *), void *arg) {
   dce_ctx c = {0};
+  c.scope = scope;
+  c.root = root;
+  c.root_arg = arg;
   int n = ir_number_values(f);
   c.nvalues = n;
   c.scratch = su_arena_new();
@@ -187,4 +226,15 @@ bool pass_dce(ir_module *m, ir_func *f) {
   sweep_block(&c, f->body);
   su_arena_free(c.scratch);
   return c.changed;
+}
+
+bool pass_dce(ir_module *m, ir_func *f) {
+  (void)m;
+  return run(f, NULL, NULL, NULL);
+}
+
+bool pass_dce_scoped(ir_module *m, ir_func *f, ir_block *scope, bool (*root)(const ir_op *op, void *arg),
+                     void *arg) {
+  (void)m;
+  return run(f, scope, root, arg);
 }

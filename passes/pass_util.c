@@ -1,9 +1,12 @@
-/* Constant arithmetic shared by the passes. Integers are kept in int64_t in a canonical
- * form per dtype so that two equal constants have equal bits (CSE compares bits) and
- * folding can use plain 64-bit arithmetic followed by one wrap. */
+/* Helpers the passes share. Constant arithmetic: integers are kept in int64_t in a
+ * canonical form per dtype so that two equal constants have equal bits (CSE compares
+ * bits) and folding can use plain 64-bit arithmetic followed by one wrap. Then the
+ * target's features, and copying a value's pure computation (a slice). */
 #include "pass_util.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 bool pass_is_const(const ir_value *v) { return v->def && v->def->opc == IR_CONST; }
 
@@ -65,4 +68,43 @@ void pass_replace_op(ir_func *f, ir_op *op, ir_value *v) {
   SU_ASSERT(op->nresults == 1 && op->results[0] != v);
   ir_replace_all_uses(f, op->results[0], v);
   ir_op_erase(op);
+}
+
+bool pass_has(const ir_module *m, pass_feature f) {
+  const char *a = m->arch;
+  if (!a) return false;
+  int cc = 0;
+  if (!strncmp(a, "sm_", 3)) cc = atoi(a + 3);
+  bool sm90a = !strcmp(a, "sm_90a");
+  switch (f) {
+  case PASS_MMA: case PASS_CP_ASYNC: return cc >= 80;
+  case PASS_WGMMA: case PASS_TMA: return sm90a;
+  }
+  return false;
+}
+
+bool pass_op_within(const ir_op *op, const ir_block *blk) {
+  for (const ir_block *b = op->parent; b; b = b->parent ? b->parent->parent : NULL)
+    if (b == blk) return true;
+  return false;
+}
+
+static bool defined_within(const ir_value *v, const ir_block *region) {
+  if (v->def) return pass_op_within(v->def, region);
+  for (const ir_block *b = v->owner; b; b = b->parent ? b->parent->parent : NULL)
+    if (b == region) return true;
+  return false;
+}
+
+ir_value *pass_clone_slice(ir_module *m, ir_builder *b, const ir_block *region, ir_value *v,
+                           ir_vmap *map) {
+  ir_value *got = ir_vmap_get(map, v);
+  if (got != v || !defined_within(v, region)) return got;
+  ir_op *op = v->def;
+  if (!op || !(ir_op_info(op->opc)->traits & IR_PURE) || op->nregions) return NULL;
+  for (int i = 0; i < op->noperands; i++)
+    if (!pass_clone_slice(m, b, region, op->operands[i], map)) return NULL;
+  ir_op *c = ir_op_clone(m, op, map);
+  ir_block_insert_before(b->before ? b->before->parent : b->block, c, b->before);
+  return ir_vmap_get(map, v);
 }

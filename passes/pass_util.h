@@ -33,4 +33,44 @@ ir_value *pass_const_float_before(ir_module *m, ir_op *op, const ir_type *t, dou
 /* Redirects every use of op's single result to v, then erases op. */
 void pass_replace_op(ir_func *f, ir_op *op, ir_value *v);
 
+/* ---- the target (until the target table lands: m->arch by name) ---- */
+typedef enum { PASS_MMA, PASS_CP_ASYNC, PASS_WGMMA, PASS_TMA } pass_feature;
+/* Whether the module's target (m->arch; none when NULL) has the feature, as the lowering
+ * passes use it: mma.sync and cp.async from sm_80, wgmma and TMA on sm_90a. */
+bool pass_has(const ir_module *m, pass_feature f);
+
+/* ---- slices ---- */
+/* The pure computation of v inside `region` (a loop body) copied before b's point with
+ * the values of map substituted (e.g. the induction variable by a later iteration's):
+ * values defined outside the region are used as they are, pure ops inside are copied
+ * (once; the copies are entered into map). NULL when v depends on something that cannot
+ * be recomputed there (an op with effects, a carried value not in map). */
+ir_value *pass_clone_slice(ir_module *m, ir_builder *b, const ir_block *region, ir_value *v,
+                           ir_vmap *map);
+/* Whether op lies in block blk or in a region nested in it. */
+bool pass_op_within(const ir_op *op, const ir_block *blk);
+
+/* ---- block pointers (blockptr.c) ---- */
+/* A tile load that reads one box of a strided tensor (see blockptr.c): the tensor at
+ * `base` (a pointer parameter) with `rank` dims, outermost first; per dim the box's
+ * origin (an i32 valid where the load stands), stride in elements (a parameter or
+ * constant; NULL for the innermost, 1), extent (a parameter or constant; NULL:
+ * unbounded), box size, and the tile dim it is (-1: a dim of box 1 the tile has not). */
+typedef struct {
+  ir_value *base;
+  int rank;
+  ir_value *coord[IR_MAX_RANK], *stride[IR_MAX_RANK], *bound[IR_MAX_RANK];
+  int box[IR_MAX_RANK], tile_dim[IR_MAX_RANK];
+} pass_block;
+/* Recognizes load (its pointer tile, mask and zero `other`) as a box copy; false when it
+ * is none. May add pure scalar ops before load (the coordinates). */
+bool pass_block_of(ir_module *m, ir_op *load, pass_block *out);
+
+/* ---- liveness with other roots (dce.c) ---- */
+/* DCE whose roots are the ops `root` accepts (and return), sweeping only inside scope (a
+ * region of f): there every op not live is erased, with effects or not. Used to carve a
+ * warp_spec producer out of a copy of the kernel. */
+bool pass_dce_scoped(ir_module *m, ir_func *f, ir_block *scope, bool (*root)(const ir_op *op, void *arg),
+                     void *arg);
+
 #endif
