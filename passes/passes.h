@@ -78,6 +78,14 @@ void pass_tiling_blocked(int rank, const int *shape, int vec, int num_warps, ir_
  * mma.sync m16n8: lane 4g+t holds rows g, g+8 and columns 2t, 2t+1 of each 16x8 tile),
  * wpc=[wm,wn] tiling [m, n] with warps of whole 16x8 tiles (m >= 16 * wm). */
 void pass_tiling_mma(int m, int n, int num_warps, ir_layout *out);
+/* The layout of a dot's [m, n] result computed by wgmma (sm_90a) with num_warps warps
+ * (a multiple of 4, m a multiple of 16 * num_warps): IR_LAYOUT_WGMMA, spt=[1,2],
+ * rpw=[2,1], tpw=[8,4], wpc=[num_warps,1], order=[1,0] (docs/ir.md). */
+void pass_tiling_wgmma(int m, int n, int num_warps, ir_layout *out);
+/* Whether the dot op of kernel f runs on wgmma for m's target: sm_90a, f16 or bf16 into
+ * f32, warps a multiple of 4 and a tile they divide into 64-row warpgroup blocks. The one
+ * rule tiling and lower_dot both follow. */
+bool pass_dot_uses_wgmma(const ir_module *m, const ir_func *f, const ir_op *dot);
 /* The vector width of kernel f's accesses: 16 bytes of the narrowest element a tile load,
  * store or atomic moves (4 when there is none). */
 int pass_tiling_vec(const ir_func *f);

@@ -27,7 +27,7 @@
  *
  * Layouts already in the IR are kept and propagate like anchors; a kernel whose tiles all
  * have one is left alone. */
-#include "passes.h"
+#include "pass_util.h"
 
 #include <string.h>
 
@@ -89,6 +89,33 @@ void pass_tiling_mma(int m, int n, int num_warps, ir_layout *out) {
   }
   out->warps_per_cta[0] = wm;
   out->warps_per_cta[1] = wn;
+}
+
+void pass_tiling_wgmma(int m, int n, int num_warps, ir_layout *out) {
+  (void)m;
+  (void)n;
+  memset(out, 0, sizeof *out);
+  out->kind = IR_LAYOUT_WGMMA;
+  out->rank = 2;
+  out->size_per_thread[0] = 1;
+  out->size_per_thread[1] = 2;
+  out->reps_per_warp[0] = 2;
+  out->reps_per_warp[1] = 1;
+  out->threads_per_warp[0] = 8;
+  out->threads_per_warp[1] = 4;
+  out->warps_per_cta[0] = num_warps;
+  out->warps_per_cta[1] = 1;
+  out->order[0] = 1;
+  out->order[1] = 0;
+}
+
+bool pass_dot_uses_wgmma(const ir_module *m, const ir_func *f, const ir_op *dot) {
+  if (!pass_has(m, PASS_WGMMA)) return false;
+  const ir_type *a = dot->operands[0]->type, *r = dot->results[0]->type;
+  tk_dtype in = a->dtype;
+  if ((in != TK_F16 && in != TK_BF16) || r->dtype != TK_F32 || r->rank != 2) return false;
+  int w = f->num_warps, mm = r->shape[0], n = r->shape[1], k = a->shape[1];
+  return w % 4 == 0 && mm % (16 * w) == 0 && n % 8 == 0 && (n <= 256 || n % 256 == 0) && k % 16 == 0;
 }
 
 static void note_vec(ir_op *op, void *ctx) {
@@ -539,7 +566,10 @@ bool pass_tiling(ir_module *m, ir_func *f) {
     const ir_type *r = op->opc == IR_DOT ? op->results[0]->type : NULL;
     if (!r || r->rank != 2) continue;
     ir_layout l;
-    pass_tiling_mma(r->shape[0], r->shape[1], f->num_warps, &l);
+    if (pass_dot_uses_wgmma(m, f, op))
+      pass_tiling_wgmma(r->shape[0], r->shape[1], f->num_warps, &l);
+    else
+      pass_tiling_mma(r->shape[0], r->shape[1], f->num_warps, &l);
     set(&t, op->results[0], ir_layout_intern(m, &l));
   }
   for (int i = 0; i < t.nops; i++) {
