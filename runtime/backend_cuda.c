@@ -359,13 +359,14 @@ static ir_func *specialized(su_arena *a, const ir_func *f, uint64_t key) {
   return g;
 }
 
-/* The PTX of ir (a specialized copy of m's IR), from the cache under key or from codegen
- * (then stored). */
+/* The PTX of ir (a specialized copy of m's IR), from the cache under key (*hit) or from
+ * codegen (then stored). */
 static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_module *ir,
-                         const rt_cache_key *key, su_buf *ptx) {
+                         const rt_cache_key *key, su_buf *ptx, bool *hit) {
   cuda_state *st = state(ctx);
   cuda_module *cm = m->handle;
-  if (cm->use_cache && rt_cache_get(&st->cache, key, ptx)) return TK_OK;
+  *hit = cm->use_cache && rt_cache_get(&st->cache, key, ptx);
+  if (*hit) return TK_OK;
   cg_options cgo = {cm->arch, cm->opt_level, NULL};
   su_diags d;
   su_diags_init(&d, m->arena, NULL);
@@ -380,6 +381,22 @@ static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_module *ir,
   while (ptx->len > 0 && ptx->data[ptx->len - 1] == '\0') ptx->len--;
   if (cm->use_cache) rt_cache_put(&st->cache, key, ptx->data, ptx->len);
   return TK_OK;
+}
+
+/* get_ptx, then loads the PTX into a new CUmodule of m (*mod). A cache entry the driver
+ * rejects is evicted and rebuilt, once. */
+static tk_status load_ptx_of(tk_context *ctx, tk_module *m, const ir_module *ir,
+                             const rt_cache_key *key, su_buf *ptx, CUmodule *mod) {
+  bool hit;
+  tk_status s = get_ptx(ctx, m, ir, key, ptx, &hit);
+  if (s == TK_OK) s = load_module(ctx, m, su_buf_str(ptx), mod);
+  if (s == TK_ERR_DRIVER && hit) {
+    rt_cache_evict(&state(ctx)->cache, key);
+    ptx->len = 0;
+    s = get_ptx(ctx, m, ir, key, ptx, &hit);
+    if (s == TK_OK) s = load_module(ctx, m, su_buf_str(ptx), mod);
+  }
+  return s;
 }
 
 /* Compiles and loads the fully specialized variant of every kernel at once: the one the
@@ -399,8 +416,7 @@ static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_op
   rt_cache_key key = rt_cache_key_variant(&cm->base, NULL, RT_SPEC_ALL);
   su_buf ptx = {0};
   CUmodule mod = NULL;
-  tk_status s = get_ptx(ctx, m, &all, &key, &ptx);
-  if (s == TK_OK) s = load_module(ctx, m, su_buf_str(&ptx), &mod);
+  tk_status s = load_ptx_of(ctx, m, &all, &key, &ptx, &mod);
   if (s == TK_OK) s = bind_all(ctx, m, mod, su_buf_str(&ptx), true);
   su_buf_free(&ptx);
   return s;
@@ -426,8 +442,7 @@ static tk_status use_variant(tk_context *ctx, tk_kernel *k, uint64_t key) {
   rt_cache_key ckey = rt_cache_key_variant(&cm->base, k->name, key);
   su_buf ptx = {0};
   CUmodule mod = NULL;
-  tk_status s = get_ptx(ctx, m, &one, &ckey, &ptx);
-  if (s == TK_OK) s = load_module(ctx, m, su_buf_str(&ptx), &mod);
+  tk_status s = load_ptx_of(ctx, m, &one, &ckey, &ptx, &mod);
   if (s == TK_OK) s = add_variant(ctx, k, mod, su_buf_str(&ptx), key);
   su_buf_free(&ptx);
   return s;

@@ -1,11 +1,24 @@
 /*
- * cache_key.c — SHA-256 (FIPS 180-4) and the key of a compilation. A cryptographic hash
- * because a collision would silently run the wrong kernel; 64-bit FNV is not enough for a
- * cache shared by every program of a user.
+ * cache_key.c — SHA-256 (FIPS 180-4), the identity of the compiler and the key of a
+ * compilation. A cryptographic hash because a collision would silently run the wrong
+ * kernel; 64-bit FNV is not enough for a cache shared by every program of a user.
+ *
+ * The LLVM version is asked of the library itself (LLVMGetVersion), the one place above
+ * codegen/ that names LLVM: the key must describe the code generator that runs, and a
+ * patch release of the shared libLLVM replaces it under a tk that was not rebuilt.
  */
 #include "cache.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <llvm-c/Core.h>
+#include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../codegen/codegen.h"
+#include "build_id.h"
 
 static const uint32_t K[64] = {
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -119,13 +132,100 @@ void rt_cache_key_hex(const rt_cache_key *k, char out[65]) {
 #define TK_VERSION "unknown"
 #endif
 
-rt_cache_key rt_cache_key_compile(const char *source, size_t len, const char *name,
-                                  const tk_compile_options *opts, const char *arch) {
+/* libdevice's digest, kept for the process with the identity of the file it was read
+ * from; the file is stat'ed on every compile (about a microsecond) and hashed again only
+ * when that identity changed (about 2 ms for its 460 KB, hence not per compile). */
+static struct {
+  pthread_mutex_t lock;
+  char *path;
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtime;
+  bool found;
+  rt_cache_key digest;
+} libdevice = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* SHA-256 of the regular file at fd; false when it cannot be read through. */
+static bool digest_fd(int fd, rt_cache_key *out) {
+  rt_key_builder k;
+  rt_key_init(&k);
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) return false;
+    rt_key_bytes(&k, buf, (size_t)n);
+  }
+  *out = rt_key_final(&k);
+  return true;
+}
+
+static void libdevice_id(rt_compiler_id *id) {
+  su_buf path = {0};
+  cg_libdevice_path(NULL, &path); /* what codegen links, with the options the JIT passes */
+  struct stat st;
+  bool exists = stat(su_buf_str(&path), &st) == 0 && S_ISREG(st.st_mode);
+  pthread_mutex_lock(&libdevice.lock);
+  bool same = libdevice.path && !strcmp(libdevice.path, su_buf_str(&path)) &&
+              exists == libdevice.found &&
+              (!exists || (st.st_dev == libdevice.dev && st.st_ino == libdevice.ino &&
+                           st.st_size == libdevice.size &&
+                           st.st_mtim.tv_sec == libdevice.mtime.tv_sec &&
+                           st.st_mtim.tv_nsec == libdevice.mtime.tv_nsec));
+  if (!same) {
+    free(libdevice.path);
+    libdevice.path = strdup(su_buf_str(&path));
+    libdevice.found = false;
+    int fd = exists ? open(su_buf_str(&path), O_RDONLY | O_CLOEXEC) : -1;
+    struct stat now;
+    if (fd >= 0 && fstat(fd, &now) == 0 && S_ISREG(now.st_mode) &&
+        digest_fd(fd, &libdevice.digest)) {
+      libdevice.found = true; /* the identity of what was read, not of what was stat'ed */
+      libdevice.dev = now.st_dev;
+      libdevice.ino = now.st_ino;
+      libdevice.size = now.st_size;
+      libdevice.mtime = now.st_mtim;
+    }
+    if (fd >= 0) close(fd);
+  }
+  id->has_libdevice = libdevice.found;
+  id->libdevice = libdevice.found ? libdevice.digest : (rt_cache_key){{0}};
+  pthread_mutex_unlock(&libdevice.lock);
+  su_buf_free(&path);
+}
+
+void rt_compiler_id_current(rt_compiler_id *id) {
+  id->build = RT_BUILD_ID;
+  LLVMGetVersion(&id->llvm[0], &id->llvm[1], &id->llvm[2]);
+  libdevice_id(id);
+}
+
+/* The fields that say who wrote an entry, keyed and in the header alike. */
+static void add_writer(rt_key_builder *k, const rt_compiler_id *id) {
+  rt_key_str(k, TK_VERSION);
+  rt_key_str(k, id->build);
+  for (int i = 0; i < 3; i++) rt_key_int(k, id->llvm[i]);
+}
+
+rt_cache_key rt_compiler_writer(const rt_compiler_id *id) {
+  rt_key_builder k;
+  rt_key_init(&k);
+  rt_key_str(&k, "tk-writer");
+  add_writer(&k, id);
+  return rt_key_final(&k);
+}
+
+rt_cache_key rt_cache_key_compile_id(const rt_compiler_id *id, const char *source, size_t len,
+                                     const char *name, const tk_compile_options *opts,
+                                     const char *arch) {
   rt_key_builder k;
   rt_key_init(&k);
   /* A tag first, so a future kind of entry (e.g. cubin) can never share a key with this. */
   rt_key_str(&k, "tk-jit-ptx");
-  rt_key_str(&k, TK_VERSION);
+  add_writer(&k, id);
+  rt_key_int(&k, id->has_libdevice);
+  rt_key_field(&k, id->libdevice.b, sizeof id->libdevice.b);
   rt_key_field(&k, source, len);
   rt_key_str(&k, name);
   rt_key_str(&k, arch);
@@ -138,6 +238,13 @@ rt_cache_key rt_cache_key_compile(const char *source, size_t len, const char *na
     rt_key_str(&k, opts->defines[i].value);
   }
   return rt_key_final(&k);
+}
+
+rt_cache_key rt_cache_key_compile(const char *source, size_t len, const char *name,
+                                  const tk_compile_options *opts, const char *arch) {
+  rt_compiler_id id;
+  rt_compiler_id_current(&id);
+  return rt_cache_key_compile_id(&id, source, len, name, opts, arch);
 }
 
 rt_cache_key rt_cache_key_variant(const rt_cache_key *base, const char *kernel, uint64_t spec) {

@@ -10,6 +10,8 @@
  *    printed (file:line:col: error: msg, the line, a caret or range underline, then notes)
  *    and counted; the caller decides when to stop. Internal errors use su_fatal /
  *    SU_UNREACHABLE, which print "internal error" and abort.
+ *  - Output files: su_write_outputs never leaves a half-written file, never turns a
+ *    device or FIFO into a regular file, and never overwrites an input.
  * Prefix: su_.
  */
 #ifndef TK_SUPPORT_H
@@ -106,6 +108,37 @@ int su_map_len(const su_map *m);
 /* FNV-1a over n bytes; h is the running hash (start with SU_HASH_INIT). */
 #define SU_HASH_INIT 0xcbf29ce484222325ull
 uint64_t su_hash(uint64_t h, const void *p, size_t n);
+
+/* ---- output files ------------------------------------------------------------------ */
+
+/* One output of a program: the path it was asked for ("-": standard output), its bytes. */
+typedef struct {
+  const char *path;
+  const void *data;
+  size_t len;
+} su_output;
+
+/* Writes the n outputs as a C compiler writes -o, all of them or none:
+ *  - "-" is standard output (stdio's pending bytes are flushed first); a device, FIFO or
+ *    socket is opened, never created, and written in place: `-o /dev/null` discards, a
+ *    FIFO's reader gets the bytes (the open waits for one);
+ *  - anything else, a regular file or a missing one, is replaced atomically: written to a
+ *    temporary made in the same directory with an unpredictable name and O_EXCL
+ *    (mkostemp), then renamed over it. A reader sees the old file or the whole new one;
+ *  - a symbolic link is followed to the file it ends at (which is created when missing);
+ *    that file is replaced, in its own directory, and the link stays a link;
+ *  - an output that is one of the inputs, by name or as the same file (device and inode:
+ *    a hard or symbolic link to it), is an error before anything is written;
+ *  - nothing is committed until every output is prepared; direct outputs are written
+ *    before any rename, and a failed rename puts back the files renamed before it.
+ * A new file gets 0666 less the umask, a replaced one keeps its permission bits (the
+ * umask is read by setting it: no other thread may be creating files meanwhile).
+ * Returns false with one line in err ("cannot write 'PATH': REASON") on failure; then no
+ * file was changed but what a direct output already received. */
+bool su_write_outputs(const su_output *outs, int n, const char *const *inputs, int ninputs,
+                      su_buf *err);
+/* Writes n bytes to fd, retrying short writes and EINTR; false with errno set. */
+bool su_write_all(int fd, const void *data, size_t n);
 
 /* ---- sources and locations ---------------------------------------------------------- */
 

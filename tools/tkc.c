@@ -1,8 +1,9 @@
 /* tkc — the command-line compiler: .tk (or .tkir) in; AST, IR, LLVM IR, PTX or C out.
  *
  * Exit status: 0 on success, 1 when the input has errors (every one reported), 2 for a
- * usage error or a stage that does not exist yet. Outputs are written to a temporary file
- * and renamed into place, so a failed run never leaves a half-written file. */
+ * usage error or a stage that does not exist yet. Outputs go through su_write_outputs
+ * (support.h): a failed run never leaves a half-written file, `-o /dev/null` discards,
+ * and an input is never overwritten. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,27 +253,27 @@ static void freeze_defines(options *o, su_arena *a) {
   su_vec_free(&o->defines);
 }
 
-/* Writes data to path through a temporary file and rename, or to stdout for "-". */
-static bool write_file(const char *path, const char *data, size_t len) {
-  if (!strcmp(path, "-")) return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0;
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-    fprintf(stderr, "tkc: error: output path too long: %s\n", path);
-    return false;
-  }
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    fprintf(stderr, "tkc: error: cannot write '%s': %s\n", path, strerror(errno));
-    return false;
-  }
-  bool ok = fwrite(data, 1, len, f) == len;
-  ok = (fclose(f) == 0) && ok;
-  if (ok && rename(tmp, path) != 0) ok = false;
-  if (!ok) {
-    fprintf(stderr, "tkc: error: cannot write '%s': %s\n", path, strerror(errno));
-    remove(tmp);
-  }
+/* Writes the n outputs all or none (support.h: devices, FIFOs and "-" in place, regular
+ * files replaced atomically, never the input); false after saying why. */
+static bool write_outputs(const options *o, const su_output *outs, int n) {
+  su_buf err = {0};
+  bool ok = su_write_outputs(outs, n, &o->input, strcmp(o->input, "-") ? 1 : 0, &err);
+  if (!ok) fprintf(stderr, "tkc: error: %s\n", su_buf_str(&err));
+  su_buf_free(&err);
   return ok;
+}
+
+static bool write_file(const options *o, const char *path, const char *data, size_t len) {
+  return write_outputs(o, &(su_output){path, data, len}, 1);
+}
+
+/* Standard output is checked once more at exit, as GNU tools do, for what was printed
+ * through stdio (--roofline, --help): a full disk is an error, not silence. */
+static void check_stdout(void) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "tkc: error: cannot write to standard output: %s\n", strerror(errno));
+    _exit(1);
+  }
 }
 
 /* The default output: the input's base name with ext, in the current directory. */
@@ -322,7 +323,7 @@ static int run(options *o, su_arena *a) {
     if (!mem) su_fatal("open_memstream failed");
     ast_print(mem, f);
     fclose(mem);
-    bool ok = write_file(o->output ? o->output : "-", text, len);
+    bool ok = write_file(o, o->output ? o->output : "-", text, len);
     free(text);
     return ok ? 0 : 1;
   }
@@ -351,10 +352,13 @@ static int run(options *o, su_arena *a) {
         su_buf h = {0}, c = {0};
         const char *base = strrchr(name, '/');
         base = base ? base + 1 : name;
-        if (!cg_emit_c(m, su_buf_str(&out), base, &h, &c, &d) ||
-            !write_file(su_fmt(a, "%s.h", name), h.data, h.len) ||
-            !write_file(su_fmt(a, "%s.c", name), c.data, c.len))
+        if (cg_emit_c(m, su_buf_str(&out), base, &h, &c, &d)) {
+          su_output both[] = {{su_fmt(a, "%s.h", name), h.data, h.len},
+                              {su_fmt(a, "%s.c", name), c.data, c.len}};
+          if (!write_outputs(o, both, 2)) status = 1;
+        } else {
           status = 1;
+        }
         su_buf_free(&h);
         su_buf_free(&c);
         su_buf_free(&out);
@@ -366,7 +370,7 @@ static int run(options *o, su_arena *a) {
     const char *path = o->output ? o->output
                        : o->emit == EMIT_PTX ? default_output(a, o->input, ".ptx")
                                              : "-";
-    if (!write_file(path, out.data ? out.data : "", out.len)) status = 1;
+    if (!write_file(o, path, out.data ? out.data : "", out.len)) status = 1;
   }
   su_buf_free(&out);
   return status;
@@ -375,6 +379,7 @@ static int run(options *o, su_arena *a) {
 int main(int argc, char **argv) {
   su_arena *a = su_arena_new();
   options o = {0};
+  atexit(check_stdout);
   parse_args(&o, a, argc, argv);
   freeze_defines(&o, a);
   int status = run(&o, a);

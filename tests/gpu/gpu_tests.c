@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 
 #include "harness.h"
+#include "runtime/cache.h"
 #include "runtime/ptx_sig.h"
 
 /* ---- the cases ----------------------------------------------------------------------- */
@@ -459,7 +460,7 @@ static void test_jit_cache(void **state) {
   if (d) closedir(d);
   FILE *fp = fopen(path, "r+b");
   assert_non_null(fp);
-  fseek(fp, 100, SEEK_SET); /* inside the payload, past the 88-byte header */
+  fseek(fp, 130, SEEK_SET); /* inside the payload, past the 120-byte header */
   fputs("garbage", fp);
   fclose(fp);
   tk_kernel *k = compile(ctx, &cases[0]);
@@ -468,7 +469,7 @@ static void test_jit_cache(void **state) {
   char back[8] = {0};
   fp = fopen(path, "rb");
   assert_non_null(fp);
-  fseek(fp, 100, SEEK_SET);
+  fseek(fp, 130, SEEK_SET);
   assert_int_equal(fread(back, 1, 7, fp), 7);
   fclose(fp);
   assert_string_not_equal(back, "garbage"); /* rewritten from a fresh compile */
@@ -595,6 +596,10 @@ static void test_fake_launch_packing(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+/* PTX the fake driver rejects, as the JIT rejects an unknown instruction. */
+static const char BAD_PTX[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                              ".visible .entry k() { frobnicate.u32 %r1; ret; }\n";
+
 /* A JIT failure reports the driver's log; AOT PTX takes its signature and block size
  * from the text; a compile goes through the cache. */
 static void test_fake_ptx_paths(void **state) {
@@ -602,10 +607,8 @@ static void test_fake_ptx_paths(void **state) {
   void *lib;
   char dir[] = "/tmp/tk-fake-cache-XXXXXX";
   tk_context *ctx = fake_context(&lib, dir);
-  static const char bad[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
-                            ".visible .entry k() { frobnicate.u32 %r1; ret; }\n";
   tk_module *m = NULL;
-  assert_int_equal(tk_module_load_ptx(ctx, &m, bad, strlen(bad)), TK_ERR_DRIVER);
+  assert_int_equal(tk_module_load_ptx(ctx, &m, BAD_PTX, strlen(BAD_PTX)), TK_ERR_DRIVER);
   assert_non_null(strstr(tk_last_error(ctx), "CUDA_ERROR_INVALID_PTX"));
   assert_non_null(strstr(tk_last_error(ctx), "line 4; error"));
   tk_kernel *k;
@@ -712,6 +715,111 @@ static void test_fake_specialization(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+/* The key of vcopy's eager variant (every parameter specialized) as a compile in a fake
+ * context computes it (sm_90a: the fake is a 9.0 device), by compiler id, or (id NULL)
+ * as tk did before it keyed its compiler: tag, version and inputs only. */
+static rt_cache_key vcopy_key(const rt_compiler_id *id) {
+  rt_cache_key base;
+  if (id) {
+    base = rt_cache_key_compile_id(id, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", NULL, "sm_90a");
+  } else {
+    rt_key_builder b;
+    rt_key_init(&b);
+    rt_key_str(&b, "tk-jit-ptx");
+    rt_key_str(&b, TK_VERSION);
+    rt_key_field(&b, VCOPY_TK, strlen(VCOPY_TK));
+    rt_key_str(&b, "vcopy.tk");
+    rt_key_str(&b, "sm_90a");
+    rt_key_int(&b, 3);
+    rt_key_int(&b, 0);
+    base = rt_key_final(&b);
+  }
+  return rt_cache_key_variant(&base, NULL, RT_SPEC_ALL);
+}
+
+/* Compiles vcopy in ctx; returns the PTX the driver was given. */
+static const char *compile_vcopy(tk_context *ctx, void *lib) {
+  tk_module *m;
+  if (tk_module_compile(ctx, &m, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", NULL) != TK_OK)
+    fail_msg("%s", tk_last_error(ctx));
+  tk_module_destroy(m);
+  return fake_last_ptx(lib);
+}
+
+/* A cache on dir as this process writes it (c, in a), and this process's compiler (id). */
+static void open_cache(rt_cache *c, su_arena *a, const char *dir, rt_compiler_id *id) {
+  rt_cache_open(c, a, dir);
+  assert_non_null(c->dir);
+  rt_compiler_id_current(id);
+}
+
+static const char PLANTED[] = "// planted PTX\n.version 8.0\n.target sm_90a\n";
+
+/* A cache filled by other builds — another tk build, LLVM or libdevice, under the keys
+ * they compute and naming themselves as writers, or the tk before compiler identities
+ * were keyed — serves this build nothing; what this build stores, it serves. */
+static void test_fake_cache_other_builds(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  su_arena *a = su_arena_new();
+  rt_cache c;
+  rt_compiler_id id;
+  open_cache(&c, a, dir, &id);
+  rt_compiler_id other[3] = {id, id, id};
+  other[0].build = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  other[1].llvm[2] += 1;
+  other[2].libdevice.b[0] ^= 0x80;
+  for (int i = 0; i < 3; i++) {
+    rt_cache theirs = c;
+    theirs.writer = rt_compiler_writer(&other[i]);
+    rt_cache_key k = vcopy_key(&other[i]);
+    assert_true(rt_cache_put(&theirs, &k, PLANTED, sizeof PLANTED - 1));
+  }
+  rt_cache_key before = vcopy_key(NULL);
+  assert_true(rt_cache_put(&c, &before, PLANTED, sizeof PLANTED - 1));
+  /* another build's PTX under this build's own key */
+  rt_cache theirs = c;
+  theirs.writer = rt_compiler_writer(&other[0]);
+  rt_cache_key ours = vcopy_key(&id);
+  assert_true(rt_cache_put(&theirs, &ours, PLANTED, sizeof PLANTED - 1));
+  const char *ptx = compile_vcopy(ctx, lib);
+  assert_null(strstr(ptx, "planted"));
+  assert_non_null(strstr(ptx, ".entry vcopy"));
+  /* The control: this build's own entry under that key is what a compile loads. */
+  assert_true(rt_cache_put(&c, &ours, PLANTED, sizeof PLANTED - 1));
+  assert_non_null(strstr(compile_vcopy(ctx, lib), "planted"));
+  su_arena_free(a);
+  fake_done(ctx, lib, dir);
+}
+
+/* An entry that passes every check of the cache but that the driver rejects is evicted
+ * and rebuilt, once: the compile succeeds and the cache then holds the good PTX. */
+static void test_fake_cache_rejected_entry(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  su_arena *a = su_arena_new();
+  rt_cache c;
+  rt_compiler_id id;
+  open_cache(&c, a, dir, &id);
+  rt_cache_key k = vcopy_key(&id);
+  assert_true(rt_cache_put(&c, &k, BAD_PTX, strlen(BAD_PTX)));
+  int loads = fake_loads(lib);
+  const char *ptx = compile_vcopy(ctx, lib);
+  assert_int_equal(fake_loads(lib), loads + 1);
+  assert_null(strstr(ptx, "frobnicate"));
+  su_buf out = {0};
+  assert_true(rt_cache_get(&c, &k, &out));
+  assert_null(strstr(su_buf_str(&out), "frobnicate"));
+  assert_non_null(strstr(su_buf_str(&out), ".entry vcopy"));
+  su_buf_free(&out);
+  su_arena_free(a);
+  fake_done(ctx, lib, dir);
+}
+
 /* ---- host-only tests (run everywhere) ------------------------------------------------ */
 
 static void test_no_driver_is_no_device(void **state) {
@@ -782,6 +890,8 @@ int main(void) {
     cmocka_unit_test(test_fake_launch_packing),
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),
+    cmocka_unit_test(test_fake_cache_other_builds),
+    cmocka_unit_test(test_fake_cache_rejected_entry),
   };
   enum { NCASES = sizeof cases / sizeof cases[0] };
   struct CMUnitTest dev[NCASES + 4] = {
