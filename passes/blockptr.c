@@ -68,6 +68,7 @@ static form decompose(ctx *c, ir_value *v);
 /* A uniform scalar v (a splat's source) as a form of rank r: a term q * t when v is a
  * product by a parameter or constant, else an offset. */
 static form uniform(ctx *c, ir_value *v, int rank) {
+  (void)c;
   form f = {.ok = true, .rank = rank};
   if (v->type->kind != IR_SCALAR || !ir_dtype_is_int(v->type->dtype)) return FAIL;
   if (v->def && v->def->opc == IR_MUL) {
