@@ -56,6 +56,7 @@ typedef struct {
   int bytes;               /* its size */
   int m, n, k;
   int sa, sb;              /* row strides of a and b in shared memory, in elements */
+  const ir_type *abuf, *bbuf; /* mma: the slots' buffer types (their #shared layouts), else NULL */
   LLVMValueRef a, b;       /* where they are (shared) */
   cg_layout ml;            /* the MMA layout the product is computed in */
   LLVMValueRef lane, g, t; /* the lane, lane / 4, lane % 4 */
@@ -113,8 +114,15 @@ static void stage(dot_ctx *d, const ir_value *v, LLVMValueRef base, int stride) 
 
 /* ---- fragments ---- */
 
-/* The address of element (row, col) of the shared tile at base, rows stride apart. */
+/* The address of element (row, col) of the shared tile at base: rows stride apart, or as
+ * buf's #shared layout places it (a slot of an mma). */
 static LLVMValueRef at(dot_ctx *d, LLVMValueRef base, LLVMValueRef row, int stride, LLVMValueRef col) {
+  const ir_type *buf = base == d->a ? d->abuf : d->bbuf;
+  if (buf) {
+    LLVMValueRef idx[2] = {row, col};
+    LLVMValueRef off = cg_slot_offset(d->c, buf, idx);
+    return LLVMBuildInBoundsGEP2(d->c->b, LLVMInt8TypeInContext(d->c->llc), base, &off, 1, "");
+  }
   LLVMValueRef i = LLVMBuildAdd(d->c->b, mul(d, row, stride), col, "");
   return cg_smem_at(d->c, base, d->et, i);
 }
@@ -238,16 +246,15 @@ static void mma(dot_ctx *d, LLVMValueRef *afr, LLVMValueRef *bfr, LLVMValueRef *
 
 /* ---- the op ---- */
 
-/* Fills d (the layout to compute in, this thread's coordinates) and stages a and b in
- * shared memory, ending with the barrier after which the fragments may be read. */
-static void setup(dot_ctx *d, const ir_op *op) {
+/* Fills d's shapes and the layout to compute in (rt's, or the MMA layout when rt's is
+ * another one). */
+static void setup_layout(dot_ctx *d, const ir_type *rt, tk_dtype in, int k) {
   cg_ctx *c = d->c;
-  const ir_type *rt = op->results[0]->type;
-  d->et = cg_type(c, op->operands[0]->type);
-  d->bytes = ir_dtype_bytes(op->operands[0]->type->dtype);
+  d->et = cg_dtype_type(c, in);
+  d->bytes = ir_dtype_bytes(in);
   d->m = rt->shape[0];
   d->n = rt->shape[1];
-  d->k = op->operands[0]->type->shape[1];
+  d->k = k;
   d->ml = cg_layout_of(c, rt);
   if (!mma_ready(&d->ml)) { /* IR laid out by hand: compute in the MMA layout, then move */
     ir_layout il;
@@ -255,6 +262,23 @@ static void setup(dot_ctx *d, const ir_op *op) {
     bool ok = cg_layout_resolve(&il, rt, c->threads, c->vec, &d->ml);
     SU_ASSERT(ok && mma_ready(&d->ml));
   }
+}
+
+/* This thread's lane and warp coordinates, once the operands are readable. */
+static void setup_lanes(dot_ctx *d) {
+  cg_ctx *c = d->c;
+  d->lane = LLVMBuildAnd(c->b, c->tid, cg_i32(c, CG_WARP - 1), "");
+  d->g = LLVMBuildLShr(c->b, d->lane, cg_i32(c, 2), "");
+  d->t = LLVMBuildAnd(c->b, d->lane, cg_i32(c, 3), "");
+  d->wm8 = mul(d, cg_warp_coord(c, &d->ml, 0), 8);
+  d->wn8 = mul(d, cg_warp_coord(c, &d->ml, 1), 8);
+}
+
+/* Fills d and stages a and b in shared memory, ending with the barrier after which the
+ * fragments may be read. */
+static void setup(dot_ctx *d, const ir_op *op) {
+  cg_ctx *c = d->c;
+  setup_layout(d, op->results[0]->type, op->operands[0]->type->dtype, op->operands[0]->type->shape[1]);
   d->sa = d->k + PAD_BYTES / d->bytes;
   d->sb = d->n + PAD_BYTES / d->bytes;
   int abytes = (d->m * d->sa * d->bytes + CG_VEC_BYTES - 1) / CG_VEC_BYTES * CG_VEC_BYTES;
@@ -264,11 +288,36 @@ static void setup(dot_ctx *d, const ir_op *op) {
   stage(d, op->operands[0], d->a, d->sa);
   stage(d, op->operands[1], d->b, d->sb);
   cg_barrier(c);
-  d->lane = LLVMBuildAnd(c->b, c->tid, cg_i32(c, CG_WARP - 1), "");
-  d->g = LLVMBuildLShr(c->b, d->lane, cg_i32(c, 2), "");
-  d->t = LLVMBuildAnd(c->b, d->lane, cg_i32(c, 3), "");
-  d->wm8 = mul(d, cg_warp_coord(c, &d->ml, 0), 8);
-  d->wn8 = mul(d, cg_warp_coord(c, &d->ml, 1), 8);
+  setup_lanes(d);
+}
+
+/* The product itself: acc (operand acc_at) plus the fragments of d's a and b. */
+static void product(dot_ctx *d, const ir_op *op, int acc_at) {
+  cg_ctx *c = d->c;
+  const ir_value *res = op->results[0];
+  cg_val x = cg_get_in(c, op->operands[acc_at], &d->ml);
+  LLVMValueRef *acc = cg_slots(c, d->ml.per);
+  for (int j = 0; j < d->ml.per; j++) acc[j] = x.v[x.n == 1 ? 0 : j];
+
+  int mt = d->ml.ext[0] / 2, nt = d->ml.ext[1] / 2, s0 = d->ml.stride[0], s1 = d->ml.stride[1];
+  LLVMValueRef *afr = cg_slots(c, mt * d->s->na), *bfr = cg_slots(c, (nt + 1) * d->s->nb);
+  for (int ks = 0; ks < d->k / d->s->k; ks++) {
+    for (int i = 0; i < mt; i++) load_a(d, i, ks, afr + i * d->s->na);
+    for (int j = 0; j < nt; j += 2) load_b(d, j, j + 1 < nt, ks, bfr + j * d->s->nb);
+    for (int i = 0; i < mt; i++)
+      for (int j = 0; j < nt; j++) {
+        /* c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 */
+        int slot[4] = {2 * i * s0 + 2 * j * s1, 2 * i * s0 + (2 * j + 1) * s1,
+                       (2 * i + 1) * s0 + 2 * j * s1, (2 * i + 1) * s0 + (2 * j + 1) * s1};
+        LLVMValueRef acc4[4];
+        for (int r = 0; r < 4; r++) acc4[r] = acc[slot[r]];
+        mma(d, afr + i * d->s->na, bfr + j * d->s->nb, acc4);
+        for (int r = 0; r < 4; r++) acc[slot[r]] = acc4[r];
+      }
+  }
+  cg_layout rl = cg_layout_of(c, res->type);
+  cg_val r = cg_relayout(c, (cg_val){acc, d->ml.per}, &d->ml, &rl);
+  cg_set(c, res, r.v, r.n);
 }
 
 void cg_emit_dot(cg_ctx *c, const ir_op *op) {
@@ -279,29 +328,22 @@ void cg_emit_dot(cg_ctx *c, const ir_op *op) {
     return;
   }
   setup(&d, op);
-  cg_val x = cg_get_in(c, op->operands[2], &d.ml);
-  LLVMValueRef *acc = cg_slots(c, d.ml.per);
-  for (int j = 0; j < d.ml.per; j++) acc[j] = x.v[x.n == 1 ? 0 : j];
-
-  int mt = d.ml.ext[0] / 2, nt = d.ml.ext[1] / 2, s0 = d.ml.stride[0], s1 = d.ml.stride[1];
-  LLVMValueRef *afr = cg_slots(c, mt * d.s->na), *bfr = cg_slots(c, (nt + 1) * d.s->nb);
-  for (int ks = 0; ks < d.k / d.s->k; ks++) {
-    for (int i = 0; i < mt; i++) load_a(&d, i, ks, afr + i * d.s->na);
-    for (int j = 0; j < nt; j += 2) load_b(&d, j, j + 1 < nt, ks, bfr + j * d.s->nb);
-    for (int i = 0; i < mt; i++)
-      for (int j = 0; j < nt; j++) {
-        /* c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 */
-        int slot[4] = {2 * i * s0 + 2 * j * s1, 2 * i * s0 + (2 * j + 1) * s1,
-                       (2 * i + 1) * s0 + 2 * j * s1, (2 * i + 1) * s0 + (2 * j + 1) * s1};
-        LLVMValueRef acc4[4];
-        for (int r = 0; r < 4; r++) acc4[r] = acc[slot[r]];
-        mma(&d, afr + i * d.s->na, bfr + j * d.s->nb, acc4);
-        for (int r = 0; r < 4; r++) acc[slot[r]] = acc4[r];
-      }
-  }
-  cg_layout rl = cg_layout_of(c, res->type);
-  cg_val r = cg_relayout(c, (cg_val){acc, d.ml.per}, &d.ml, &rl);
-  cg_set(c, res, r.v, r.n);
+  product(&d, op, 2);
 }
 
-void cg_emit_mma(cg_ctx *c, const ir_op *op) { cg_unsupported(c, op, "'mma' from shared slots"); }
+/* mma: a and b are slots already filled (and made visible) by the pipeline. */
+void cg_emit_mma(cg_ctx *c, const ir_op *op) {
+  const ir_value *res = op->results[0], *abuf = op->operands[0], *bbuf = op->operands[2];
+  dot_ctx d = {.c = c, .s = shape_for(abuf->type->dtype, res->type->dtype)};
+  if (!d.s) {
+    cg_unsupported(c, op, "'mma' of these element types");
+    return;
+  }
+  setup_layout(&d, res->type, abuf->type->dtype, abuf->type->shape[2]);
+  d.abuf = abuf->type;
+  d.bbuf = bbuf->type;
+  d.a = cg_slot_base(c, abuf, cg_slot(c, op->operands[1], 0));
+  d.b = cg_slot_base(c, bbuf, cg_slot(c, op->operands[3], 0));
+  setup_lanes(&d);
+  product(&d, op, 4);
+}

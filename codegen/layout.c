@@ -46,8 +46,7 @@ static bool resolve_base(const ir_layout *b, int threads, cg_layout *l) {
   return true;
 }
 
-/* Slot counts and strides of the kept dims, fastest (in the base order) first. A dim with
- * rpw > 1 must be covered exactly (shape a multiple of cta): false otherwise. */
+/* Slot counts and strides of the kept dims, fastest (in the base order) first. */
 static bool finish(cg_layout *l) {
   int bi[IR_MAX_RANK]; /* base dim → tile dim */
   for (int i = 0; i < l->rank; i++) bi[l->base[i]] = i;
@@ -59,10 +58,9 @@ static bool finish(cg_layout *l) {
     int i = bi[d];
     /* A thread holding more than the dim along it holds each element once. */
     int run = l->spt[d] < l->shape[i] ? l->spt[d] : l->shape[i];
-    if (l->rpw[d] > 1) {
-      if (l->shape[i] % l->cta[d]) return false;
-      run = l->spt[d] * l->rpw[d];
-    }
+    /* repeats keep their place (a thread's lane pattern copies): a dim shorter than the
+     * pattern leaves replicas, which stores and reductions skip as ever */
+    if (l->rpw[d] > 1) run = l->spt[d] * l->rpw[d];
     l->ext[i] = run * ceil_div(l->shape[i], l->cta[d]);
     l->stride[i] = l->per;
     l->per *= l->ext[i];

@@ -34,7 +34,7 @@ ir_module *drv_frontend(su_arena *a, const su_source *src, const drv_options *o,
   return m;
 }
 
-bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d) {
+static pass_options pass_opts(const drv_options *o) {
   pass_options po = {
       .opt_level = o->opt_level,
       .verify_each = o->verify_each,
@@ -44,5 +44,19 @@ bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d) {
       .time_passes = o->time_passes,
       .log = o->log,
   };
+  return po;
+}
+
+bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d) {
+  m->arch = o->arch;
+  pass_options po = pass_opts(o);
+  return pass_run(m, &po, d);
+}
+
+bool drv_lower(ir_module *m, const char *arch, const drv_options *o, su_diags *d) {
+  m->arch = arch;
+  pass_options po = pass_opts(o);
+  po.target_only = true;
+  po.only = NULL;
   return pass_run(m, &po, d);
 }

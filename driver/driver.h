@@ -36,9 +36,15 @@ ast_file *drv_parse(su_arena *a, const su_source *src, su_map *names, su_diags *
 /* Parses and checks a .tk source, then lowers it: the unoptimized module, or NULL on any
  * error. For a .tkir source, parses and verifies the IR instead. */
 ir_module *drv_frontend(su_arena *a, const su_source *src, const drv_options *o, su_diags *d);
-/* Runs the pass pipeline (per o) over m; false if a pass left invalid IR or an option
- * named an unknown pass. */
+/* Runs the pass pipeline (per o) over m for target o->arch: with an arch, the whole
+ * pipeline down to the GPU level; with none, the target-independent part (what the
+ * interpreter runs, and what drv_lower takes). False if a pass left invalid IR or an
+ * option named an unknown pass. */
 bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d);
+/* Runs the target part of the pipeline for arch over m (optimized by drv_optimize with
+ * no arch): tiling and the GPU-level lowering, per its kernels' parameter facts. The
+ * runtime calls it on a fresh copy per specialization (ir_func_clone). */
+bool drv_lower(ir_module *m, const char *arch, const drv_options *o, su_diags *d);
 
 /* Writes the roofline report of every kernel of m (after passes) for target arch (sm_80,
  * sm_90, sm_90a; NULL: sm_90a): per-program bytes and FLOPs, the bound they imply on the

@@ -90,8 +90,7 @@ static bool is_root(const ir_op *op) {
 
 static void find_roots(ir_op *op, void *arg) {
   dce_ctx *c = arg;
-  bool root = c->root && pass_op_within(op, c->scope) ? op->opc == IR_YIELD || c->root(op, c->root_arg)
-                                                     : is_root(op);
+  bool root = c->root && pass_op_within(op, c->scope) ? c->root(op, c->root_arg) : is_root(op);
   if (root) mark_live_op(c, op);
 }
 

@@ -11,8 +11,9 @@
  *    alone re-runs and reorders loads, under the rules of stripmine.c); an op that may
  *    fault at run time (integer division) is never evaluated where the program would not.
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
- *    fixed point with a bound), licm, canonicalize again, stripmine, tiling. `only`
- *    replaces it.
+ *    fixed point with a bound), licm, canonicalize again, stripmine; then, when the module
+ *    has a target (ir_module.arch), the target part: tiling, persist, swpipe, lower_dot,
+ *    warpspec, dce. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
 #ifndef TK_PASSES_H
@@ -29,6 +30,7 @@ typedef struct {
   bool print_after_all;      /* print the module (ir_print) to log after every pass, headed "// -----// IR after NAME //----- //" */
   const char *print_after;   /* comma-separated pass names to print after, or NULL */
   const char *only;          /* comma-separated pass names to run (in that order) instead of the pipeline, or NULL */
+  bool target_only;          /* run only the target part of the pipeline (m->arch must be set) */
   bool time_passes;          /* print a table of per-pass wall time to log at the end */
   FILE *log;                 /* NULL means stderr */
 } pass_options;
@@ -64,6 +66,18 @@ bool pass_stripmine(ir_module *m, ir_func *f);
  * their operand's layout; where two choices meet, an explicit convert_layout (tiling.c).
  * A kernel whose tiles all have layouts is left alone. */
 bool pass_tiling(ir_module *m, ir_func *f);
+
+/* Makes a dot kernel persistent on sm_90a: a loop over the launched grid on a grid of
+ * one program per SM, in grouped (L2-friendly) order (persist.c). */
+bool pass_persist(ir_module *m, ir_func *f);
+/* Pipelines the loads feeding a dot in a for loop through rings of `stages` shared slots
+ * filled ahead: TMA and mbarriers on sm_90a, cp.async from sm_80 (swpipe.c). */
+bool pass_swpipe(ir_module *m, ir_func *f);
+/* Lowers dot to wgmma (asynchronous, one group in flight across a pipelined loop) or to
+ * mma from shared slots (lower_dot.c). */
+bool pass_lower_dot(ir_module *m, ir_func *f);
+/* Splits a TMA-pipelined kernel into a producer warpgroup and the consumers (warpspec.c). */
+bool pass_warpspec(ir_module *m, ir_func *f);
 
 /* The tiling pass's anchor layout for a tile of the given shape (rank 1..IR_MAX_RANK),
  * written to *out (not interned): `vec` contiguous elements per thread along the last

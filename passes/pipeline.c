@@ -17,7 +17,9 @@ typedef struct {
 
 /* Every pass, by name; its entry point is pass_NAME. One list, so the table and the
  * names printed by --list-passes cannot drift apart. */
-#define PASS_LIST(X) X(constfold) X(simplify) X(cse) X(dce) X(licm) X(stripmine) X(tiling)
+#define PASS_LIST(X)                                                                        \
+  X(constfold) X(simplify) X(cse) X(dce) X(licm) X(stripmine) X(tiling) X(persist) X(swpipe) \
+  X(lower_dot) X(warpspec)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -35,12 +37,21 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
 
 /* The default pipeline at -O1 and above. licm exposes new constants and duplicates at
  * the loop's level, hence the second canonicalize. Stripmine sees the canonical ops (one
- * splat per scalar, no dead loads) and builds its chunk loops already hoisted. Tiling
- * comes last: it lays out stripmine's chunks, and what it inserts (layout conversions)
- * must not be folded away. */
-static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "stripmine",
-                                       "tiling"};
-enum { NPIPELINE = sizeof pipeline / sizeof pipeline[0] };
+ * splat per scalar, no dead loads) and builds its chunk loops already hoisted. That much
+ * is the target-independent part, what the interpreter runs. For a GPU target (m->arch)
+ * the target part follows: tiling lays out stripmine's chunks (what it inserts, layout
+ * conversions, must not be folded away); persist wraps a dot kernel in its tile loop
+ * before swpipe threads its ring counter through it; lower_dot reads the slots swpipe
+ * made; warpspec splits the single stream that results; a last canonicalize folds the
+ * constants the lowering repeated and sweeps what it left dead (the loads' address
+ * computations). */
+static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "stripmine"};
+static const char *const target_pipeline[] = {"tiling", "persist", "swpipe", "lower_dot",
+                                              "warpspec", "canonicalize"};
+enum {
+  NPIPELINE = sizeof pipeline / sizeof pipeline[0],
+  NTARGET = sizeof target_pipeline / sizeof target_pipeline[0]
+};
 
 const char *const *pass_names(void) {
   static const char *const names[] = {
@@ -173,9 +184,13 @@ static int read_list(su_arena *a, const char *list, const char *option, int **ou
 bool pass_run(ir_module *m, const pass_options *o, su_diags *d) {
   runner r = {.m = m, .o = o, .d = d, .log = o->log ? o->log : stderr, .ok = true};
   su_arena *scratch = su_arena_new();
-  int *order = SU_NEW_ARRAY(scratch, int, NPIPELINE);
-  int norder = NPIPELINE;
-  for (int i = 0; i < NPIPELINE; i++) order[i] = pass_index(pipeline[i], strlen(pipeline[i]));
+  int *order = SU_NEW_ARRAY(scratch, int, NPIPELINE + NTARGET);
+  int norder = 0;
+  if (!o->target_only)
+    for (int i = 0; i < NPIPELINE; i++) order[norder++] = pass_index(pipeline[i], strlen(pipeline[i]));
+  if (m->arch)
+    for (int i = 0; i < NTARGET; i++)
+      order[norder++] = pass_index(target_pipeline[i], strlen(target_pipeline[i]));
 
   int *printed = NULL;
   int nprinted = o->print_after ? read_list(scratch, o->print_after, "--print-after", &printed, d) : 0;

@@ -335,7 +335,10 @@ static int run(options *o, su_arena *a) {
   if (o->emit == EMIT_IR) {
     ir_print(&out, m);
   } else {
-    if (!drv_optimize(m, &o->drv, &d)) return 1;
+    /* the roofline counts what the kernel does, before the GPU level says how */
+    drv_options opt = o->drv;
+    if (o->emit == EMIT_ROOFLINE) opt.arch = NULL;
+    if (!drv_optimize(m, &opt, &d)) return 1;
     if (o->emit == EMIT_IR_OPT) {
       ir_print(&out, m);
     } else if (o->emit == EMIT_ROOFLINE) {

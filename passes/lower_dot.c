@@ -1,0 +1,201 @@
+/* Lowering of dot to the tensor cores' own ops (docs/passes.md).
+ *
+ * On wgmma (pass_dot_uses_wgmma; the tiling pass gave the result its #wgmma layout) the
+ * operands must be in shared memory: one read from a pipelined slot (an smem_load used by
+ * the dot alone) is taken from there; any other is staged through a one-slot buffer of its
+ * own (a barrier so that no warpgroup still reads the previous contents, the store, the
+ * async-proxy fence, a barrier). The dot becomes wgmma, commit, wait.
+ *
+ * Then, for the dot of a pipelined loop whose accumulator is carried (read by the product
+ * alone, its result yielded), the wait keeps one group in flight: the product of
+ * iteration i runs while iteration i+1 waits for its slots and issues. The slot of
+ * iteration i is then released (mbar_arrive) in iteration i+1, after its wait, and the
+ * last one after the loop, behind a wait for everything.
+ *
+ * With the mma layout and both operands read from slots, the dot becomes mma, which
+ * feeds mma.sync from the slots with ldmatrix. */
+#include "pass_util.h"
+
+#include <string.h>
+
+typedef struct {
+  ir_module *m;
+  ir_func *f;
+  bool changed;
+} lower;
+
+static int count_uses(const ir_block *blk, const ir_value *v) {
+  int n = 0;
+  for (const ir_op *op = blk->first; op; op = op->next) {
+    for (int i = 0; i < op->noperands; i++) n += op->operands[i] == v;
+    for (int r = 0; r < op->nregions; r++) n += count_uses(op->regions[r], v);
+  }
+  return n;
+}
+
+/* The slot an operand is read from: its smem_load when the dot is its only user. */
+static ir_op *slot_read(lower *l, ir_value *v) {
+  ir_op *d = v->def;
+  if (!d || d->opc != IR_SMEM_LOAD || count_uses(l->f->body, v) != 1) return NULL;
+  return d;
+}
+
+static int swizzle_for(int inner_bytes) {
+  return inner_bytes >= 128 ? 128 : inner_bytes >= 64 ? 64 : inner_bytes >= 32 ? 32 : 0;
+}
+
+/* A one-slot buffer holding tile v, stored before `at` between two barriers. */
+static ir_value *stage(lower *l, ir_op *at, ir_value *v) {
+  ir_module *m = l->m;
+  const ir_type *t = v->type;
+  int eb = ir_dtype_bytes(t->dtype);
+  ir_layout sl;
+  memset(&sl, 0, sizeof sl);
+  sl.kind = IR_LAYOUT_SHARED;
+  sl.rank = 2;
+  sl.order[0] = 1;
+  sl.order[1] = 0;
+  sl.swizzle = swizzle_for(t->shape[1] * eb);
+  int shape[3] = {1, t->shape[0], t->shape[1]};
+  ir_builder top = {m, l->f->body, l->f->body->first, l->f->loc};
+  ir_value *buf = ir_build1(&top, IR_SMEM_ALLOC, ir_type_smem(m, t->elem, 3, shape, ir_layout_intern(m, &sl)), 0, NULL);
+  ir_builder b = {m, at->parent, at, at->loc};
+  ir_value *zero = ir_const_int(&b, ir_type_scalar(m, TK_I32), 0);
+  ir_build(&b, IR_BARRIER, 0, NULL, 0, NULL);
+  ir_value *opnds[3] = {buf, zero, v};
+  ir_build(&b, IR_SMEM_STORE, 3, opnds, 0, NULL);
+  ir_build(&b, IR_FENCE_ASYNC, 0, NULL, 0, NULL);
+  ir_build(&b, IR_BARRIER, 0, NULL, 0, NULL);
+  return buf;
+}
+
+static bool stageable(const ir_value *v) {
+  const ir_type *t = v->type;
+  return swizzle_for(t->shape[1] * ir_dtype_bytes(t->dtype)) != 0;
+}
+
+/* The release swpipe put right after the dot: mbar_arrive %empty, %slot. */
+static ir_op *release_after(ir_op *dot) {
+  for (ir_op *op = dot->next; op; op = op->next) {
+    if (op->opc == IR_MBAR_ARRIVE) return op;
+    if (ir_op_info(op->opc)->traits & IR_MEM) return NULL;
+  }
+  return NULL;
+}
+
+static ir_op *build_if(ir_builder *b, ir_value *cond, ir_builder *then) {
+  ir_op *op = ir_build_if(b, cond, 0, NULL);
+  for (int r = 0; r < 2; r++)
+    ir_block_insert_before(op->regions[r], ir_op_new(b->m, IR_YIELD, b->loc, 0, NULL, 0, NULL), NULL);
+  *then = (ir_builder){b->m, op->regions[0], op->regions[0]->last, b->loc};
+  return op;
+}
+
+/* Keeps one group in flight across the loop (see the top). */
+static void overlap(lower *l, ir_op *wg, ir_op *wait) {
+  ir_block *body = wg->parent;
+  ir_op *L = body->parent;
+  if (!L || L->opc != IR_FOR) return;
+  ir_value *acc = wg->operands[wg->noperands - 1];
+  if (acc->def || acc->owner != body || acc->index == 0 || count_uses(body, acc) != 1) return;
+  int j = acc->index - 1;
+  ir_value *r = wait->results[0];
+  if (count_uses(l->f->body, r) != 1 || body->last->operands[j] != r) return;
+  ir_op *rel = release_after(wait);
+  if (!rel) return;
+  ir_value *slot = rel->operands[1];
+  ir_op *rem = slot->def;
+  if (!rem || rem->opc != IR_REM) return;
+  ir_value *g = rem->operands[0], *S = rem->operands[1];
+  if (g->def || g->owner != body || g->index == 0 || !pass_is_const(S)) return;
+  ir_module *m = l->m;
+  const ir_type *i32 = ir_type_scalar(m, TK_I32);
+  wait->attr = 1;
+  /* release the previous iteration's slot, not this one's */
+  ir_builder b = {m, body, rel, rel->loc};
+  ir_value *iv = body->args[0], *lb = L->operands[0], *ub = L->operands[1];
+  ir_builder then;
+  build_if(&b, ir_cmp_build(&b, IR_CMP_NE, iv, lb), &then);
+  ir_value *prev = ir_binary(&then, IR_REM, ir_binary(&then, IR_SUB, g, ir_const_int(&then, i32, 1)), S);
+  ir_value *args[2] = {rel->operands[0], prev};
+  ir_build(&then, IR_MBAR_ARRIVE, 2, args, 0, NULL);
+  ir_op_erase(rel);
+  /* after the loop: wait for everything, release the last slot */
+  ir_value *out = L->results[j], *gend = L->results[g->index - 1];
+  ir_builder after = {m, L->parent, L->next, L->loc};
+  ir_op *fin = ir_build(&after, IR_WGMMA_WAIT, 1, &out, 1, &out->type);
+  fin->attr = 0;
+  ir_replace_all_uses(l->f, out, fin->results[0]);
+  fin->operands[0] = out;
+  ir_builder last;
+  build_if(&after, ir_cmp_build(&after, IR_CMP_LT, lb, ub), &last);
+  ir_value *ls = ir_binary(&last, IR_REM, ir_binary(&last, IR_SUB, gend, ir_const_int(&last, i32, 1)),
+                           ir_const_int(&last, i32, pass_const_int(S)));
+  ir_value *args2[2] = {rel->operands[0], ls};
+  ir_build(&last, IR_MBAR_ARRIVE, 2, args2, 0, NULL);
+}
+
+static void lower_wgmma(lower *l, ir_op *dot) {
+  ir_value *a = dot->operands[0], *b = dot->operands[1];
+  ir_op *ra = slot_read(l, a), *rb = slot_read(l, b);
+  if ((!ra && !stageable(a)) || (!rb && !stageable(b))) return;
+  ir_module *m = l->m;
+  ir_builder at = {m, dot->parent, dot, dot->loc};
+  ir_value *opnds[5];
+  if (ra) {
+    opnds[0] = ra->operands[0];
+    opnds[1] = ra->operands[1];
+  } else {
+    opnds[0] = stage(l, dot, a);
+    opnds[1] = ir_const_int(&at, ir_type_scalar(m, TK_I32), 0);
+  }
+  if (rb) {
+    opnds[2] = rb->operands[0];
+    opnds[3] = rb->operands[1];
+  } else {
+    opnds[2] = stage(l, dot, b);
+    opnds[3] = ir_const_int(&at, ir_type_scalar(m, TK_I32), 0);
+  }
+  opnds[4] = dot->operands[2];
+  const ir_type *t = dot->results[0]->type;
+  ir_op *wg = ir_build(&at, IR_WGMMA, 5, opnds, 1, &t);
+  ir_build(&at, IR_WGMMA_COMMIT, 0, NULL, 0, NULL);
+  ir_op *wait = ir_build(&at, IR_WGMMA_WAIT, 1, wg->results, 1, &t);
+  wait->attr = 0;
+  ir_replace_all_uses(l->f, dot->results[0], wait->results[0]);
+  ir_op_erase(dot);
+  if (ra) ir_op_erase(ra);
+  if (rb) ir_op_erase(rb);
+  overlap(l, wg, wait);
+  l->changed = true;
+}
+
+static void lower_mma(lower *l, ir_op *dot) {
+  ir_op *ra = slot_read(l, dot->operands[0]), *rb = slot_read(l, dot->operands[1]);
+  const ir_type *t = dot->results[0]->type;
+  if (!ra || !rb || !t->layout || t->layout->kind != IR_LAYOUT_MMA) return;
+  ir_builder at = {l->m, dot->parent, dot, dot->loc};
+  ir_value *opnds[5] = {ra->operands[0], ra->operands[1], rb->operands[0], rb->operands[1], dot->operands[2]};
+  ir_value *r = ir_build1(&at, IR_MMA, t, 5, opnds);
+  ir_replace_all_uses(l->f, dot->results[0], r);
+  ir_op_erase(dot);
+  ir_op_erase(ra);
+  ir_op_erase(rb);
+  l->changed = true;
+}
+
+static void visit(ir_op *op, void *arg) {
+  lower *l = arg;
+  if (op->opc != IR_DOT) return;
+  const ir_type *t = op->results[0]->type;
+  if (t->layout && t->layout->kind == IR_LAYOUT_WGMMA && pass_dot_uses_wgmma(l->m, l->f, op))
+    lower_wgmma(l, op);
+  else if (pass_has(l->m, PASS_MMA))
+    lower_mma(l, op);
+}
+
+bool pass_lower_dot(ir_module *m, ir_func *f) {
+  lower l = {m, f, false};
+  ir_walk(f->body, visit, &l);
+  return l.changed;
+}
