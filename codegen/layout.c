@@ -58,9 +58,9 @@ static bool finish(cg_layout *l) {
     int i = bi[d];
     /* A thread holding more than the dim along it holds each element once. */
     int run = l->spt[d] < l->shape[i] ? l->spt[d] : l->shape[i];
-    /* repeats keep their place (a thread's lane pattern copies): a dim shorter than the
-     * pattern leaves replicas, which stores and reductions skip as ever */
-    if (l->rpw[d] > 1) run = l->spt[d] * l->rpw[d];
+    /* repeats keep their place (copies of a warp's lane pattern), unless one pattern
+     * already covers the dim: the copies would hold replicas only */
+    if (l->rpw[d] > 1 && l->shape[i] > l->spt[d] * l->tpw[d]) run = l->spt[d] * l->rpw[d];
     l->ext[i] = run * ceil_div(l->shape[i], l->cta[d]);
     l->stride[i] = l->per;
     l->per *= l->ext[i];

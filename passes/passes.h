@@ -13,7 +13,7 @@
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
  *    fixed point with a bound), licm, canonicalize again, stripmine; then, when the module
  *    has a target (ir_module.arch), the target part: tiling, persist, swpipe, lower_dot,
- *    warpspec, dce. The interpreter runs the IR of the first part; `only` replaces both.
+ *    warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
 #ifndef TK_PASSES_H
@@ -78,6 +78,10 @@ bool pass_swpipe(ir_module *m, ir_func *f);
 bool pass_lower_dot(ir_module *m, ir_func *f);
 /* Splits a TMA-pipelined kernel into a producer warpgroup and the consumers (warpspec.c). */
 bool pass_warpspec(ir_module *m, ir_func *f);
+
+/* Moves pure ops computed before a loop that does not use them down to their first user
+ * (sink.c). */
+bool pass_sink(ir_module *m, ir_func *f);
 
 /* The tiling pass's anchor layout for a tile of the given shape (rank 1..IR_MAX_RANK),
  * written to *out (not interned): `vec` contiguous elements per thread along the last
