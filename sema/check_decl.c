@@ -113,10 +113,37 @@ static const sema_define *find_define(sema_ctx *c, const char *name) {
   return found; /* the last one wins, like -D on a C compiler command line */
 }
 
+/* The launch attributes: warps and stages take integers, the others true or false
+ * (docs/language.md, "Launch attributes"). A define of the same name overrides the
+ * source. */
+typedef struct {
+  const char *name;
+  bool boolean;
+} launch_attr;
+
+static const launch_attr ATTRS[] = {{"warps", false}, {"stages", false},
+                                    {"warp_specialize", true}, {"persistent", true}};
+enum { NATTRS = sizeof ATTRS / sizeof ATTRS[0] };
+
+static int *attr_field(sema_kernel *info, int which) {
+  switch (which) {
+  case 0: return &info->warps;
+  case 1: return &info->stages;
+  case 2: return &info->warp_specialize;
+  default: return &info->persistent;
+  }
+}
+
+static int attr_index(const char *name) {
+  for (int i = 0; i < NATTRS; i++)
+    if (!strcmp(ATTRS[i].name, name)) return i;
+  return -1;
+}
+
 static void check_defines_used(sema_ctx *c, ast_file *f) {
   for (int i = 0; c->opt && i < c->opt->ndefines; i++) {
     const char *n = c->opt->defines[i].name;
-    bool used = n && (!strcmp(n, "warps") || !strcmp(n, "stages"));
+    bool used = n && attr_index(n) >= 0;
     for (int k = 0; !used && k < f->decls.len; k++) {
       ast_node *d = f->decls.items[k];
       if (d->kind != AST_KERNEL) continue;
@@ -181,13 +208,19 @@ static bool attr_ok(sema_ctx *c, su_loc loc, const char *name, int64_t v) {
   return true;
 }
 
+static void set_attr(sema_kernel *info, int which, int64_t v) {
+  *attr_field(info, which) = ATTRS[which].boolean ? (v ? 1 : -1) : (int)v;
+}
+
 static void check_attrs(sema_ctx *c, ast_node *k, sema_kernel *info) {
-  bool seen[2] = {false, false};
+  bool seen[NATTRS] = {false};
   for (int i = 0; i < k->attrs.len; i++) {
     ast_node *a = k->attrs.items[i];
-    int which = !strcmp(a->name, "warps") ? 0 : !strcmp(a->name, "stages") ? 1 : -1;
+    int which = attr_index(a->name);
     if (which < 0) {
-      su_error(c->d, a->name_loc, "unknown launch attribute '%s'; expected 'warps' or 'stages'", a->name);
+      su_error(c->d, a->name_loc,
+               "unknown launch attribute '%s'; expected warps, stages, warp_specialize or persistent",
+               a->name);
       continue;
     }
     if (seen[which]) {
@@ -195,22 +228,38 @@ static void check_attrs(sema_ctx *c, ast_node *k, sema_kernel *info) {
       continue;
     }
     seen[which] = true;
-    int64_t v;
-    if (a->rhs && sema_const_int(c, a->rhs, su_fmt(c->a, "'%s'", a->name), &v) &&
-        attr_ok(c, a->rhs->loc, a->name, v))
-      *(which ? &info->stages : &info->warps) = (int)v;
-  }
-  const char *names[2] = {"warps", "stages"};
-  for (int i = 0; i < 2; i++) {
-    const sema_define *df = find_define(c, names[i]);
-    int64_t v;
-    if (!df) continue;
-    if (!parse_int(df->value ? df->value : "", &v)) {
-      su_error(c->d, no_loc, "define '%s' expects an integer, got '%s'", names[i],
-               df->value ? df->value : "");
+    if (!a->rhs) continue;
+    if (ATTRS[which].boolean) {
+      const ir_type *t = sema_check_value(c, a->rhs);
+      if (t && (t != ir_type_scalar(c->m, TK_I1) || !a->rhs->sema_is_const)) {
+        su_error(c->d, a->rhs->loc, "'%s' must be true or false", a->name);
+        continue;
+      }
+      if (t) set_attr(info, which, sema_const_as(a->rhs, TK_I1).i);
       continue;
     }
-    if (attr_ok(c, no_loc, names[i], v)) *(i ? &info->stages : &info->warps) = (int)v;
+    int64_t v;
+    if (sema_const_int(c, a->rhs, su_fmt(c->a, "'%s'", a->name), &v) && attr_ok(c, a->rhs->loc, a->name, v))
+      set_attr(info, which, v);
+  }
+  for (int i = 0; i < NATTRS; i++) {
+    const sema_define *df = find_define(c, ATTRS[i].name);
+    int64_t v;
+    if (!df) continue;
+    const char *s = df->value ? df->value : "";
+    if (ATTRS[i].boolean) {
+      if (strcmp(s, "true") && strcmp(s, "false")) {
+        su_error(c->d, no_loc, "define '%s' expects true or false, got '%s'", ATTRS[i].name, s);
+        continue;
+      }
+      set_attr(info, i, !strcmp(s, "true"));
+      continue;
+    }
+    if (!parse_int(s, &v)) {
+      su_error(c->d, no_loc, "define '%s' expects an integer, got '%s'", ATTRS[i].name, s);
+      continue;
+    }
+    if (attr_ok(c, no_loc, ATTRS[i].name, v)) set_attr(info, i, v);
   }
 }
 

@@ -130,6 +130,8 @@ static void lower_kernel(ir_module *m, ast_node *k) {
   const sema_kernel *info = k->sema_ref;
   fn->num_warps = info->warps;
   fn->num_stages = info->stages;
+  fn->warp_specialize = info->warp_specialize;
+  fn->persist = info->persistent;
   fn->nbindings = k->cparams.len;
   fn->bindings = SU_NEW_ARRAY(m->arena, ir_binding, k->cparams.len + 1);
   for (int i = 0; i < k->cparams.len; i++) {

@@ -106,6 +106,7 @@ typedef struct {
 
 typedef struct {
   int warps, stages;
+  int warp_specialize, persistent; /* launch attributes: 1 true, -1 false, 0 unset (auto) */
 } sema_kernel;
 
 /* ---- the checker's context -------------------------------------------------------------- */
