@@ -4,9 +4,14 @@
  * One kernel template: the matmul sample's masked K loop, c = a @ b (+ the loop-carried
  * accumulator), the accumulator stored as is (f32, or i32 for i8). Cases cover f16, bf16,
  * f32 (tf32 on the GPU) and i8; tiles from the smallest dot (16x16x16, smaller than the
- * 4-warp grid: replicated warps) to 128x128x64; 1 to 8 warps. Each runs on ragged
- * matrices: M, N, K not multiples of the tile (masked edges, K tails), several programs
- * along each axis, and sizes not multiples of 8 (per-element, unvectorized accesses).
+ * 4-warp grid: replicated warps) to 128x256x64; 1 to 8 warps; stages 1 to 5, so every
+ * lowering of docs/passes.md runs: mma.sync staged or from a cp.async ring, wgmma staged,
+ * from a cp.async ring or a TMA ring, single stream or warp-specialized, persistent or
+ * not. Each runs on ragged matrices: M, N, K not multiples of the tile (masked edges, K
+ * tails, TMA's zero fill), several programs along each axis, sizes not multiples of 8
+ * (per-element, unvectorized accesses, the cp.async variant of a TMA kernel: the launch
+ * picks it by the arguments), K smaller than one step, and, for the persistent cases,
+ * more tiles than SMs.
  *
  * Data are small multiples of 1/8 (floats) or small integers (i8): exact in f16, bf16
  * and tf32, every product exact and every sum of at most 512 of them exact in f32, so the
@@ -52,21 +57,29 @@ static const char MATMUL_TK[] =
   "    store(c + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) && (rn[None, :] < N));\n"
   "}\n";
 
-enum { MAX_CASES = 16, SOURCE_CAP = 2048 };
+enum { MAX_CASES = 40, SOURCE_CAP = 2048 };
+
+/* warp_specialize and persistent: the compiler's choice, or forced off */
+typedef enum { AUTO, OFF } choice;
 
 typedef struct {
-  char name[32];
+  char name[48];
   char source[SOURCE_CAP];
   tk_dtype in, acc;
-  int bm, bn, bk, warps;
+  int bm, bn, bk, warps, stages;
+  choice ws, persist;
+  bool big; /* also the shape with more tiles than SMs */
 } dot_case;
 
 typedef struct {
   long m, n, k;
 } shape;
 
-static const shape shapes[] = {{1, 1, 1},    {37, 50, 70},  {130, 100, 33},
-                               {64, 64, 64}, {200, 17, 129}, {256, 256, 256}};
+/* {300, 272, 208}: M ragged, N and K multiples of 16 (the TMA variant, zero-filled K
+ * tail); {40, 48, 16}: K under one step */
+static const shape shapes[] = {{1, 1, 1},     {37, 50, 70},    {130, 100, 33}, {64, 64, 64},
+                               {200, 17, 129}, {256, 256, 256}, {300, 272, 208}, {40, 48, 16}};
+static const shape big_shape = {1536, 1664, 96};
 
 typedef struct {
   gh_harness h;
@@ -86,7 +99,8 @@ static const char *dtype_name(tk_dtype t) {
   }
 }
 
-static void add_case(tk_dtype in, int bm, int bn, int bk, int warps) {
+static void add_case_full(tk_dtype in, int bm, int bn, int bk, int warps, int stages, choice ws,
+                          choice persist, bool big) {
   SU_ASSERT(G.ncases < MAX_CASES);
   dot_case *c = &G.cases[G.ncases++];
   memset(c, 0, sizeof *c);
@@ -96,15 +110,36 @@ static void add_case(tk_dtype in, int bm, int bn, int bk, int warps) {
   c->bn = bn;
   c->bk = bk;
   c->warps = warps;
+  c->stages = stages;
+  c->ws = ws;
+  c->persist = persist;
+  c->big = big;
   char name[sizeof c->name];
-  snprintf(name, sizeof name, "dot_%s_%dx%dx%d_w%d", dtype_name(in), bm, bn, bk, warps);
+  snprintf(name, sizeof name, "dot_%s_%dx%dx%d_w%d_s%d%s%s", dtype_name(in), bm, bn, bk, warps, stages,
+           ws == OFF ? "_nows" : "", persist == OFF ? "_nopers" : "");
   memcpy(c->name, name, sizeof name);
   const char *t = dtype_name(in), *u = dtype_name(c->acc), *zero = in == TK_I8 ? "0" : "0.0";
   int n = snprintf(c->source, sizeof c->source, MATMUL_TK, name, t, t, u, u, zero, zero);
   SU_ASSERT(n > 0 && n < SOURCE_CAP);
 }
 
+static void add_case(tk_dtype in, int bm, int bn, int bk, int warps) {
+  add_case_full(in, bm, bn, bk, warps, 1, AUTO, AUTO, false);
+}
+
 static void make_cases(void) {
+  /* the pipelines: sm_90a's wgmma (TMA or cp.async by the arguments), mma.sync otherwise */
+  add_case_full(TK_F16, 128, 256, 64, 8, 3, AUTO, AUTO, true);  /* warp-specialized, persistent */
+  add_case_full(TK_F16, 128, 128, 64, 8, 4, AUTO, OFF, false);  /* warp-specialized */
+  add_case_full(TK_F16, 128, 128, 64, 8, 2, OFF, OFF, false);   /* single stream */
+  add_case_full(TK_F16, 128, 128, 64, 8, 5, OFF, AUTO, true);   /* persistent, single stream */
+  add_case_full(TK_BF16, 128, 128, 32, 8, 3, AUTO, AUTO, false);
+  add_case_full(TK_F16, 64, 64, 32, 4, 3, AUTO, AUTO, false);   /* one consumer warpgroup */
+  add_case_full(TK_F16, 128, 64, 16, 4, 2, AUTO, AUTO, false);  /* 32-byte swizzle, 2 rows per warp */
+  add_case_full(TK_F16, 64, 64, 32, 2, 3, AUTO, AUTO, false);   /* mma.sync from a cp.async ring */
+  add_case_full(TK_F32, 64, 64, 32, 4, 3, AUTO, AUTO, false);   /* tf32 on mma.sync, from a ring */
+  add_case_full(TK_I8, 64, 64, 64, 4, 2, AUTO, AUTO, false);
+  add_case_full(TK_F16, 128, 128, 64, 8, 1, AUTO, AUTO, false); /* wgmma, staged */
   add_case(TK_F16, 128, 128, 64, 4);
   add_case(TK_F16, 128, 128, 64, 8);
   add_case(TK_F16, 64, 64, 32, 4);
@@ -176,6 +211,9 @@ static gh_defines defines_of(const dot_case *c) {
   gh_define_int(&d, "BN", c->bn);
   gh_define_int(&d, "BK", c->bk);
   gh_define_int(&d, "warps", c->warps);
+  gh_define_int(&d, "stages", c->stages);
+  if (c->ws == OFF) gh_define_str(&d, "warp_specialize", "false");
+  if (c->persist == OFF) gh_define_str(&d, "persistent", "false");
   return d;
 }
 
@@ -235,6 +273,7 @@ static void test_case(void **state) {
   if (!G.h.cuda) skip();
   tk_kernel *kc = compile(G.h.cuda, c), *ki = compile(G.h.interp, c);
   for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(c, kc, ki, &shapes[i]);
+  if (c->big) run_shape(c, kc, ki, &big_shape);
 }
 
 /* ---- host-only: every case through the GPU back end ---- */

@@ -92,6 +92,13 @@ void gh_define_int(gh_defines *d, const char *name, int v) {
   d->n++;
 }
 
+void gh_define_str(gh_defines *d, const char *name, const char *v) {
+  SU_ASSERT(d->n < GH_MAX_DEFINES);
+  d->name[d->n] = name;
+  snprintf(d->value[d->n], sizeof d->value[d->n], "%s", v);
+  d->n++;
+}
+
 tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src,
                       const gh_defines *d) {
   tk_define defs[GH_MAX_DEFINES];

@@ -25,7 +25,7 @@ typedef struct {
   uint64_t first_seed; /* as printed: TK_TEST_SEED replays the whole run */
 } gh_harness;
 
-enum { GH_MAX_DEFINES = 4 };
+enum { GH_MAX_DEFINES = 8 };
 
 /* Integer defines a case compiles with (tile sizes, warps), as text for the API. */
 typedef struct {
@@ -66,6 +66,8 @@ const char *gh_ctx_name(const gh_harness *h, const tk_context *ctx);
 
 /* Appends NAME=v to d; more than GH_MAX_DEFINES is a bug in the caller. */
 void gh_define_int(gh_defines *d, const char *name, int v);
+/* Appends NAME=v (a string, e.g. "true") to d. */
+void gh_define_str(gh_defines *d, const char *name, const char *v);
 
 /* Compiles src on ctx at -O3 with d (may be NULL) and returns its kernel; fails the
  * running cmocka test with the compiler's message otherwise. */
