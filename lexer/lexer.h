@@ -62,6 +62,7 @@
   X(PLUS, "+")                        \
   X(MINUS, "-")                       \
   X(STAR, "*")                        \
+  X(STARSTAR, "**")                   \
   X(SLASH, "/")                       \
   X(PERCENT, "%")                     \
   X(AMP, "&")                         \

@@ -251,6 +251,7 @@ lex_token lex_next(lex_state *l) {
       "+" { T(PLUS); }
       "-" { T(MINUS); }
       "*" { T(STAR); }
+      "**" { T(STARSTAR); }
       "/" { T(SLASH); }
       "%" { T(PERCENT); }
       "&" { T(AMP); }

@@ -65,8 +65,11 @@ void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nex
   bool expr = contains(expected, nexpected, TOK_INT);
   lex_kind rest[TOK_COUNT];
   int nrest = 0;
+  /* '**' opens a type only as two '*': naming '*' says it */
+  bool star = contains(expected, nexpected, TOK_STAR);
   for (int i = 0; i < nexpected && nrest < TOK_COUNT; i++)
-    if (expected[i] != TOK_EOF && !(expr && starts_expression(expected[i])))
+    if (expected[i] != TOK_EOF && !(expr && starts_expression(expected[i])) &&
+        !(star && expected[i] == TOK_STARSTAR))
       rest[nrest++] = expected[i];
 
   su_buf tok = {0}, msg = {0};

@@ -109,6 +109,14 @@ const ir_type *sema_binary_type(sema_ctx *c, int op, su_loc loc, ast_node *x, co
     case TOK_SHL: case TOK_SHR:
       if (!ir_dtype_is_int(d) || d == TK_I1) goto invalid;
       break;
+    case TOK_STARSTAR:
+      if (!ir_dtype_is_float(d)) {
+        su_error(c->d, loc, "invalid operands to '**': %s and %s", tstr(c, tx), tstr(c, ty));
+        su_note(c->d, loc, "'**' is pow(), a float function: convert an operand ('x as f32'), "
+                           "or multiply out a small integer power ('x * x')");
+        return NULL;
+      }
+      break;
     case TOK_AMP: case TOK_PIPE: case TOK_CARET:
       if (!ir_dtype_is_int(d)) goto invalid;
       break;
@@ -146,7 +154,9 @@ static const ir_type *check_binary(sema_ctx *c, ast_node *e) {
   const ir_type *t = sema_binary_type(c, e->op, op_loc(e), e->lhs, tx, e->rhs, ty, &opd);
   if (!t) return NULL;
   sema_cval v;
-  if (t->kind == IR_SCALAR && e->lhs->sema_is_const && e->rhs->sema_is_const) {
+  /* '**' is pow(), whose value is the math library's: it does not fold, like exp(1.0) */
+  if (t->kind == IR_SCALAR && e->lhs->sema_is_const && e->rhs->sema_is_const &&
+      e->op != TOK_STARSTAR) {
     if (!sema_fold_binary_node(c, e->op, op_loc(e), e->lhs, e->rhs, opd, t, &v)) return NULL;
     sema_set_const(e, t, v);
   }

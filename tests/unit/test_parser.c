@@ -346,6 +346,12 @@ static void test_precedence(void **state) {
   assert_string_equal(expr_shape("p as *f16 as *f32"), "(as (as p *f16) *f32)");
   assert_string_equal(expr_shape("(a < b) < c"), "(< (< a b) c)");
   assert_string_equal(expr_shape("a < (b < c)"), "(< a (< b c))");
+  /* '**' as in Python: tighter than unary minus on its left, to the right */
+  assert_string_equal(expr_shape("-x ** 2"), "(- (** x 2))");
+  assert_string_equal(expr_shape("a ** b ** c"), "(** a (** b c))");
+  assert_string_equal(expr_shape("a ** -b * c"), "(* (** a (- b)) c)");
+  assert_string_equal(expr_shape("x as f32 ** 2"), "(** (as x f32) 2)");
+  assert_string_equal(expr_shape("a * b ** c"), "(* a (** b c))");
 }
 
 static void test_calls_and_indexing(void **state) {
