@@ -11,7 +11,9 @@
  * The host test compiles both files through the GPU back end (no device needed). Without
  * a device the device tests are skipped and the program exits 77; with
  * TK_GPU_TESTS_SELFCHECK=1 a second interpreter stands in for the device. The seed is
- * printed; TK_TEST_SEED replays it.
+ * printed; TK_TEST_SEED replays it. With TK_GPU_MATH_DUMP=DIR the device's outputs of the
+ * random cases at the largest size go to DIR/CASE.OUTPUT.bin, for tests/gpu/
+ * triton_random.py to hold against Triton's tl.randint, tl.rand and tl.randn.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -47,6 +49,19 @@ static void run(tk_context *ctx, tk_kernel *k, const mc_case *c, long n, void *c
              tk_last_error(ctx));
 }
 
+static void dump(const mc_case *c, long n, void *const out[MC_MAX_OUTS]) {
+  const char *dir = getenv("TK_GPU_MATH_DUMP");
+  if (!dir || c->family < MC_RANDOM32) return;
+  for (int o = 0; o < c->nout; o++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.%d.bin", dir, c->name, o);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(out[o], mc_size(c->out[o]), (size_t)n, f) != (size_t)n)
+      fail_msg("cannot write %s", path);
+    fclose(f);
+  }
+}
+
 static void test_case(void **state) {
   const mc_case *c = *state;
   if (!H.cuda) skip();
@@ -62,6 +77,7 @@ static void test_case(void **state) {
     for (int o = 0; o < c->nout; o++)
       if (mc_compare(c, o, n, gpu[o], ref[o], c->gpu[o], in, msg, sizeof msg) >= 0)
         fail_msg("n = %ld: cuda against the interpreter: %s", n, msg);
+    if (s + 1 == sizeof sizes / sizeof *sizes) dump(c, n, gpu);
     for (int o = 0; o < c->nout; o++) free(gpu[o]), free(ref[o]);
     free(in[0]);
     free(in[1]);
