@@ -89,7 +89,7 @@ static ast_list append(ps_state *ps, ast_list l, ast_node *n) {
 %token <fval> T_FLOAT "float literal"
 %token T_KERNEL "kernel" T_FN "fn" T_LET "let" T_VAR "var" T_FOR "for" T_IN "in" T_IF "if"
        T_ELSE "else" T_RETURN "return" T_AS "as" T_TRUE "true" T_FALSE "false" T_NONE "None"
-       T_CONST "const"
+       T_CONST "const" T_WHILE "while" T_BREAK "break" T_CONTINUE "continue"
 %token T_LPAREN "(" T_RPAREN ")" T_LBRACKET "[" T_RBRACKET "]" T_LBRACE "{" T_RBRACE "}"
        T_COMMA "," T_COLON ":" T_SEMI ";" T_DOT "." T_AT "@" T_ARROW "->"
        T_ASSIGN "=" T_PLUS_ASSIGN "+=" T_MINUS_ASSIGN "-=" T_STAR_ASSIGN "*="
@@ -296,13 +296,16 @@ stmt:
     $$ = ps_done(ps, $$);
   }
 | expr ";"  { $$ = ps_node(ps, AST_EXPR_STMT, @$); $$->lhs = $1; $$ = ps_done(ps, $$); }
-| "for" T_IDENT "in" call block {
+| "for" T_IDENT "in" postfix block {
     $$ = named(ps, AST_FOR, $2, @2, @$);
     $$->lhs = $4;
     $$->body = $5;
     $$ = ps_done(ps, $$);
   }
 | if_stmt
+| "while" expr block  { ps_no_loop_control(ps, TOK_WHILE, @1); $$ = NULL; }
+| "break" ";"         { ps_no_loop_control(ps, TOK_BREAK, @1); $$ = NULL; }
+| "continue" ";"      { ps_no_loop_control(ps, TOK_CONTINUE, @1); $$ = NULL; }
 | "return" ";"       { $$ = ps_node(ps, AST_RETURN, @$); $$ = ps_done(ps, $$); }
 | "return" expr ";"  { $$ = ps_node(ps, AST_RETURN, @$); $$->lhs = $2; $$ = ps_done(ps, $$); }
 | block
@@ -381,6 +384,11 @@ postfix:
   primary
 | postfix "[" index_items "]"  { $$ = ps_node(ps, AST_INDEX, @$); $$->lhs = $1; $$->args = $3; $$ = ps_done(ps, $$); }
 | postfix "as" type            { $$ = ps_node(ps, AST_CAST, @$); $$->lhs = $1; $$->type = $3; $$ = ps_done(ps, $$); }
+/* Triton's spellings, parsed to be reported with tk's (habits.c): tl.load(p), x.to(f16),
+ * x.sum(0), x.T */
+| postfix "." T_IDENT                      { $$ = ps_field(ps, $1, $3, @3, @$); }
+| postfix "." T_IDENT "(" args_opt ")"     { $$ = ps_method(ps, $1, $3, @3, $5, @$); }
+| postfix "." T_IDENT "(" type ")"         { $$ = ps_method_type(ps, $1, $3, @3, $5, @$); }
 ;
 
 index_items:

@@ -489,7 +489,11 @@ const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
   }
   case B_RANDOM: return check_random(c, e, cl);
   case B_CLAMP: return common(c, e, v, 3, false);
-  case B_REDUCE: case B_ARGREDUCE: case B_CUMSUM: return check_reduce(c, e, cl);
+  case B_REDUCE: case B_ARGREDUCE: case B_CUMSUM: {
+    const ir_type *t = check_reduce(c, e, cl);
+    if (!t) sema_hint_elementwise(c, e, cl);
+    return t;
+  }
   case B_DOT: return check_dot(c, e, cl);
   case B_RESHAPE: case B_TRANS: case B_BROADCAST_TO: case B_EXPAND_DIMS:
     return check_shape_op(c, e, cl);

@@ -1,6 +1,8 @@
 /* sema/check_expr.c — types, shapes and constant values of expressions (calls are in
  * check_call.c). An erroneous expression gets the type NULL; operators and calls that
  * meet a NULL operand give NULL without a message, so one mistake makes one error. */
+#include <string.h>
+
 #include "sema_int.h"
 
 static const char *tstr(sema_ctx *c, const ir_type *t) { return sema_type_quoted(c->a, t); }
@@ -37,9 +39,15 @@ static const ir_type *check_literal(sema_ctx *c, ast_node *e) {
 }
 
 static const ir_type *check_name(sema_ctx *c, ast_node *e) {
+  if (e->qual) {
+    sema_hint_name(c, e);
+    return NULL;
+  }
   sema_sym *s = sema_lookup(c, e->name);
   if (!s) {
     su_error(c->d, e->loc, "use of undeclared name '%s'", e->name);
+    if (strcmp(e->name, "True") == 0 || strcmp(e->name, "False") == 0)
+      su_note(c->d, e->loc, "tk's booleans are 'true' and 'false'");
     return NULL;
   }
   e->sema_ref = s;
@@ -240,6 +248,7 @@ const ir_type *sema_check_expr(sema_ctx *c, ast_node *e) {
   case AST_CAST: t = check_cast(c, e); break;
   case AST_INDEX: t = check_index(c, e); break;
   case AST_CALL: t = sema_check_call(c, e); break;
+  case AST_ERROR: t = NULL; break; /* the parser has reported it */
   default:
     su_error(c->d, e->loc, "expected an expression");
     t = NULL;

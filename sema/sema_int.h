@@ -161,6 +161,21 @@ void sema_scope_pop(sema_ctx *c);
 sema_sym *sema_declare(sema_ctx *c, sema_sym_kind k, const char *name, ast_node *decl);
 /* The innermost visible symbol called name, or NULL. */
 sema_sym *sema_lookup(sema_ctx *c, const char *name);
+/* The helper or kernel called name (file scope), or NULL. */
+sema_sym *sema_find_function(sema_ctx *c, const char *name);
+
+/* ---- hints.c: Triton's spellings the parser passed on ---------------------------------- */
+
+/* A call written with a module prefix (tl.load(p)) or as a method (x.sum(0), e->qual
+ * "."): reports it with the tk spelling and renames it to the tk builtin (isfinited →
+ * isfinite). True when a builtin or helper of that name exists, so the caller goes on
+ * checking the plain call. */
+bool sema_hint_call(sema_ctx *c, ast_node *e);
+/* A module name used as a value (tl.float16, tl.constexpr): reported. */
+void sema_hint_name(sema_ctx *c, ast_node *e);
+/* After a failed max/min reduction with a second argument: notes that the elementwise
+ * maximum/minimum is meant as 'maximum(a, b)'. */
+void sema_hint_elementwise(sema_ctx *c, ast_node *e, const sema_call *cl);
 
 /* ---- types.c ---------------------------------------------------------------------------- */
 
