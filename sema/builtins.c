@@ -69,7 +69,7 @@ static const sema_builtin builtins[] = {
   {"trans", B_TRANS, 1, V, {0}, false, 0},
   {"broadcast_to", B_BROADCAST_TO, 2, V, {0}, false, 0},
   {"expand_dims", B_EXPAND_DIMS, 2, 2, {"x", "axis"}, false, 0},
-  {"cdiv", B_CDIV, 2, 2, {"a", "b"}, false, 0},
+  {"cdiv", B_CDIV, 2, 2, {"a", "b"}, false, IR_CDIV},
   {"static_assert", B_STATIC_ASSERT, 1, 2, {"cond", "msg"}, false, 0},
   {"device_print", B_DEVICE_PRINT, 1, V, {0}, false, 0},
   {"device_assert", B_DEVICE_ASSERT, 1, 2, {"cond", "msg"}, false, 0},

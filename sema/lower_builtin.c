@@ -123,7 +123,7 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     sema_lower_at(l, e);
     return ir_build1(&l->b, IR_SELECT, t, 3, ops);
   case B_MATH1: case B_ABS: case B_FMA: case B_MINIMUM: case B_MAXIMUM: case B_MATH2:
-  case B_UMULHI: {
+  case B_UMULHI: case B_CDIV: {
     ir_opcode opc = (ir_opcode)cl->builtin->sub;
     if (opc == IR_FDIV && cl->argc > 2 && v[2] && v[2]->sema_const.i) opc = IR_DIV; /* ieee_rounding */
     int n = ir_op_info(opc)->noperands;
@@ -159,11 +159,6 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     return ir_build1(&l->b, IR_DOT, t, 3, ops);
   case B_RESHAPE: case B_TRANS: case B_EXPAND_DIMS:
     return lower_shape(l, e, cl);
-  case B_CDIV: {
-    ir_value *a = sema_lower_as(l, v[0], t), *b = sema_lower_as(l, v[1], t);
-    sema_lower_at(l, e);
-    return ir_binary(&l->b, IR_CDIV, a, b);
-  }
   case B_STATIC_ASSERT: return NULL;
   case B_DEVICE_PRINT: {
     ir_value **vals = SU_NEW_ARRAY(l->m->arena, ir_value *, cl->argc);
