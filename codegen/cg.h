@@ -219,6 +219,15 @@ LLVMValueRef cg_combine(cg_ctx *c, ir_reduce_kind k, tk_dtype dt, LLVMValueRef x
 /* A sideeffect inline-asm call of text with constraints cons (ret NULL: void). */
 LLVMValueRef cg_asm(cg_ctx *c, LLVMTypeRef ret, const char *text, const char *cons,
                     LLVMValueRef *args, int nargs);
+/* The same for a pure computation (no side effect, no memory), which LLVM may merge, move
+ * or drop like the instruction it is. */
+LLVMValueRef cg_asm_pure(cg_ctx *c, LLVMTypeRef ret, const char *text, const char *cons,
+                         LLVMValueRef *args, int nargs);
+/* x / y by div.full.f32: within 2 ulp of the quotient over the whole f32 range. */
+LLVMValueRef cg_ptx_div_full(cg_ctx *c, LLVMValueRef x, LLVMValueRef y);
+/* The f32 values hi and lo rounded to the half dtype dt (f16 or bf16) by one
+ * cvt.rn.{f16,bf16}x2.f32, packed in an i32: lo in the low half. */
+LLVMValueRef cg_ptx_cvt_rn_x2(cg_ctx *c, tk_dtype dt, LLVMValueRef hi, LLVMValueRef lo);
 /* The 32-bit .shared address of the shared pointer p. */
 LLVMValueRef cg_shared_addr(cg_ctx *c, LLVMValueRef p);
 void cg_ptx_mbar_init_fence(cg_ctx *c);
@@ -276,9 +285,13 @@ void cg_emit_mma(cg_ctx *c, const ir_op *op);
 int cg_access_width(cg_ctx *c, const ir_value *ptr, const ir_value *mask, const cg_layout *l, int bytes);
 
 /* ---- math.c ---- */
-/* The unary math op opc (exp, sin, sqrt, ...) on one f32 or f64 element x, with the
- * accuracy codegen.h promises; NULL when opc is no math op. */
-LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef x);
+/* The float math op opc (exp, sin, sqrt, pow, copysign, fdiv, ...) on one f32 or f64
+ * element of each operand a[0..], with the accuracy codegen.h promises; NULL when opc is
+ * no math op. */
+LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef *a);
+/* The integer op opc (umulhi, cdiv) on one element of dtype dt of each operand a[0..];
+ * NULL when opc is none of these. */
+LLVMValueRef cg_int_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef *a);
 
 /* ---- target.c ---- */
 /* False (reported to d) when arch is no GPU architecture tk knows. */

@@ -43,9 +43,12 @@
  *    error about 2^-21 on [-pi, pi], growing outside it: no exact range reduction); f32
  *    exp2 is ex2.approx.f32 (2 ulp) and exp(x) is ex2.approx.f32(x * log2(e)) (2 ulp plus
  *    about 1.2 |x| ulp from rounding the product). sqrt (sqrt.rn: correctly rounded),
- *    floor and ceil are exact at any precision. The rest is libdevice's, without ftz:
- *    every other f64 function, and f32 log, log2, rsqrt, tanh, erf and %; only the
- *    routines used are linked. f16/bf16 math computes in f32 and rounds once.
+ *    floor, ceil, rint (cvt.rni), trunc (cvt.rzi) and copysign are exact at any
+ *    precision; fdiv is div.full.f32 on f32 (2 ulp over the full range) and div.rn on
+ *    f64; umulhi is mul.hi.u16/u32/u64 and cdiv a truncating division plus the carry,
+ *    both exact. The rest is libdevice's, without ftz: every other f64 function, and f32
+ *    log, log2, rsqrt, tanh, erf, log1p and expm1 (1 ulp), pow (4 ulp; f64 2) and %; only
+ *    the routines used are linked. f16/bf16 math computes in f32 and rounds once.
  *  - Nothing here keeps global mutable state other than LLVM's one-time target
  *    registration; the scratch ids of the module's values are renumbered.
  * Prefix: cg_ / CG_.

@@ -78,7 +78,7 @@ static LLVMIntPredicate icmp_pred(int64_t p, bool is_signed) {
 static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef *a) {
   LLVMBuilderRef b = c->b;
   LLVMTypeRef t = LLVMTypeOf(a[0]);
-  LLVMValueRef math = cg_math(c, op->opc, dt, a[0]);
+  LLVMValueRef math = cg_math(c, op->opc, dt, a);
   if (math) return math;
   switch (op->opc) {
   case IR_NEG: return LLVMBuildFNeg(b, a[0], "");
@@ -94,7 +94,8 @@ static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueR
   case IR_CMP: return LLVMBuildFCmp(b, fcmp_pred(op->attr), a[0], a[1], "");
   case IR_SIGMOID: { /* 1 / (1 + exp(-x)) */
     LLVMValueRef one = LLVMConstReal(t, 1.0);
-    LLVMValueRef e = cg_math(c, IR_EXP, dt, LLVMBuildFNeg(b, a[0], ""));
+    LLVMValueRef neg = LLVMBuildFNeg(b, a[0], "");
+    LLVMValueRef e = cg_math(c, IR_EXP, dt, &neg);
     return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, e, ""), "");
   }
   default: return NULL;
@@ -128,7 +129,7 @@ static LLVMValueRef int_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef
     LLVMValueRef args[2] = {a[0], LLVMConstInt(LLVMInt1TypeInContext(c->llc), 0, false)};
     return cg_intrinsic(c, "llvm.abs", &t, 1, args, 2);
   }
-  default: return NULL;
+  default: return cg_int_math(c, op->opc, dt, a);
   }
 }
 
@@ -175,20 +176,8 @@ static LLVMValueRef element(cg_ctx *c, const ir_op *op, LLVMValueRef *a) {
  * scalar cvt.rn does, in half the instructions, and leaves the pair packed as a store
  * wants it. LLVM 19 never forms it from two scalar fptruncs. */
 static void round_pair(cg_ctx *c, tk_dtype dt, LLVMValueRef *lo, LLVMValueRef *hi) {
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(c->llc), ht = cg_dtype_type(c, dt);
-  LLVMTypeRef pt[2] = {f32(c), f32(c)};
-  LLVMTypeRef ft = LLVMFunctionType(i32, pt, 2, false);
-  const char *text = dt == TK_F16 ? "cvt.rn.f16x2.f32 $0, $1, $2;" : "cvt.rn.bf16x2.f32 $0, $1, $2;";
-  const char *cons = "=r,f,f";
-  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), false, false,
-                                     LLVMInlineAsmDialectATT, false);
-  LLVMValueRef args[2] = {*hi, *lo}; /* the first source goes to the upper half */
-  LLVMValueRef r = LLVMBuildCall2(c->b, ft, fn, args, 2, "");
-  /* a pure computation: free to be merged, moved or dropped like the fptruncs it replaces */
-  unsigned memory = LLVMGetEnumAttributeKindForName("memory", 6);
-  LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->llc, memory, 0));
-  unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
-  LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->llc, nounwind, 0));
+  LLVMTypeRef ht = cg_dtype_type(c, dt);
+  LLVMValueRef r = cg_ptx_cvt_rn_x2(c, dt, *hi, *lo);
   LLVMValueRef v = LLVMBuildBitCast(c->b, r, LLVMVectorType(ht, 2), "");
   *lo = LLVMBuildExtractElement(c->b, v, cg_i32(c, 0), "");
   *hi = LLVMBuildExtractElement(c->b, v, cg_i32(c, 1), "");

@@ -54,7 +54,8 @@ static void operand_init(operand *o, cg_ctx *c, const ir_value *buf, LLVMValueRe
   int mode = o->w == 128 ? 1 : o->w == 64 ? 2 : 3;
   int64_t lbo = o->k_major ? 16 : (int64_t)buf->type->shape[1 + o->k_dim] * o->w;
   int64_t sbo = 8 * (int64_t)o->w;
-  o->bits = ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | ((int64_t)mode << 62);
+  /* built unsigned: mode 2 or 3 in bits 62-63 overflows an int64_t shift */
+  o->bits = (int64_t)(((uint64_t)lbo >> 4) << 16 | ((uint64_t)sbo >> 4) << 32 | (uint64_t)mode << 62);
 }
 
 /* The descriptor of the block starting at (mn0, k0) of the operand: mn0 a runtime i32. */

@@ -1,8 +1,10 @@
 /* The PTX instructions LLVM 19 has no intrinsic for (mbarrier parity waits and expected
  * bytes, TMA box copies, the async-proxy fence, wgmma and its fence/commit/wait,
- * setmaxnreg), each kind written here once as inline assembly; the emitters call these
- * and never spell PTX themselves. Every statement is `sideeffect` (LLVM must neither move
- * it across memory accesses nor drop it), and those that order memory clobber it. Shared
+ * setmaxnreg; the paired f16/bf16 rounding and div.full.f32), each kind written here once
+ * as inline assembly; the emitters call these and never spell PTX themselves. Every
+ * statement is `sideeffect` (LLVM must neither move it across memory accesses nor drop
+ * it), and those that order memory clobber it, except the pure computations (cvt, div),
+ * which LLVM may merge, move or drop like the instructions they are. Shared
  * addresses travel as 32-bit integers (the .shared window is 32-bit). */
 #include "cg.h"
 
@@ -17,6 +19,33 @@ LLVMValueRef cg_asm(cg_ctx *c, LLVMTypeRef ret, const char *text, const char *co
   LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), true, false,
                                      LLVMInlineAsmDialectATT, false);
   return LLVMBuildCall2(c->b, ft, fn, args, (unsigned)nargs, "");
+}
+
+LLVMValueRef cg_asm_pure(cg_ctx *c, LLVMTypeRef ret, const char *text, const char *cons,
+                         LLVMValueRef *args, int nargs) {
+  LLVMTypeRef pt[CG_ASM_MAX_ARGS];
+  SU_ASSERT(nargs <= CG_ASM_MAX_ARGS);
+  for (int i = 0; i < nargs; i++) pt[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef ft = LLVMFunctionType(ret, pt, (unsigned)nargs, false);
+  LLVMValueRef fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons), false, false,
+                                     LLVMInlineAsmDialectATT, false);
+  LLVMValueRef r = LLVMBuildCall2(c->b, ft, fn, args, (unsigned)nargs, "");
+  unsigned memory = LLVMGetEnumAttributeKindForName("memory", 6);
+  LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->llc, memory, 0));
+  unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  LLVMAddCallSiteAttribute(r, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->llc, nounwind, 0));
+  return r;
+}
+
+LLVMValueRef cg_ptx_div_full(cg_ctx *c, LLVMValueRef x, LLVMValueRef y) {
+  LLVMValueRef args[2] = {x, y};
+  return cg_asm_pure(c, LLVMTypeOf(x), "div.full.f32 $0, $1, $2;", "=f,f,f", args, 2);
+}
+
+LLVMValueRef cg_ptx_cvt_rn_x2(cg_ctx *c, tk_dtype dt, LLVMValueRef hi, LLVMValueRef lo) {
+  const char *text = dt == TK_F16 ? "cvt.rn.f16x2.f32 $0, $1, $2;" : "cvt.rn.bf16x2.f32 $0, $1, $2;";
+  LLVMValueRef args[2] = {hi, lo}; /* the first source goes to the upper half */
+  return cg_asm_pure(c, LLVMInt32TypeInContext(c->llc), text, "=r,f,f", args, 2);
 }
 
 LLVMValueRef cg_shared_addr(cg_ctx *c, LLVMValueRef p) {

@@ -15,7 +15,7 @@ static ip_elem addptr(const ir_type *ptr_type, ip_elem p, tk_dtype idt, ip_elem 
 }
 
 static bool div_by_zero(ip_exec *x, const ir_op *op, ip_val divisor, int64_t i) {
-  const char *what = op->opc == IR_DIV ? "integer division by zero" : "integer remainder by zero";
+  const char *what = op->opc == IR_REM ? "integer remainder by zero" : "integer division by zero";
   if (divisor.n == 1) return ip_fail(x, op, what, "the divisor is 0");
   return ip_fail(x, op, what, "element %lld of the divisor is 0", (long long)i);
 }
@@ -28,13 +28,14 @@ bool ip_run_elementwise(ip_exec *x, const ip_inst *in) {
   ip_val b = op->noperands > 1 ? IP_IN(x, in, 1) : a;
   ip_val c = op->noperands > 2 ? IP_IN(x, in, 2) : a;
   ip_val r = ip_val_new(x, t);
-  bool int_div = (op->opc == IR_DIV || op->opc == IR_REM) && !ir_dtype_is_float(dt);
+  bool int_div = (op->opc == IR_DIV || op->opc == IR_REM || op->opc == IR_CDIV) && !ir_dtype_is_float(dt);
   for (int64_t i = 0; i < r.n; i++) {
     ip_elem ea = at(a, i), eb = at(b, i), *out = &r.e[i];
     switch (op->opc) {
     case IR_CAST: *out = ip_convert(dt, rdt, ea); break;
     case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_REM: case IR_AND:
     case IR_OR: case IR_XOR: case IR_SHL: case IR_SHR: case IR_MIN: case IR_MAX:
+    case IR_POW: case IR_COPYSIGN: case IR_FDIV: case IR_UMULHI: case IR_CDIV:
       if (int_div && ip_is_zero(dt, eb)) return div_by_zero(x, op, b, i);
       *out = ip_arith(op->opc, dt, ea, eb);
       break;

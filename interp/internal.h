@@ -78,10 +78,11 @@ ip_elem ip_int(tk_dtype dt, uint64_t bits);
 double ip_round(tk_dtype dt, double x);
 /* Converts v of type from to type to by the language's cast rules. */
 ip_elem ip_convert(tk_dtype from, tk_dtype to, ip_elem v);
-/* a op b in dt for ADD SUB MUL DIV REM AND OR XOR SHL SHR MIN MAX (an integer divisor
- * must be nonzero: the caller reports that). */
+/* a op b in dt for ADD SUB MUL DIV REM AND OR XOR SHL SHR MIN MAX, POW COPYSIGN FDIV
+ * (floats), UMULHI CDIV (ints). An integer divisor (DIV REM CDIV) must be nonzero: the
+ * caller reports that. */
 ip_elem ip_arith(ir_opcode op, tk_dtype dt, ip_elem a, ip_elem b);
-/* op x in dt for NEG NOT ABS and the float math functions. */
+/* op x in dt for NEG NOT ABS and the float math functions (RINT rounds ties to even). */
 ip_elem ip_math(ir_opcode op, tk_dtype dt, ip_elem x);
 /* fma(a, b, c) in dt, one rounding for floats. */
 ip_elem ip_fma(tk_dtype dt, ip_elem a, ip_elem b, ip_elem c);

@@ -179,6 +179,9 @@ static ip_elem float_arith(ir_opcode op, tk_dtype dt, double x, double y) {
     case IR_REM: c = fmodf(a, b); break;
     case IR_MIN: c = (float)fminmax(a, b, false); break;
     case IR_MAX: c = (float)fminmax(a, b, true); break;
+    case IR_POW: c = powf(a, b); break;
+    case IR_COPYSIGN: c = copysignf(a, b); break;
+    case IR_FDIV: c = a / b; break; /* the exact quotient: the GPU's is within 2 ulp of it */
     default: SU_UNREACHABLE();
     }
     r.f = ip_round(dt, c);
@@ -188,13 +191,38 @@ static ip_elem float_arith(ir_opcode op, tk_dtype dt, double x, double y) {
   case IR_ADD: r.f = x + y; break;
   case IR_SUB: r.f = x - y; break;
   case IR_MUL: r.f = x * y; break;
-  case IR_DIV: r.f = x / y; break;
+  case IR_DIV: case IR_FDIV: r.f = x / y; break;
   case IR_REM: r.f = fmod(x, y); break;
   case IR_MIN: r.f = fminmax(x, y, false); break;
   case IR_MAX: r.f = fminmax(x, y, true); break;
+  case IR_POW: r.f = pow(x, y); break;
+  case IR_COPYSIGN: r.f = copysign(x, y); break;
   default: SU_UNREACHABLE();
   }
   return r;
+}
+
+/* The high w bits of the 2w-bit product of x and y, read as w-bit unsigned numbers. */
+static uint64_t umulhi(uint64_t x, uint64_t y, int w) {
+  if (w < 64) {
+    uint64_t mask = (UINT64_C(1) << w) - 1;
+    if (w <= 32) return ((x & mask) * (y & mask)) >> w;
+  }
+  /* 64 bits: four 32 x 32 partial products; w in (32, 64) does not occur (no such types) */
+  uint64_t xl = x & 0xffffffff, xh = x >> 32, yl = y & 0xffffffff, yh = y >> 32;
+  uint64_t ll = xl * yl, lh = xl * yh, hl = xh * yl, hh = xh * yh;
+  uint64_t mid = (ll >> 32) + (lh & 0xffffffff) + (hl & 0xffffffff);
+  return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+}
+
+/* a / b rounded toward +infinity, with no intermediate that can overflow: the truncated
+ * quotient, plus one when a remainder is left and the exact quotient is positive (the
+ * remainder has a's sign). */
+static uint64_t cdiv(bool is_signed, ip_elem a, ip_elem b) {
+  if (!is_signed) return a.u / b.u + (a.u % b.u != 0);
+  if (b.i == -1) return 0 - a.u; /* exact; INT64_MIN / -1 wraps like '/' */
+  int64_t q = a.i / b.i, r = a.i % b.i;
+  return (uint64_t)q + (r != 0 && (r < 0) == (b.i < 0));
 }
 
 ip_elem ip_arith(ir_opcode op, tk_dtype dt, ip_elem a, ip_elem b) {
@@ -221,6 +249,8 @@ ip_elem ip_arith(ir_opcode op, tk_dtype dt, ip_elem a, ip_elem b) {
     break;
   case IR_MIN: r = (s ? a.i < b.i : x < y) ? x : y; break;
   case IR_MAX: r = (s ? a.i > b.i : x > y) ? x : y; break;
+  case IR_UMULHI: r = umulhi(x, y, (int)w); break;
+  case IR_CDIV: r = cdiv(s, a, b); break;
   default: SU_UNREACHABLE();
   }
   return ip_int(dt, r);
@@ -241,6 +271,10 @@ ip_elem ip_arith(ir_opcode op, tk_dtype dt, ip_elem a, ip_elem b) {
   case IR_ABS: return fabs##SUF(x);                          \
   case IR_FLOOR: return floor##SUF(x);                       \
   case IR_CEIL: return ceil##SUF(x);                         \
+  case IR_RINT: return nearbyint##SUF(x);                    \
+  case IR_TRUNC: return trunc##SUF(x);                       \
+  case IR_LOG1P: return log1p##SUF(x);                       \
+  case IR_EXPM1: return expm1##SUF(x);                       \
   case IR_SIGMOID: return (T)1 / ((T)1 + exp##SUF(-x));      \
   case IR_NEG: return -x;                                    \
   default: SU_UNREACHABLE();

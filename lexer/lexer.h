@@ -39,6 +39,10 @@
   X(FALSE, "false")                   \
   X(NONE, "None")                     \
   X(CONST, "const")                   \
+  /* reserved: not statements yet, but parsed so that their use gets a hint */ \
+  X(WHILE, "while")                   \
+  X(BREAK, "break")                   \
+  X(CONTINUE, "continue")             \
   /* type keywords: TYPE, the dtype in tok.ival (a tk_dtype) */ \
   X(TYPE, "type name")                \
   /* punctuation */                   \
@@ -62,6 +66,7 @@
   X(PLUS, "+")                        \
   X(MINUS, "-")                       \
   X(STAR, "*")                        \
+  X(STARSTAR, "**")                   \
   X(SLASH, "/")                       \
   X(PERCENT, "%")                     \
   X(AMP, "&")                         \

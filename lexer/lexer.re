@@ -208,6 +208,9 @@ lex_token lex_next(lex_state *l) {
       "false" { T(FALSE); }
       "None" { T(NONE); }
       "const" { T(CONST); }
+      "while" { T(WHILE); }
+      "break" { T(BREAK); }
+      "continue" { T(CONTINUE); }
 
       "i1" { return type_keyword(l, s, TK_I1); }
       "bool" { return type_keyword(l, s, TK_I1); }
@@ -251,6 +254,7 @@ lex_token lex_next(lex_state *l) {
       "+" { T(PLUS); }
       "-" { T(MINUS); }
       "*" { T(STAR); }
+      "**" { T(STARSTAR); }
       "/" { T(SLASH); }
       "%" { T(PERCENT); }
       "&" { T(AMP); }

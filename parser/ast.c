@@ -18,7 +18,8 @@ const char *ast_kind_name(ast_kind k) {
       [AST_STRING] = "string",   [AST_NAME] = "name",        [AST_UNARY] = "unary",
       [AST_BINARY] = "binary",   [AST_CALL] = "call",        [AST_ARG] = "arg",
       [AST_INDEX] = "index",     [AST_SLICE] = "slice",      [AST_NONE] = "none",
-      [AST_CAST] = "cast",       [AST_TYPE] = "type",        [AST_PTR_TYPE] = "ptr_type",
+      [AST_CAST] = "cast",       [AST_ERROR] = "error",      [AST_TYPE] = "type",
+      [AST_PTR_TYPE] = "ptr_type",
       [AST_BLOCK] = "block",     [AST_LET] = "let",          [AST_ASSIGN] = "assign",
       [AST_EXPR_STMT] = "expr_stmt", [AST_FOR] = "for",      [AST_IF] = "if",
       [AST_RETURN] = "return",   [AST_PARAM] = "param",      [AST_ATTR] = "attr",
@@ -42,3 +43,17 @@ void ast_list_push(su_arena *a, ast_list *l, ast_node *n) {
 }
 
 bool ast_is_stmt(ast_kind k) { return k >= AST_BLOCK && k <= AST_RETURN; }
+
+int ast_triton_dtype(const char *name) {
+  static const struct {
+    const char *name;
+    tk_dtype dt;
+  } names[] = {{"int1", TK_I1},      {"int8", TK_I8},       {"int16", TK_I16},
+               {"int32", TK_I32},    {"int64", TK_I64},     {"uint8", TK_U8},
+               {"uint16", TK_U16},   {"uint32", TK_U32},    {"uint64", TK_U64},
+               {"float16", TK_F16},  {"bfloat16", TK_BF16}, {"float32", TK_F32},
+               {"float64", TK_F64}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(names[i].name, name) == 0) return names[i].dt;
+  return -1;
+}

@@ -38,6 +38,8 @@ typedef enum {
   AST_SLICE,    /* ':' in an index */
   AST_NONE,     /* 'None' in an index */
   AST_CAST,     /* lhs as type */
+  AST_ERROR,    /* stands in for a construct the parser reported (a field of a value):
+                   no type, and no further message */
   /* types (syntax) */
   AST_TYPE,     /* dtype (a tk_dtype, not TK_PTR) */
   AST_PTR_TYPE, /* *lhs */
@@ -72,6 +74,10 @@ struct ast_node {
   uint64_t ival;
   double fval;
   const char *str;
+  /* AST_CALL, AST_NAME written in a Triton habit, which the checker reports before it
+   * checks the plain name: a module prefix as written ("tl.", "tl.math.") for tl.load(p),
+   * or "." for a method call x.sum(0), whose receiver is then args[0]. NULL normally. */
+  const char *qual;
   tk_dtype dtype;
   ast_node *lhs, *rhs, *type, *body, *els;
   ast_list args, targs, stmts, params, cparams, attrs;
@@ -108,6 +114,8 @@ ast_node *ast_new(su_arena *a, ast_kind k, su_loc loc);
 const char *ast_kind_name(ast_kind k);
 /* Appends n to the arena list l (amortized: the storage doubles when full). */
 void ast_list_push(su_arena *a, ast_list *l, ast_node *n);
+/* The tk dtype Triton calls name ("float16" → TK_F16, "int1" → TK_I1), or -1. */
+int ast_triton_dtype(const char *name);
 /* True for the statement kinds (AST_BLOCK .. AST_RETURN). */
 bool ast_is_stmt(ast_kind k);
 

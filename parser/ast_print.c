@@ -53,7 +53,7 @@ static void print_fields(FILE *out, const ast_node *n) {
   case AST_ASSIGN: fprintf(out, " %s %s", n->name, lex_kind_name(n->op)); break;
   case AST_NAME: case AST_CALL: case AST_ARG: case AST_LET: case AST_FOR: case AST_PARAM:
   case AST_ATTR: case AST_KERNEL: case AST_FUNC: case AST_CONST:
-    if (n->name) fprintf(out, " %s", n->name);
+    if (n->name) fprintf(out, " %s%s", n->qual ? n->qual : "", n->name);
     break;
   default: break;
   }

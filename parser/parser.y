@@ -89,12 +89,12 @@ static ast_list append(ps_state *ps, ast_list l, ast_node *n) {
 %token <fval> T_FLOAT "float literal"
 %token T_KERNEL "kernel" T_FN "fn" T_LET "let" T_VAR "var" T_FOR "for" T_IN "in" T_IF "if"
        T_ELSE "else" T_RETURN "return" T_AS "as" T_TRUE "true" T_FALSE "false" T_NONE "None"
-       T_CONST "const"
+       T_CONST "const" T_WHILE "while" T_BREAK "break" T_CONTINUE "continue"
 %token T_LPAREN "(" T_RPAREN ")" T_LBRACKET "[" T_RBRACKET "]" T_LBRACE "{" T_RBRACE "}"
        T_COMMA "," T_COLON ":" T_SEMI ";" T_DOT "." T_AT "@" T_ARROW "->"
        T_ASSIGN "=" T_PLUS_ASSIGN "+=" T_MINUS_ASSIGN "-=" T_STAR_ASSIGN "*="
        T_SLASH_ASSIGN "/="
-       T_PLUS "+" T_MINUS "-" T_STAR "*" T_SLASH "/" T_PERCENT "%" T_AMP "&" T_PIPE "|"
+       T_PLUS "+" T_MINUS "-" T_STAR "*" T_STARSTAR "**" T_SLASH "/" T_PERCENT "%" T_AMP "&" T_PIPE "|"
        T_CARET "^" T_TILDE "~" T_BANG "!" T_SHL "<<" T_SHR ">>" T_ANDAND "&&" T_OROR "||"
        T_EQ "==" T_NE "!=" T_LT "<" T_LE "<=" T_GT ">" T_GE ">="
        T_LT_TYPE /* '<' opening type arguments */
@@ -113,7 +113,7 @@ static ast_list append(ps_state *ps, ast_list l, ast_node *n) {
 %left "*" "/" "%"
 
 %type <node> decl kernel func const_decl cparam kparam fparam attr type ret_opt type_ann_opt
-%type <node> block stmt if_stmt expr unary postfix primary call arg index_item cdefault literal
+%type <node> block stmt if_stmt expr unary power postfix primary call arg index_item cdefault literal
 %type <list> attrs_opt attr_list cparams_opt cparam_list kparams_opt kparam_list fparams_opt
 %type <list> fparam_list stmts args_opt args type_list index_items
 %type <ival> assign_op
@@ -244,9 +244,18 @@ type_ann_opt:
 | ":" type  { $$ = $2; }
 ;
 
+/* '**' is one token (the power operator): in a type it is two pointer levels, which the
+ * checker reports as it reports '* *f32'. */
 type:
-  T_TYPE    { $$ = leaf(ps, AST_TYPE, @1); $$->dtype = (tk_dtype)$1; }
-| "*" type  { $$ = ps_node(ps, AST_PTR_TYPE, @$); $$->lhs = $2; $$ = ps_done(ps, $$); }
+  T_TYPE     { $$ = leaf(ps, AST_TYPE, @1); $$->dtype = (tk_dtype)$1; }
+| "*" type   { $$ = ps_node(ps, AST_PTR_TYPE, @$); $$->lhs = $2; $$ = ps_done(ps, $$); }
+| "**" type  {
+    ast_node *in = ps_node(ps, AST_PTR_TYPE, @$);
+    in->lhs = $2;
+    $$ = ps_node(ps, AST_PTR_TYPE, @$);
+    $$->lhs = ps_done(ps, in);
+    $$ = ps_done(ps, $$);
+  }
 ;
 
 /* ---- statements ---------------------------------------------------------------------- */
@@ -287,13 +296,16 @@ stmt:
     $$ = ps_done(ps, $$);
   }
 | expr ";"  { $$ = ps_node(ps, AST_EXPR_STMT, @$); $$->lhs = $1; $$ = ps_done(ps, $$); }
-| "for" T_IDENT "in" call block {
+| "for" T_IDENT "in" postfix block {
     $$ = named(ps, AST_FOR, $2, @2, @$);
     $$->lhs = $4;
     $$->body = $5;
     $$ = ps_done(ps, $$);
   }
 | if_stmt
+| "while" expr block  { ps_no_loop_control(ps, TOK_WHILE, @1); $$ = NULL; }
+| "break" ";"         { ps_no_loop_control(ps, TOK_BREAK, @1); $$ = NULL; }
+| "continue" ";"      { ps_no_loop_control(ps, TOK_CONTINUE, @1); $$ = NULL; }
 | "return" ";"       { $$ = ps_node(ps, AST_RETURN, @$); $$ = ps_done(ps, $$); }
 | "return" expr ";"  { $$ = ps_node(ps, AST_RETURN, @$); $$->lhs = $2; $$ = ps_done(ps, $$); }
 | block
@@ -354,17 +366,29 @@ expr:
 
 /* Unary operators bind looser than casts: -x as f32 is -(x as f32). */
 unary:
-  postfix
+  power
 | "-" unary  { $$ = unary(ps, TOK_MINUS, $2, @$); }
 | "+" unary  { $$ = unary(ps, TOK_PLUS, $2, @$); }
 | "!" unary  { $$ = unary(ps, TOK_BANG, $2, @$); }
 | "~" unary  { $$ = unary(ps, TOK_TILDE, $2, @$); }
 ;
 
+/* x ** y binds tighter than a unary operator on its left and groups to the right, as in
+ * Python: -x ** 2 is -(x ** 2), 2.0 ** -k is 2.0 ** (-k), a ** b ** c is a ** (b ** c). */
+power:
+  postfix
+| postfix "**" unary  { $$ = ps_binary(ps, TOK_STARSTAR, $1, $3, @$, @1, @2); }
+;
+
 postfix:
   primary
 | postfix "[" index_items "]"  { $$ = ps_node(ps, AST_INDEX, @$); $$->lhs = $1; $$->args = $3; $$ = ps_done(ps, $$); }
 | postfix "as" type            { $$ = ps_node(ps, AST_CAST, @$); $$->lhs = $1; $$->type = $3; $$ = ps_done(ps, $$); }
+/* Triton's spellings, parsed to be reported with tk's (habits.c): tl.load(p), x.to(f16),
+ * x.sum(0), x.T */
+| postfix "." T_IDENT                      { $$ = ps_field(ps, $1, $3, @3, @$); }
+| postfix "." T_IDENT "(" args_opt ")"     { $$ = ps_method(ps, $1, $3, @3, $5, @$); }
+| postfix "." T_IDENT "(" type ")"         { $$ = ps_method_type(ps, $1, $3, @3, $5, @$); }
 ;
 
 index_items:

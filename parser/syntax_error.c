@@ -2,6 +2,8 @@
  * "unexpected identifier 'foo', expected ';'". The grammar hands over every token kind it
  * would have accepted; this file turns that set into the one or two the user most likely
  * meant. */
+#include <string.h>
+
 #include "build.h"
 
 enum { MAX_QUOTED = 32 }; /* characters of an identifier or number quoted in a message */
@@ -65,8 +67,11 @@ void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nex
   bool expr = contains(expected, nexpected, TOK_INT);
   lex_kind rest[TOK_COUNT];
   int nrest = 0;
+  /* '**' opens a type only as two '*': naming '*' says it */
+  bool star = contains(expected, nexpected, TOK_STAR);
   for (int i = 0; i < nexpected && nrest < TOK_COUNT; i++)
-    if (expected[i] != TOK_EOF && !(expr && starts_expression(expected[i])))
+    if (expected[i] != TOK_EOF && !(expr && starts_expression(expected[i])) &&
+        !(star && expected[i] == TOK_STARSTAR))
       rest[nrest++] = expected[i];
 
   su_buf tok = {0}, msg = {0};
@@ -98,6 +103,12 @@ void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nex
     }
   }
   su_error(ps->d, loc, "%s", su_buf_str(&msg));
+  const char *text = ps->src->text + ps->look.loc.off;
+  if (ps->look.kind == TOK_IDENT && ((ps->look.loc.len == 2 && memcmp(text, "tl", 2) == 0) ||
+                                     (ps->look.loc.len == 6 && memcmp(text, "triton", 6) == 0)))
+    su_note(ps->d, loc, "tk's types and builtins have no module prefix: Triton's 'tl.float16' is "
+                        "'f16', and a 'tl.constexpr' parameter is written after the kernel's name, "
+                        "'kernel k<BLOCK: i32 = 1024>(...)'");
   if (ps->nsyntax == PS_MAX_SYNTAX_ERRORS)
     su_note(ps->d, loc, "too many syntax errors; the rest of the file is not parsed");
   su_buf_free(&tok);

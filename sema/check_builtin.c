@@ -325,29 +325,73 @@ static const ir_type *check_static_assert(sema_ctx *c, ast_node *e, sema_call *c
   return SEMA_VOID;
 }
 
-static const ir_type *check_cdiv(sema_ctx *c, ast_node *e, sema_call *cl) {
+/* cdiv and umulhi: two integers (not i1), promoted and broadcast like '+'. */
+static const ir_type *int_pair(sema_ctx *c, ast_node *e, sema_call *cl) {
   const ir_type *t = common(c, e, cl->argv, 2, false);
   if (!t) return NULL;
   if (!ir_dtype_is_int(sema_elem(t)->dtype) || sema_elem(t)->dtype == TK_I1) {
-    su_error(c->d, e->loc, "arguments of 'cdiv' must be integers, got %s and %s",
+    su_error(c->d, e->loc, "arguments of '%s' must be integers, got %s and %s", e->name,
              tstr(c, cl->argv[0]->sema_type), tstr(c, cl->argv[1]->sema_type));
     return NULL;
   }
+  return t;
+}
+
+static const ir_type *check_cdiv(sema_ctx *c, ast_node *e, sema_call *cl) {
+  const ir_type *t = int_pair(c, e, cl);
+  if (!t) return NULL;
   ast_node *a = cl->argv[0], *b = cl->argv[1];
   if (t->kind == IR_SCALAR && a->sema_is_const && b->sema_is_const) {
-    /* (a + b - 1) / b, folded in the common type like the runtime computes it */
-    sema_cval x = sema_const_as(a, t->dtype), y = sema_const_as(b, t->dtype), r;
+    sema_cval r;
     const char *why = NULL;
-    sema_cval one = {.i = 1}, s;
-    if (!sema_fold_binary(TOK_PLUS, t->dtype, x, y, t->dtype, &s, &why) ||
-        !sema_fold_binary(TOK_MINUS, t->dtype, s, one, t->dtype, &s, &why) ||
-        !sema_fold_binary(TOK_SLASH, t->dtype, s, y, t->dtype, &r, &why)) {
+    if (!sema_fold_cdiv(t->dtype, sema_const_as(a, t->dtype), sema_const_as(b, t->dtype), &r, &why)) {
       su_error(c->d, e->loc, "%s in constant expression", why);
       return NULL;
     }
     sema_set_const(e, t, r);
   }
   return t;
+}
+
+/* pow, copysign, div_rn, fdiv: floats (ints promoted to f32), broadcast like '+'; fdiv's
+ * ieee_rounding is a compile-time i1. */
+static const ir_type *check_math2(sema_ctx *c, ast_node *e, sema_call *cl) {
+  ast_node *ieee = cl->argc > 2 ? cl->argv[2] : NULL;
+  if (ieee && (ieee->sema_type->kind != IR_SCALAR || ieee->sema_type->dtype != TK_I1 ||
+               !ieee->sema_is_const)) {
+    su_error(c->d, ieee->loc, "ieee_rounding of '%s' must be a compile-time i1 (true or false)",
+             e->name);
+    return NULL;
+  }
+  return common(c, e, cl->argv, 2, true);
+}
+
+/* rand, randn, randint(seed, offset, [n_rounds]): an integer scalar seed, 32- or 64-bit
+ * integer offsets (Philox4x32 or 4x64 follows, as in Triton), a result shaped like them. */
+static const ir_type *check_random(sema_ctx *c, ast_node *e, sema_call *cl) {
+  ast_node *seed = cl->argv[0], *off = cl->argv[1], *rounds = cl->argc > 2 ? cl->argv[2] : NULL;
+  const ir_type *st = seed->sema_type, *ot = off->sema_type, *oe = sema_elem(ot);
+  if (st->kind != IR_SCALAR || !ir_dtype_is_int(st->dtype) || st->dtype == TK_I1) {
+    su_error(c->d, seed->loc, "seed of '%s' must be an integer scalar, got %s", e->name, tstr(c, st));
+    return NULL;
+  }
+  int bits = oe->kind == IR_SCALAR && ir_dtype_is_int(oe->dtype) ? ir_dtype_bits(oe->dtype) : 0;
+  if (bits != 32 && bits != 64) {
+    su_error(c->d, off->loc, "offset of '%s' must be 32- or 64-bit integers, got %s", e->name,
+             tstr(c, ot));
+    return NULL;
+  }
+  int64_t n;
+  if (rounds) {
+    if (!sema_const_int(c, rounds, su_fmt(c->a, "n_rounds of '%s'", e->name), &n)) return NULL;
+    if (n < 1 || n > SEMA_PHILOX_MAX_ROUNDS) {
+      su_error(c->d, rounds->loc, "n_rounds of '%s' must be between 1 and %d, got %lld", e->name,
+               SEMA_PHILOX_MAX_ROUNDS, (long long)n);
+      return NULL;
+    }
+  }
+  tk_dtype d = cl->builtin->sub != SEMA_RANDINT ? TK_F32 : bits == 64 ? TK_U64 : TK_U32;
+  return sema_with_shape(c, scalar(c, d), sema_rank(ot), shape_of(ot));
 }
 
 const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
@@ -437,8 +481,19 @@ const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
   case B_ABS: return common(c, e, v, 1, false);
   case B_FMA: return common(c, e, v, 3, true);
   case B_MINIMUM: case B_MAXIMUM: return common(c, e, v, 2, false);
+  case B_MATH2: return check_math2(c, e, cl);
+  case B_UMULHI: return int_pair(c, e, cl);
+  case B_FCLASS: {
+    const ir_type *t = common(c, e, v, 1, true);
+    return t ? sema_with_shape(c, scalar(c, TK_I1), sema_rank(t), shape_of(t)) : NULL;
+  }
+  case B_RANDOM: return check_random(c, e, cl);
   case B_CLAMP: return common(c, e, v, 3, false);
-  case B_REDUCE: case B_ARGREDUCE: case B_CUMSUM: return check_reduce(c, e, cl);
+  case B_REDUCE: case B_ARGREDUCE: case B_CUMSUM: {
+    const ir_type *t = check_reduce(c, e, cl);
+    if (!t) sema_hint_elementwise(c, e, cl);
+    return t;
+  }
   case B_DOT: return check_dot(c, e, cl);
   case B_RESHAPE: case B_TRANS: case B_BROADCAST_TO: case B_EXPAND_DIMS:
     return check_shape_op(c, e, cl);

@@ -45,6 +45,9 @@ static bool sort_args(sema_ctx *c, ast_node *e, const char *const *names, int nn
       if (names[j] && strcmp(names[j], an) == 0) k = j;
     if (k < 0) {
       su_error(c->d, a->loc, "'%s' has no parameter named '%s'", e->name, an);
+      if (strcmp(an, "dtype") == 0)
+        su_note(c->d, a->loc, "tk names an element type with a type argument ('zeros<f16>(...)', "
+                              "'full<f16>(...)') or converts with 'as' ('x as f16')");
       ok = false;
     } else if (cl->argv[k]) {
       su_error(c->d, a->loc, "argument '%s' given twice", an);
@@ -61,18 +64,11 @@ static bool sort_args(sema_ctx *c, ast_node *e, const char *const *names, int nn
   return ok;
 }
 
-static sema_sym *find_function(sema_ctx *c, const char *name) {
-  sema_scope *save = c->scope;
-  c->scope = c->global;
-  sema_sym *s = sema_lookup(c, name);
-  c->scope = save;
-  return s && (s->kind == SYM_FUNC || s->kind == SYM_KERNEL) ? s : NULL;
-}
-
 const ir_type *sema_check_call(sema_ctx *c, ast_node *e) {
   sema_call *cl = SU_NEW(c->a, sema_call);
   e->sema_ref = cl;
-  sema_sym *fn = find_function(c, e->name);
+  if (e->qual && !sema_hint_call(c, e)) return NULL;
+  sema_sym *fn = sema_find_function(c, e->name);
   if (fn && fn->kind == SYM_KERNEL) {
     su_error(c->d, e->loc, "cannot call kernel '%s'", e->name);
     su_note(c->d, fn->decl->name_loc, "'%s' is declared here", e->name);

@@ -1,6 +1,8 @@
 /* sema/check_expr.c — types, shapes and constant values of expressions (calls are in
  * check_call.c). An erroneous expression gets the type NULL; operators and calls that
  * meet a NULL operand give NULL without a message, so one mistake makes one error. */
+#include <string.h>
+
 #include "sema_int.h"
 
 static const char *tstr(sema_ctx *c, const ir_type *t) { return sema_type_quoted(c->a, t); }
@@ -37,9 +39,15 @@ static const ir_type *check_literal(sema_ctx *c, ast_node *e) {
 }
 
 static const ir_type *check_name(sema_ctx *c, ast_node *e) {
+  if (e->qual) {
+    sema_hint_name(c, e);
+    return NULL;
+  }
   sema_sym *s = sema_lookup(c, e->name);
   if (!s) {
     su_error(c->d, e->loc, "use of undeclared name '%s'", e->name);
+    if (strcmp(e->name, "True") == 0 || strcmp(e->name, "False") == 0)
+      su_note(c->d, e->loc, "tk's booleans are 'true' and 'false'");
     return NULL;
   }
   e->sema_ref = s;
@@ -109,6 +117,14 @@ const ir_type *sema_binary_type(sema_ctx *c, int op, su_loc loc, ast_node *x, co
     case TOK_SHL: case TOK_SHR:
       if (!ir_dtype_is_int(d) || d == TK_I1) goto invalid;
       break;
+    case TOK_STARSTAR:
+      if (!ir_dtype_is_float(d)) {
+        su_error(c->d, loc, "invalid operands to '**': %s and %s", tstr(c, tx), tstr(c, ty));
+        su_note(c->d, loc, "'**' is pow(), a float function: convert an operand ('x as f32'), "
+                           "or multiply out a small integer power ('x * x')");
+        return NULL;
+      }
+      break;
     case TOK_AMP: case TOK_PIPE: case TOK_CARET:
       if (!ir_dtype_is_int(d)) goto invalid;
       break;
@@ -146,7 +162,9 @@ static const ir_type *check_binary(sema_ctx *c, ast_node *e) {
   const ir_type *t = sema_binary_type(c, e->op, op_loc(e), e->lhs, tx, e->rhs, ty, &opd);
   if (!t) return NULL;
   sema_cval v;
-  if (t->kind == IR_SCALAR && e->lhs->sema_is_const && e->rhs->sema_is_const) {
+  /* '**' is pow(), whose value is the math library's: it does not fold, like exp(1.0) */
+  if (t->kind == IR_SCALAR && e->lhs->sema_is_const && e->rhs->sema_is_const &&
+      e->op != TOK_STARSTAR) {
     if (!sema_fold_binary_node(c, e->op, op_loc(e), e->lhs, e->rhs, opd, t, &v)) return NULL;
     sema_set_const(e, t, v);
   }
@@ -230,6 +248,7 @@ const ir_type *sema_check_expr(sema_ctx *c, ast_node *e) {
   case AST_CAST: t = check_cast(c, e); break;
   case AST_INDEX: t = check_index(c, e); break;
   case AST_CALL: t = sema_check_call(c, e); break;
+  case AST_ERROR: t = NULL; break; /* the parser has reported it */
   default:
     su_error(c->d, e->loc, "expected an expression");
     t = NULL;

@@ -181,6 +181,8 @@ static void check_for(sema_ctx *c, ast_node *s) {
   ast_node *it = s->lhs;
   const ir_type *ivt = NULL;
   bool is_static = false, weak = false;
+  if (it && it->kind == AST_ERROR) return; /* reported by the parser */
+  if (it && it->kind == AST_CALL && it->qual && !sema_hint_call(c, it)) return; /* tl.range */
   if (!it || it->kind != AST_CALL ||
       (strcmp(it->name, "range") != 0 && strcmp(it->name, "static_range") != 0)) {
     su_error(c->d, it ? it->loc : s->loc, "expected 'range(...)' or 'static_range(...)' after 'in'");

@@ -99,6 +99,15 @@ static bool fold_int(int op, tk_dtype d, int64_t x, int64_t y, int64_t *out, con
   return true;
 }
 
+bool sema_fold_cdiv(tk_dtype d, sema_cval x, sema_cval y, sema_cval *out, const char **why) {
+  int64_t q, r;
+  if (!fold_int(TOK_SLASH, d, x.i, y.i, &q, why) || !fold_int(TOK_PERCENT, d, x.i, y.i, &r, why))
+    return false;
+  bool up = r != 0 && (is_unsigned(d) || (r < 0) == (y.i < 0));
+  out->i = sema_wrap_int(d, (int64_t)((uint64_t)q + up));
+  return true;
+}
+
 static int64_t compare(int op, tk_dtype d, sema_cval x, sema_cval y) {
   int c;
   if (ir_dtype_is_float(d)) {

@@ -4,6 +4,8 @@
  * per axis. */
 #include "sema_int.h"
 
+#include <math.h>
+
 static ir_value *build(sema_lowerer *l, ir_opcode opc, const ir_type *t, int n, ir_value **ops,
                        int64_t attr, int64_t attr2) {
   ir_value *v = ir_build1(&l->b, opc, t, n, ops);
@@ -120,12 +122,27 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     ops[2] = sema_lower_as(l, v[2], t);
     sema_lower_at(l, e);
     return ir_build1(&l->b, IR_SELECT, t, 3, ops);
-  case B_MATH1: case B_ABS: case B_FMA: case B_MINIMUM: case B_MAXIMUM: {
-    int n = cl->argc;
+  case B_MATH1: case B_ABS: case B_FMA: case B_MINIMUM: case B_MAXIMUM: case B_MATH2:
+  case B_UMULHI: case B_CDIV: {
+    ir_opcode opc = (ir_opcode)cl->builtin->sub;
+    if (opc == IR_FDIV && cl->argc > 2 && v[2] && v[2]->sema_const.i) opc = IR_DIV; /* ieee_rounding */
+    int n = ir_op_info(opc)->noperands;
     for (int i = 0; i < n; i++) ops[i] = sema_lower_as(l, v[i], t);
     sema_lower_at(l, e);
-    return ir_build1(&l->b, (ir_opcode)cl->builtin->sub, t, n, ops);
+    return ir_build1(&l->b, opc, t, n, ops);
   }
+  case B_FCLASS: {
+    /* comparisons, exact on every backend: NaN is the value unequal to itself */
+    tk_dtype d = sema_elem(v[0]->sema_type)->dtype;
+    const ir_type *ft = ir_type_like(l->m, t, ir_type_scalar(l->m, ir_dtype_is_float(d) ? d : TK_F32));
+    ir_value *x = sema_lower_as(l, v[0], ft);
+    sema_lower_at(l, e);
+    if (cl->builtin->sub == SEMA_ISNAN) return ir_cmp_build(&l->b, IR_CMP_NE, x, x);
+    ir_value *inf = ir_const_float(&l->b, ft, INFINITY);
+    ir_cmp pred = cl->builtin->sub == SEMA_ISINF ? IR_CMP_EQ : IR_CMP_LT;
+    return ir_cmp_build(&l->b, pred, ir_unary(&l->b, IR_ABS, x), inf);
+  }
+  case B_RANDOM: return sema_lower_random(l, e, cl);
   case B_CLAMP:
     for (int i = 0; i < 3; i++) ops[i] = sema_lower_as(l, v[i], t);
     sema_lower_at(l, e);
@@ -142,13 +159,6 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     return ir_build1(&l->b, IR_DOT, t, 3, ops);
   case B_RESHAPE: case B_TRANS: case B_EXPAND_DIMS:
     return lower_shape(l, e, cl);
-  case B_CDIV: {
-    /* (a + b - 1) / b */
-    ir_value *a = sema_lower_as(l, v[0], t), *b = sema_lower_as(l, v[1], t);
-    sema_lower_at(l, e);
-    ir_value *one = ir_const_int(&l->b, t, 1);
-    return ir_binary(&l->b, IR_DIV, ir_binary(&l->b, IR_SUB, ir_binary(&l->b, IR_ADD, a, b), one), b);
-  }
   case B_STATIC_ASSERT: return NULL;
   case B_DEVICE_PRINT: {
     ir_value **vals = SU_NEW_ARRAY(l->m->arena, ir_value *, cl->argc);

@@ -50,6 +50,7 @@ static ir_opcode arith_opcode(int op) {
   case TOK_MINUS: return IR_SUB;
   case TOK_STAR: return IR_MUL;
   case TOK_SLASH: return IR_DIV;
+  case TOK_STARSTAR: return IR_POW;
   case TOK_PERCENT: return IR_REM;
   case TOK_AMP: case TOK_ANDAND: return IR_AND;
   case TOK_PIPE: case TOK_OROR: return IR_OR;

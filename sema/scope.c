@@ -38,6 +38,14 @@ sema_sym *sema_declare(sema_ctx *c, sema_sym_kind k, const char *name, ast_node 
   return y;
 }
 
+sema_sym *sema_find_function(sema_ctx *c, const char *name) {
+  for (sema_scope *s = c->global; s; s = s->parent) {
+    sema_sym *y = find_in(s, name);
+    if (y) return y->kind == SYM_FUNC || y->kind == SYM_KERNEL ? y : NULL;
+  }
+  return NULL;
+}
+
 sema_sym *sema_lookup(sema_ctx *c, const char *name) {
   for (sema_scope *s = c->scope; s; s = s->parent) {
     sema_sym *y = find_in(s, name);

@@ -68,6 +68,7 @@ typedef enum {
   B_PROGRAM_ID, B_NUM_PROGRAMS, B_ARANGE, B_ZEROS, B_FULL,
   B_LOAD, B_STORE, B_ATOMIC, B_ATOMIC_CAS, B_WHERE,
   B_MATH1, B_ABS, B_FMA, B_MINIMUM, B_MAXIMUM, B_CLAMP,
+  B_MATH2, B_UMULHI, B_FCLASS, B_RANDOM,
   B_REDUCE, B_ARGREDUCE, B_CUMSUM, B_DOT,
   B_RESHAPE, B_TRANS, B_BROADCAST_TO, B_EXPAND_DIMS,
   B_CDIV, B_STATIC_ASSERT, B_DEVICE_PRINT, B_DEVICE_ASSERT,
@@ -82,8 +83,17 @@ typedef struct {
   int min_args, max_args;        /* max SEMA_VARIADIC: any number */
   const char *params[4];         /* names for named arguments (fixed-arity builtins) */
   bool type_arg;                 /* accepts <T> */
-  int sub;                       /* ir_opcode (math), ir_reduce_kind, ir_atomic_kind */
+  int sub;                       /* ir_opcode (math), ir_reduce_kind, ir_atomic_kind,
+                                    sema_fclass, sema_random */
 } sema_builtin;
+
+/* What isnan / isinf / isfinite ask, and what rand / randn / randint give. */
+typedef enum { SEMA_ISNAN, SEMA_ISINF, SEMA_ISFINITE } sema_fclass;
+typedef enum { SEMA_RANDINT, SEMA_RAND, SEMA_RANDN } sema_random;
+
+/* Philox rounds when rand / randn / randint are given no n_rounds (Triton's default), and
+ * the most they accept. */
+enum { SEMA_PHILOX_ROUNDS = 10, SEMA_PHILOX_MAX_ROUNDS = 32 };
 
 /* The builtin called name, or NULL. */
 const sema_builtin *sema_builtin_find(const char *name);
@@ -151,6 +161,21 @@ void sema_scope_pop(sema_ctx *c);
 sema_sym *sema_declare(sema_ctx *c, sema_sym_kind k, const char *name, ast_node *decl);
 /* The innermost visible symbol called name, or NULL. */
 sema_sym *sema_lookup(sema_ctx *c, const char *name);
+/* The helper or kernel called name (file scope), or NULL. */
+sema_sym *sema_find_function(sema_ctx *c, const char *name);
+
+/* ---- hints.c: Triton's spellings the parser passed on ---------------------------------- */
+
+/* A call written with a module prefix (tl.load(p)) or as a method (x.sum(0), e->qual
+ * "."): reports it with the tk spelling and renames it to the tk builtin (isfinited →
+ * isfinite). True when a builtin or helper of that name exists, so the caller goes on
+ * checking the plain call. */
+bool sema_hint_call(sema_ctx *c, ast_node *e);
+/* A module name used as a value (tl.float16, tl.constexpr): reported. */
+void sema_hint_name(sema_ctx *c, ast_node *e);
+/* After a failed max/min reduction with a second argument: notes that the elementwise
+ * maximum/minimum is meant as 'maximum(a, b)'. */
+void sema_hint_elementwise(sema_ctx *c, ast_node *e, const sema_call *cl);
 
 /* ---- types.c ---------------------------------------------------------------------------- */
 
@@ -194,6 +219,9 @@ sema_cval sema_const_convert(tk_dtype from, tk_dtype to, sema_cval v);
  * (with *why set) for division by zero or an out-of-range shift. */
 bool sema_fold_binary(int op, tk_dtype opd, sema_cval x, sema_cval y, tk_dtype res,
                       sema_cval *out, const char **why);
+/* Folds cdiv(x, y) in integer dtype d: x / y rounded toward +infinity, exactly (the
+ * interpreter's and the GPU's rule). False (with *why set) for a zero divisor. */
+bool sema_fold_cdiv(tk_dtype d, sema_cval x, sema_cval y, sema_cval *out, const char **why);
 /* Folds a unary operator. */
 sema_cval sema_fold_unary(int op, tk_dtype d, sema_cval x);
 /* The constant value of a checked compile-time expression e converted to dtype d. */
@@ -265,6 +293,8 @@ ir_value *sema_lower_expr(sema_lowerer *l, ast_node *e);
 ir_value *sema_lower_as(sema_lowerer *l, ast_node *e, const ir_type *want);
 /* Converts v to type want: element cast, then splat or expand+broadcast. */
 ir_value *sema_lower_convert(sema_lowerer *l, ir_value *v, const ir_type *want);
+/* Lowers rand / randn / randint (lower_random.c): Philox4x32 (or 4x64) as IR ops. */
+ir_value *sema_lower_random(sema_lowerer *l, ast_node *e, sema_call *cl);
 /* Lowers a call (builtin or helper instance); NULL for calls yielding nothing. */
 ir_value *sema_lower_call(sema_lowerer *l, ast_node *e);
 /* Lowers the statements of a block. */

@@ -35,6 +35,17 @@ su_source *su_source_read(su_arena *a, const char *path, const char **err) {
   return s;
 }
 
+const char *su_loc_text(su_arena *a, su_loc loc, size_t max) {
+  if (!loc.src || loc.off > loc.src->len) return "";
+  size_t n = loc.len;
+  if (n > loc.src->len - loc.off) n = loc.src->len - loc.off;
+  bool cut = n > max;
+  char *s = su_alloc(a, (cut ? max : n) + 4);
+  memcpy(s, loc.src->text + loc.off, cut ? max : n);
+  strcpy(s + (cut ? max : n), cut ? "..." : "");
+  return s;
+}
+
 su_loc su_loc_join(su_loc a, su_loc b) {
   if (!a.src) return b;
   if (!b.src || a.src != b.src) return a;

@@ -162,6 +162,9 @@ su_source *su_source_new(su_arena *a, const char *name, const char *text, size_t
 /* Reads a whole file into a source. Returns NULL and sets *err (static string from
  * strerror) when it cannot be read. */
 su_source *su_source_read(su_arena *a, const char *path, const char **err);
+/* The source text loc spans, in the arena: at most max bytes, "..." appended when cut (for
+ * quoting a construct in a hint). "" for a location without a source. */
+const char *su_loc_text(su_arena *a, su_loc loc, size_t max);
 /* A location spanning from the start of a to the end of b (same source). */
 su_loc su_loc_join(su_loc a, su_loc b);
 

@@ -1,5 +1,5 @@
-/* cases_elementwise.c — the 1-D elementwise samples (vadd, coscos, gelu): one program per
- * BLOCK elements, the tail masked. The block size is the case's BLOCK define. */
+/* cases_elementwise.c — the 1-D elementwise samples (vadd, coscos, gelu, dropout): one
+ * program per BLOCK elements, the tail masked. The block size is the case's BLOCK define. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -49,4 +49,39 @@ void ck_run_gelu(ck_job *job) {
   ck_download(job, y, dy, n * 2);
   for (long i = 0; i < n && !ck_failed(job); i++)
     ck_close(job, job->c->kernel, i, y[i], gelu_ref(x[i], exact), CK_F16_RTOL, CK_F16_ATOL);
+}
+
+/* The mask's exact bits are Philox's (checked against a C Philox in tests/interp/test_math.c);
+ * here: every output is 0 or x / (1 - p), the kept fraction is 1 - p within five standard
+ * deviations, the same seed gives the same output again, and another seed another mask. */
+void ck_run_dropout(ck_job *job) {
+  long n = job->size.d[0];
+  const float p = 0.3f;
+  int64_t seed = (int64_t)(ck_uniform(job, 0, 1) * 0x1p62);
+  float *x = ck_random_f32(job, n, 1, 10), *y = ck_host(job, n, 4), *y2 = ck_host(job, n, 4);
+  tk_devptr dx = ck_upload(job, x, n * 4), dy = ck_upload(job, y, n * 4);
+  tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i32((int32_t)n), tk_arg_f32(p),
+                tk_arg_i64(seed)};
+  tk_grid g = {ck_cdiv(n, block_of(job)), 1, 1};
+  ck_launch(job, g, a, 5);
+  ck_download(job, y, dy, n * 4);
+  long kept = 0;
+  for (long i = 0; i < n && !ck_failed(job); i++) {
+    kept += y[i] != 0;
+    ck_close(job, "dropout", i, y[i], y[i] == 0 ? 0 : (double)x[i] / (1 - (double)p), CK_F32_RTOL, 0);
+  }
+  double sd = sqrt(n * (double)p * (1 - p));
+  if (!ck_failed(job) && fabs((double)kept - n * (1 - (double)p)) > 5 * sd + 1)
+    ck_close(job, "dropout: elements kept", 0, (double)kept, n * (1 - (double)p), 0, 5 * sd + 1);
+  ck_launch(job, g, a, 5);
+  ck_download(job, y2, dy, n * 4);
+  for (long i = 0; i < n && !ck_failed(job); i++)
+    ck_close(job, "dropout: the same seed again", i, y2[i], y[i], 0, 0);
+  a[4] = tk_arg_i64(seed + 1);
+  ck_launch(job, g, a, 5);
+  ck_download(job, y2, dy, n * 4);
+  long same = 0;
+  for (long i = 0; i < n; i++) same += (y2[i] != 0) == (y[i] != 0);
+  if (!ck_failed(job) && n >= 256 && same == n)
+    ck_close(job, "dropout: another seed, elements masked alike", 0, (double)same, n * 0.58, 0, 0);
 }

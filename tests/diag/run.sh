@@ -6,6 +6,8 @@
 #                                         FILE:LINE:COL: error: MESSAGE, and it exits 1
 #   // expect: tk: error: MESSAGE         the same for a diagnostic without a location
 #   // expect: ok                         the file is correct: exit 0, no output at all
+#   // expect-note: LINE:COL: note: MESSAGE  (optional) this line, FILE: prefixed, is among
+#                                         the diagnostics (the hint that follows the error)
 #   // expect-count: N                    (optional) exactly N errors are reported
 #   // args: ...                          (optional) extra arguments, e.g. -D NAME=VALUE
 #   // xfail: REASON                      (optional) tkc is known not to meet the
@@ -57,6 +59,7 @@ for f in "$dir"/*.tk; do
   [ -e "$f" ] || continue
   expect=$(header "$f" expect)
   count=$(header "$f" expect-count)
+  note=$(header "$f" expect-note)
   args=$(header "$f" args)
   why_xfail=$(header "$f" xfail)
   if [ -z "$expect" ]; then
@@ -93,6 +96,11 @@ for f in "$dir"/*.tk; do
     failed "$f" "first diagnostic
     expected: $want
     got:      $first"
+    continue
+  fi
+  if [ -n "$note" ] && ! grep -qxF "$f:$note" "$tmp"; then
+    failed "$f" "no diagnostic line
+    $f:$note"
     continue
   fi
   if [ -n "$count" ]; then

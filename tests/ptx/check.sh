@@ -1,8 +1,9 @@
 #!/bin/sh
-# Compiles every sample with tkc for sm_80, sm_90 and sm_90a and assembles the PTX with
-# ptxas. A sample that uses what the GPU back end does not support yet (none today) is
-# skipped, saying so; any other tkc or ptxas failure fails the test.
-# Usage: check.sh TKC SAMPLES_DIR   (ptxas: $TK_PTXAS, else $CUDA_HOME/bin or /usr/local/cuda/bin)
+# Compiles every .tk file of a folder (the samples, or tests/kernels) with tkc for sm_80,
+# sm_90 and sm_90a and assembles the PTX with ptxas. A file that uses what the GPU back end
+# does not support yet (none today) is skipped, saying so; any other tkc or ptxas failure
+# fails the test.
+# Usage: check.sh TKC DIR   (ptxas: $TK_PTXAS, else $CUDA_HOME/bin or /usr/local/cuda/bin)
 # Exit: 0 pass, 1 failure, 77 (meson's skip) when ptxas is absent.
 set -u
 tkc=$1

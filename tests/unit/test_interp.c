@@ -88,6 +88,62 @@ static void test_float_arith(void **state) {
   assert_false(ip_compare(IR_CMP_LT, TK_U32, ip_int(TK_U32, (uint64_t)-1), I(0)));
 }
 
+/* round/rint, trunc and copysign are exact; pow, log1p and expm1 are libm's in the type's
+ * precision; fdiv is the exact quotient (the GPU's is within 2 ulp). */
+static void test_more_float_math(void **state) {
+  (void)state;
+  static const double rint_in[] = {2.5, 3.5, -2.5, 0.5, -1.5, 1e30, 2.4999998};
+  static const double rint_out[] = {2, 4, -2, 0, -2, 1e30, 2};
+  for (size_t i = 0; i < sizeof rint_in / sizeof *rint_in; i++) {
+    assert_true(ip_math(IR_RINT, TK_F32, F(rint_in[i])).f == (double)(float)rint_out[i]);
+    assert_true(ip_math(IR_RINT, TK_F64, F(rint_in[i])).f == rint_out[i]);
+  }
+  assert_true(signbit(ip_math(IR_RINT, TK_F32, F(-0.5)).f));
+  assert_true(ip_math(IR_RINT, TK_F16, F(1024.5)).f == 1024); /* exact in f16, a tie */
+  assert_true(ip_math(IR_TRUNC, TK_F32, F(-2.75)).f == -2);
+  assert_true(signbit(ip_math(IR_TRUNC, TK_F32, F(-0.25)).f));
+  assert_true(ip_math(IR_LOG1P, TK_F32, F(1e-10)).f == (double)log1pf(1e-10f));
+  assert_true(ip_math(IR_EXPM1, TK_F64, F(1e-300)).f == 1e-300);
+  assert_true(ip_arith(IR_POW, TK_F32, F(2), F(10)).f == 1024);
+  assert_true(isnan(ip_arith(IR_POW, TK_F32, F(-8), F(1.0 / 3)).f));
+  assert_true(ip_arith(IR_POW, TK_F64, F(1), F(NAN)).f == 1); /* C99's special cases */
+  assert_true(ip_arith(IR_POW, TK_F16, F(3), F(2)).f == 9);
+  assert_true(ip_arith(IR_COPYSIGN, TK_F32, F(3), F(-0.0)).f == -3);
+  assert_true(ip_arith(IR_COPYSIGN, TK_F64, F(-3), F(1)).f == 3);
+  assert_true(ip_arith(IR_FDIV, TK_F32, F(1), F(3)).f == (double)(1.0f / 3.0f));
+  assert_true(ip_arith(IR_FDIV, TK_F64, F(1), F(3)).f == 1.0 / 3.0);
+}
+
+/* umulhi reads both operands as unsigned; cdiv is the exact ceiling for every sign and
+ * never overflows. */
+static void test_umulhi_and_cdiv(void **state) {
+  (void)state;
+  assert_int_equal(ip_arith(IR_UMULHI, TK_U32, I(0xffffffff), I(0xffffffff)).u, 0xfffffffeu);
+  assert_int_equal(ip_arith(IR_UMULHI, TK_I32, I(-1), I(-1)).i, -2); /* 0xfffffffe */
+  assert_int_equal(ip_arith(IR_UMULHI, TK_I32, I(-1), I(2)).i, 1);
+  assert_int_equal(ip_arith(IR_UMULHI, TK_U8, I(200), I(200)).u, 156);
+  assert_int_equal(ip_arith(IR_UMULHI, TK_I16, I(-2), I(3)).i, 2);
+  uint64_t x = 0x9e3779b97f4a7c15u, y = 0xd2e7470ee14c6c93u;
+  for (int i = 0; i < 64; i++) {
+    uint64_t want = (uint64_t)(((unsigned __int128)x * y) >> 64);
+    assert_int_equal(ip_arith(IR_UMULHI, TK_U64, (ip_elem){.u = x}, (ip_elem){.u = y}).u, want);
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    y ^= x >> 7;
+  }
+  assert_int_equal(ip_arith(IR_UMULHI, TK_U64, I(-1), I(-1)).u, UINT64_MAX - 1);
+  static const int64_t cd[][3] = {{7, 2, 4},   {-7, 2, -3},  {7, -2, -3}, {-7, -2, 4}, {6, 3, 2},
+                                  {-6, 3, -2}, {0, 5, 0},    {1, 5, 1},   {-1, 5, 0},
+                                  {INT32_MAX, 2, 1073741824}, {INT32_MIN, -1, INT32_MIN}};
+  for (size_t i = 0; i < sizeof cd / sizeof *cd; i++)
+    assert_int_equal(ip_arith(IR_CDIV, TK_I32, I(cd[i][0]), I(cd[i][1])).i, cd[i][2]);
+  assert_int_equal(ip_arith(IR_CDIV, TK_I64, I(INT64_MAX), I(2)).i, INT64_C(1) << 62);
+  assert_int_equal(ip_arith(IR_CDIV, TK_I64, I(INT64_MIN), I(-1)).i, INT64_MIN);
+  assert_int_equal(ip_arith(IR_CDIV, TK_I64, I(INT64_MIN), I(2)).i, INT64_MIN / 2);
+  assert_int_equal(ip_arith(IR_CDIV, TK_U32, I(0xffffffff), I(2)).u, 0x80000000u);
+  assert_int_equal(ip_arith(IR_CDIV, TK_U64, I(-1), I(1)).u, UINT64_MAX);
+  assert_int_equal(ip_arith(IR_CDIV, TK_U8, I(255), I(16)).u, 16);
+}
+
 static void test_casts(void **state) {
   (void)state;
   assert_int_equal(ip_convert(TK_F32, TK_I32, F(3e9)).i, INT32_MAX);
@@ -311,14 +367,14 @@ static void test_bad_arguments(void **state) {
   kit_free(k);
 }
 
-/* out[pid] = a / b for scalars: the division by zero is a located runtime error. */
-static void test_division_by_zero(void **state) {
-  (void)state;
-  kit *k = kit_new("div");
+/* out[pid] = a op b for scalars (op div or cdiv): -9 op 2 is -4 both ways, and the
+ * division by zero is a located runtime error. */
+static void division_by_zero(ir_opcode opc, const char *name) {
+  kit *k = kit_new(name);
   ir_value *out = param(k, "out", P(k, TK_I32));
   ir_value *a = param(k, "a", S(k, TK_I32)), *b = param(k, "b", S(k, TK_I32));
   at_line(k, 2, 11);
-  ir_value *q = ir_binary(&k->b, IR_DIV, a, b);
+  ir_value *q = ir_binary(&k->b, opc, a, b);
   store(k, out, q, NULL);
   ret(k);
   verify(k);
@@ -330,10 +386,18 @@ static void test_division_by_zero(void **state) {
   assert_int_equal(r, -4);
   args[2] = tk_arg_i32(0);
   assert_int_equal(launch(k, 3, args, 3, NULL), IP_FAULT);
-  assert_string_equal(su_buf_str(&k->err),
-                      "t.tk:2:11: integer division by zero in kernel 'div' at program (0, 0, 0): "
-                      "the divisor is 0");
+  char want[128];
+  snprintf(want, sizeof want,
+           "t.tk:2:11: integer division by zero in kernel '%s' at program (0, 0, 0): "
+           "the divisor is 0", name);
+  assert_string_equal(su_buf_str(&k->err), want);
   kit_free(k);
+}
+
+static void test_division_by_zero(void **state) {
+  (void)state;
+  division_by_zero(IR_DIV, "div");
+  division_by_zero(IR_CDIV, "cdiv");
 }
 
 /* out[0] = sum over i in range(lb, ub, step) of i, with the sum loop-carried, and
@@ -618,6 +682,8 @@ int main(void) {
       cmocka_unit_test(test_float_encoding),
       cmocka_unit_test(test_integer_wraparound),
       cmocka_unit_test(test_float_arith),
+      cmocka_unit_test(test_more_float_math),
+      cmocka_unit_test(test_umulhi_and_cdiv),
       cmocka_unit_test(test_casts),
       cmocka_unit_test(test_buffers),
       cmocka_unit_test(test_vadd_ragged),

@@ -463,6 +463,34 @@ static void test_parse_hand_written(void **state) {
   su_arena_free(f->a);
 }
 
+/* The math ops of issue 12: pow, rint, ... take floats; umulhi and cdiv integers wider
+ * than i1. */
+static void test_verifier_math_types(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  const char *in = "module \"m.tk\"\n"
+                   "kernel @k(%a: i32, %f: f32, %b: i1) {\n"
+                   "  %p = pow %a, %a : i32\n"
+                   "  %r = rint %a : i32\n"
+                   "  %u = umulhi %f, %f : f32\n"
+                   "  %c = cdiv %b, %b : i1\n"
+                   "  %ok1 = copysign %f, %f : f32\n"
+                   "  %ok2 = cdiv %a, %a : i32\n"
+                   "  return\n"
+                   "}\n";
+  ir_module *m = parse_text(f, in);
+  if (!m) fail_msg("%s", f->d.first->msg);
+  assert_false(ir_verify(m, &f->d));
+  assert_int_equal(f->d.nerrors, 4);
+  static const char *const want[] = {"'pow': needs float operands, has i32",
+                                     "'rint': needs float operands, has i32",
+                                     "'umulhi': needs integer operands wider than i1, has f32",
+                                     "'cdiv': needs integer operands wider than i1, has i1"};
+  su_diag *g = f->d.first;
+  for (int i = 0; i < 4; i++, g = g->next) assert_non_null(strstr(g->msg, want[i]));
+  su_arena_free(f->a);
+}
+
 static void test_parse_errors_located(void **state) {
   (void)state;
   struct {
@@ -573,6 +601,7 @@ int main(void) {
       cmocka_unit_test(test_verifier_shape_ops),
       cmocka_unit_test(test_print_parse_roundtrip),
       cmocka_unit_test(test_parse_hand_written),
+      cmocka_unit_test(test_verifier_math_types),
       cmocka_unit_test(test_parse_errors_located),
       cmocka_unit_test(test_parse_deep_nesting),
       cmocka_unit_test(test_parse_never_crashes),

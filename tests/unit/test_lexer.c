@@ -81,6 +81,8 @@ static void test_punctuation(void **state) {
   const lex_kind tight[] = {TOK_SHL, TOK_ASSIGN, TOK_ARROW, TOK_GT, TOK_MINUS, TOK_MINUS,
                             TOK_LE,  TOK_EQ,     TOK_BANG,  TOK_NE};
   assert_kinds("<<=->>--<===!!=", tight, sizeof tight / sizeof tight[0]);
+  const lex_kind stars[] = {TOK_STARSTAR, TOK_STAR_ASSIGN, TOK_STARSTAR, TOK_STAR};
+  assert_kinds("***=***", stars, sizeof stars / sizeof stars[0]);
   /* Every kind has a name for messages. */
   for (int k = 0; k < TOK_COUNT; k++) assert_true(strlen(lex_kind_name((lex_kind)k)) > 0);
   assert_string_equal(lex_kind_name(TOK_ARROW), "->");

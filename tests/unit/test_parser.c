@@ -66,7 +66,7 @@ static void sx(su_buf *b, const ast_node *n) {
   case AST_FLOAT: su_buf_printf(b, "%g", n->fval); break;
   case AST_BOOL: su_buf_puts(b, n->ival ? "true" : "false"); break;
   case AST_STRING: su_buf_printf(b, "\"%s\"", n->str); break;
-  case AST_NAME: su_buf_puts(b, n->name); break;
+  case AST_NAME: su_buf_printf(b, "%s%s", n->qual ? n->qual : "", n->name); break;
   case AST_SLICE: su_buf_puts(b, ":"); break;
   case AST_NONE: su_buf_puts(b, "None"); break;
   case AST_TYPE: su_buf_puts(b, lex_dtype_name(n->dtype)); break;
@@ -91,7 +91,7 @@ static void sx(su_buf *b, const ast_node *n) {
     su_buf_puts(b, ")");
     break;
   case AST_CALL:
-    su_buf_printf(b, "(%s", n->name);
+    su_buf_printf(b, "(%s%s", n->qual ? n->qual : "", n->name);
     for (int i = 0; i < n->targs.len; i++) {
       su_buf_puts(b, i ? "," : "<");
       sx(b, n->targs.items[i]);
@@ -346,6 +346,51 @@ static void test_precedence(void **state) {
   assert_string_equal(expr_shape("p as *f16 as *f32"), "(as (as p *f16) *f32)");
   assert_string_equal(expr_shape("(a < b) < c"), "(< (< a b) c)");
   assert_string_equal(expr_shape("a < (b < c)"), "(< a (< b c))");
+  /* '**' as in Python: tighter than unary minus on its left, to the right */
+  assert_string_equal(expr_shape("-x ** 2"), "(- (** x 2))");
+  assert_string_equal(expr_shape("a ** b ** c"), "(** a (** b c))");
+  assert_string_equal(expr_shape("a ** -b * c"), "(* (** a (- b)) c)");
+  assert_string_equal(expr_shape("x as f32 ** 2"), "(** (as x f32) 2)");
+  assert_string_equal(expr_shape("a * b ** c"), "(* a (** b c))");
+}
+
+/* Triton's spellings (habits.c): reported with tk's, and rewritten to it where one is
+ * meant; module calls and methods are left marked for the checker. */
+static void test_triton_habits(void **state) {
+  (void)state;
+  parsed *p = parse("const A = x.to(f16);\nconst B = (a + b).to(tl.float16);\nconst C = t.T;\n"
+                    "const D = tl.math.exp(x);\nconst E = v.sum(0);\nconst F = v.shape;\n"
+                    "const G = x.to(*i8);\n");
+  static const char *const shapes[] = {"(as x f16)", "(as (+ a b) f16)", "(trans t)",
+                                       "(tl.math.exp x)", "(.sum v 0)", "<error>", "(as x *i8)"};
+  assert_int_equal(p->f->decls.len, 7);
+  for (int i = 0; i < 7; i++) {
+    su_buf b = {0};
+    sx(&b, p->f->decls.items[i]->rhs);
+    assert_string_equal(su_buf_str(&b), shapes[i]);
+    su_buf_free(&b);
+  }
+  assert_int_equal(p->d.nerrors, 5); /* the module call and the method are the checker's */
+  assert_string_equal(diag(p, 0), "1:13: tk converts with 'as', not '.to()'");
+  assert_string_equal(diag(p, 1), "1:13: write 'x as f16'");
+  assert_string_equal(diag(p, 3), "2:19: write '(a + b) as f16'");
+  assert_string_equal(diag(p, 4), "3:13: tk values have no field 'T'");
+  assert_string_equal(diag(p, 5), "3:13: write 'trans(t)'");
+  assert_string_equal(diag(p, 6), "6:13: tk values have no field 'shape'");
+  assert_string_equal(diag(p, 9), "7:13: write 'x as *i8'");
+  done(p);
+
+  /* while, break and continue are reserved: each an error, none a statement */
+  p = parse("kernel k() { while a { f(); } for i in range(3) { break; continue; } g(); }\n");
+  assert_int_equal(p->d.nerrors, 3);
+  assert_string_equal(diag(p, 0), "1:14: tk has no 'while' loop yet");
+  assert_string_equal(diag(p, 2), "1:51: tk has no 'break': a 'for' loop runs to its bound");
+  assert_string_equal(diag(p, 4), "1:58: tk has no 'continue'");
+  ast_list s = p->f->decls.items[0]->body->stmts;
+  assert_int_equal(s.len, 2);
+  assert_int_equal(s.items[0]->kind, AST_FOR);
+  assert_int_equal(s.items[0]->body->stmts.len, 0);
+  done(p);
 }
 
 static void test_calls_and_indexing(void **state) {
@@ -436,9 +481,9 @@ static void test_syntax_errors(void **state) {
   done(p);
 
   /* A bad statement header skips its whole block, not just up to the first '}'. */
-  p = parse("kernel c() { for i in x { } }\nkernel d() { if { } let y = ; }\n");
+  p = parse("kernel c() { for i range(4) { } }\nkernel d() { if { } let y = ; }\n");
   assert_int_equal(p->d.nerrors, 3);
-  assert_string_equal(diag(p, 0), "1:25: unexpected '{', expected '(' or '<'");
+  assert_string_equal(diag(p, 0), "1:20: unexpected identifier 'range', expected 'in'");
   assert_string_equal(diag(p, 1), "2:17: expected expression before '{'");
   assert_string_equal(diag(p, 2), "2:29: expected expression before ';'");
   assert_int_equal(p->f->decls.len, 2);
@@ -646,6 +691,7 @@ int main(void) {
       cmocka_unit_test(test_func_and_const),
       cmocka_unit_test(test_statements),
       cmocka_unit_test(test_precedence),
+      cmocka_unit_test(test_triton_habits),
       cmocka_unit_test(test_calls_and_indexing),
       cmocka_unit_test(test_locations),
       cmocka_unit_test(test_chained_comparison),

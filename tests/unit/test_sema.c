@@ -261,6 +261,98 @@ static void test_scopes_and_operators(void **st) {
   done(x);
 }
 
+/* The math builtins of issue 12: their result types, the exact compile-time cdiv, '**'. */
+static void test_more_math(void **st) {
+  (void)st;
+  fixture *x = check(KERNEL(
+      "  let offs = arange(0, 64);\n"
+      "  let a = round(n);\n"
+      "  let b = pow(load(h), 2);\n"
+      "  let c = umulhi(u, n);\n"
+      "  let d = isnan(load(x + offs));\n"
+      "  let e = copysign(load(h), -1.0);\n"
+      "  let f = fdiv(load(x), 3.0, true);\n"
+      "  let g = cdiv(offs, 3);\n"
+      "  let p = load(h + offs) ** 2;\n"
+      "  let q = n ** 0.5;\n"
+      "  let r = -2.0 ** 2.0;\n"
+      "  let s = trunc(load(h)) + rint(load(h)) + log1p(load(h)) + expm1(load(h));\n"
+      "  let t = sqrt_rn(m) + div_rn(m, 2);\n"
+      "  let cm = cdiv(-7, 2);\n"
+      "  let cx = cdiv(2147483647, 2);\n"
+      "  let cu = cdiv(4294967295 as u32, 2 as u32);\n"));
+  assert_true(x->ok);
+  assert_string_equal(type_of(x, "a"), "f32");
+  assert_string_equal(type_of(x, "b"), "f16");
+  assert_string_equal(type_of(x, "c"), "u32");
+  assert_string_equal(type_of(x, "d"), "tile<64xi1>");
+  assert_string_equal(type_of(x, "e"), "f16");
+  assert_string_equal(type_of(x, "f"), "f32");
+  assert_string_equal(type_of(x, "g"), "tile<64xi32>");
+  assert_string_equal(type_of(x, "p"), "tile<64xf16>");
+  assert_string_equal(type_of(x, "q"), "f32");
+  assert_string_equal(type_of(x, "s"), "f16");
+  assert_string_equal(type_of(x, "t"), "f32");
+  /* '**' groups tighter than unary minus and does not fold (it is pow) */
+  ast_node *r = find_let(x, "r")->rhs;
+  assert_int_equal(r->kind, AST_UNARY);
+  assert_false(r->sema_is_const);
+  /* cdiv folds to the exact ceiling, without the overflow of (a + b - 1) / b */
+  assert_int_equal(find_let(x, "cm")->rhs->sema_const.i, -3);
+  assert_int_equal(find_let(x, "cx")->rhs->sema_const.i, 1073741824);
+  assert_int_equal(find_let(x, "cu")->rhs->sema_const.i, 2147483648);
+  done(x);
+  x = check(KERNEL(
+      "  let a = umulhi(1.0, 2.0);\n"
+      "  let b = n ** 2;\n"
+      "  let c = fdiv(1.0, 2.0, n > 0);\n"
+      "  let d = cdiv(n, 0) + cdiv(3, 0);\n"));
+  assert_int_equal(x->d.nerrors, 4);
+  expect_diag(x, 0, SU_ERROR, 2, 11, "arguments of 'umulhi' must be integers, got 'f32' and 'f32'");
+  expect_diag(x, 1, SU_ERROR, 3, 13, "invalid operands to '**': 'i32' and 'i32'");
+  expect_diag(x, 2, SU_NOTE, 3, 13,
+              "'**' is pow(), a float function: convert an operand ('x as f32'), or multiply "
+              "out a small integer power ('x * x')");
+  expect_diag(x, 3, SU_ERROR, 4, 26, "ieee_rounding of 'fdiv' must be a compile-time i1 (true or false)");
+  expect_diag(x, 4, SU_ERROR, 5, 24, "division by zero in constant expression");
+  done(x);
+}
+
+/* rand, randn, randint: u32 words for 32-bit offsets, u64 for 64-bit ones, f32 floats. */
+static void test_random(void **st) {
+  (void)st;
+  fixture *x = check(KERNEL(
+      "  let offs = arange(0, 64);\n"
+      "  let a = randint(m, offs);\n"
+      "  let b = randint(7, offs as i64, 7);\n"
+      "  let c = rand(n, offs);\n"
+      "  let d = randn(u, offs as u64, n_rounds = 3);\n"
+      "  let e = rand(1, 0);\n"));
+  assert_true(x->ok);
+  assert_string_equal(type_of(x, "a"), "tile<64xu32>");
+  assert_string_equal(type_of(x, "b"), "tile<64xu64>");
+  assert_string_equal(type_of(x, "c"), "tile<64xf32>");
+  assert_string_equal(type_of(x, "d"), "tile<64xf32>");
+  assert_string_equal(type_of(x, "e"), "f32");
+  done(x);
+  x = check(KERNEL(
+      "  let offs = arange(0, 64);\n"
+      "  let a = rand(offs, offs);\n"
+      "  let b = rand(1.5, offs);\n"
+      "  let c = randn(n, offs as i16);\n"
+      "  let d = randint(n, load(x + offs));\n"
+      "  let e = rand(n, offs, 0);\n"
+      "  let f = rand(n, offs, n);\n"));
+  assert_int_equal(x->d.nerrors, 6);
+  expect_diag(x, 0, SU_ERROR, 3, 16, "seed of 'rand' must be an integer scalar, got 'tile<64xi32>'");
+  expect_diag(x, 1, SU_ERROR, 4, 16, "seed of 'rand' must be an integer scalar, got 'f32'");
+  expect_diag(x, 2, SU_ERROR, 5, 20, "offset of 'randn' must be 32- or 64-bit integers, got 'tile<64xi16>'");
+  expect_diag(x, 3, SU_ERROR, 6, 22, "offset of 'randint' must be 32- or 64-bit integers, got 'tile<64xf32>'");
+  expect_diag(x, 4, SU_ERROR, 7, 25, "n_rounds of 'rand' must be between 1 and 32, got 0");
+  expect_diag(x, 5, SU_ERROR, 8, 25, "n_rounds of 'rand' must be a compile-time integer");
+  done(x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_types_and_promotion), cmocka_unit_test(test_broadcast),
@@ -269,6 +361,7 @@ int main(void) {
       cmocka_unit_test(test_helpers),             cmocka_unit_test(test_static_range_and_const_if),
       cmocka_unit_test(test_errors),              cmocka_unit_test(test_loops_and_dot),
       cmocka_unit_test(test_scopes_and_operators),
+      cmocka_unit_test(test_more_math),           cmocka_unit_test(test_random),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
