@@ -345,64 +345,123 @@ static float f16_bits_to_f32(uint16_t u) {
   return (float)h;
 }
 
-/* C = A @ B, f16 4096^3, tuned over a few tile shapes and warp counts; 64 sampled
- * outputs are checked against a double-precision dot product on the host. */
-static void run_matmul(bench *b) {
-  const char *name = "matmul f16 4096^3";
-  fprintf(stderr, "tkbench: %s\n", name);
-  const int n = 4096;
-  size_t elems = (size_t)n * n, bytes = elems * 2;
-  uint16_t *ha = malloc(bytes), *hb = malloc(bytes), *hc = malloc(bytes);
-  tk_devptr da = 0, db = 0, dc = 0;
-  const char *why = NULL;
-  if (!ha || !hb || !hc || tk_malloc(b->ctx, &da, bytes) != TK_OK ||
-      tk_malloc(b->ctx, &db, bytes) != TK_OK || tk_malloc(b->ctx, &dc, bytes) != TK_OK)
-    why = "out of memory";
-  for (size_t i = 0; !why && i < elems; i++) {
-    ha[i] = f32_to_f16_bits((float)((double)(rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
-    hb[i] = f32_to_f16_bits((float)((double)(rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
+/* bf16: the top half of an f32, rounded to nearest even */
+static uint16_t f32_to_bf16_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
+}
+
+static float bf16_bits_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* One matmul workload: C = A @ B (+ bias, gelu when `fused`) in dtype, M x N x K. */
+typedef struct {
+  const char *name;
+  const char *dtype; /* "f16" | "bf16" */
+  int m, n, k;
+  bool fused;        /* samples/matmul_bias_gelu.tk */
+} mm_case;
+
+static const mm_case MM_CASES[] = {
+    {"matmul f16 4096^3", "f16", 4096, 4096, 4096, false},
+    {"matmul bf16 4096^3", "bf16", 4096, 4096, 4096, false},
+    {"matmul f16 8192^3", "f16", 8192, 8192, 8192, false},
+    {"matmul bf16 8192^3", "bf16", 8192, 8192, 8192, false},
+    {"matmul f16 16384x4096x4096", "f16", 16384, 4096, 4096, false},
+    {"matmul bf16 16384x4096x4096", "bf16", 16384, 4096, 4096, false},
+    {"matmul f16 8192x1024x8192", "f16", 8192, 1024, 8192, false},
+    {"matmul bf16 8192x1024x8192", "bf16", 8192, 1024, 8192, false},
+    {"matmul+bias+gelu f16 4096^3", "f16", 4096, 4096, 4096, true},
+};
+
+/* The configurations tried, the fastest kept (tk's autotuning is issue 11): BM, BN, BK,
+ * warps, stages. */
+static const int MM_CFG[][5] = {{128, 256, 64, 8, 4}, {128, 256, 64, 8, 3}, {128, 128, 64, 8, 4},
+                                {128, 128, 64, 8, 5}, {256, 128, 64, 8, 3}};
+
+static float mm_to_f32(bool bf, uint16_t u) { return bf ? bf16_bits_to_f32(u) : f16_bits_to_f32(u); }
+
+/* 64 sampled outputs against a double-precision dot product on the host. */
+static const char *mm_check(bench *b, const mm_case *mc, const uint16_t *ha, const uint16_t *hb,
+                            const uint16_t *hbias, const uint16_t *hc) {
+  bool bf = !strcmp(mc->dtype, "bf16");
+  for (int s = 0; s < 64; s++) {
+    size_t i = (size_t)(rng_next(b) % (uint64_t)mc->m), j = (size_t)(rng_next(b) % (uint64_t)mc->n);
+    double ref = 0;
+    for (int kk = 0; kk < mc->k; kk++)
+      ref += (double)mm_to_f32(bf, ha[i * mc->k + kk]) * mm_to_f32(bf, hb[(size_t)kk * mc->n + j]);
+    if (mc->fused) {
+      ref += mm_to_f32(bf, hbias[j]);
+      ref = 0.5 * ref * (1.0 + erf(ref * 0.7071067811865476));
+    }
+    double got = mm_to_f32(bf, hc[i * mc->n + j]);
+    if (!(fabs(got - ref) <= 0.03 + 0.01 * fabs(ref))) return "wrong result";
   }
-  if (!why && (tk_memcpy_htod(b->ctx, da, ha, bytes) != TK_OK ||
-               tk_memcpy_htod(b->ctx, db, hb, bytes) != TK_OK))
+  return NULL;
+}
+
+static void run_matmul_case(bench *b, const mm_case *mc) {
+  fprintf(stderr, "tkbench: %s\n", mc->name);
+  bool bf = !strcmp(mc->dtype, "bf16");
+  size_t na = (size_t)mc->m * mc->k, nb = (size_t)mc->k * mc->n, nc = (size_t)mc->m * mc->n;
+  uint16_t *ha = malloc(na * 2), *hb = malloc(nb * 2), *hc = malloc(nc * 2), *hbias = malloc((size_t)mc->n * 2);
+  tk_devptr da = 0, db = 0, dc = 0, dbias = 0;
+  const char *why = NULL;
+  if (!ha || !hb || !hc || !hbias || tk_malloc(b->ctx, &da, na * 2) != TK_OK ||
+      tk_malloc(b->ctx, &db, nb * 2) != TK_OK || tk_malloc(b->ctx, &dc, nc * 2) != TK_OK ||
+      tk_malloc(b->ctx, &dbias, (size_t)mc->n * 2) != TK_OK)
+    why = "out of memory";
+  uint16_t (*to)(float) = bf ? f32_to_bf16_bits : f32_to_f16_bits;
+  for (size_t i = 0; !why && i < na; i++) ha[i] = to((float)((double)(rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
+  for (size_t i = 0; !why && i < nb; i++) hb[i] = to((float)((double)(rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
+  for (int i = 0; !why && i < mc->n; i++) hbias[i] = to((float)((double)(rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
+  if (!why && (tk_memcpy_htod(b->ctx, da, ha, na * 2) != TK_OK || tk_memcpy_htod(b->ctx, db, hb, nb * 2) != TK_OK ||
+               tk_memcpy_htod(b->ctx, dbias, hbias, (size_t)mc->n * 2) != TK_OK))
     why = "copy failed";
-  static const int cfg[][4] = {{128, 128, 64, 8}, {128, 128, 32, 4}, {128, 256, 64, 8},
-                               {64, 128, 64, 4}, {128, 128, 64, 4}};
   double best = NAN;
   int bi = -1;
-  char lastbad[160] = "";
-  tk_arg args[] = {tk_arg_ptr(da), tk_arg_ptr(db), tk_arg_ptr(dc), tk_arg_i32(n), tk_arg_i32(n),
-                   tk_arg_i32(n)};
-  for (size_t ci = 0; !why && ci < sizeof cfg / sizeof *cfg; ci++) {
-    char path[512], bm[16], bn[16], bk[16], w[16];
-    snprintf(path, sizeof path, "%s/matmul.tk", b->samples);
-    snprintf(bm, sizeof bm, "%d", cfg[ci][0]);
-    snprintf(bn, sizeof bn, "%d", cfg[ci][1]);
-    snprintf(bk, sizeof bk, "%d", cfg[ci][2]);
-    snprintf(w, sizeof w, "%d", cfg[ci][3]);
-    tk_define d[] = {{"BM", bm}, {"BN", bn}, {"BK", bk}, {"warps", w}};
-    tk_compile_options o = {d, 4, 3, NULL, 0};
+  char lastbad[200] = "";
+  tk_arg args[8];
+  int nargs = 0;
+  args[nargs++] = tk_arg_ptr(da);
+  args[nargs++] = tk_arg_ptr(db);
+  if (mc->fused) args[nargs++] = tk_arg_ptr(dbias);
+  args[nargs++] = tk_arg_ptr(dc);
+  args[nargs++] = tk_arg_i32(mc->m);
+  args[nargs++] = tk_arg_i32(mc->n);
+  args[nargs++] = tk_arg_i32(mc->k);
+  const char *file = mc->fused ? "matmul_bias_gelu.tk" : "matmul.tk";
+  const char *kernel = mc->fused ? "matmul_bias_gelu" : bf ? "matmul_bf16" : "matmul";
+  for (size_t ci = 0; !why && ci < sizeof MM_CFG / sizeof *MM_CFG; ci++) {
+    char path[512], v[5][16];
+    snprintf(path, sizeof path, "%s/%s", b->samples, file);
+    for (int q = 0; q < 5; q++) snprintf(v[q], sizeof v[q], "%d", MM_CFG[ci][q]);
+    tk_define d[] = {{"BM", v[0]}, {"BN", v[1]}, {"BK", v[2]}, {"warps", v[3]}, {"stages", v[4]}};
+    tk_compile_options o = {d, 5, 3, NULL, 0};
     tk_module *m = NULL;
     tk_kernel *k = NULL;
-    if (tk_module_compile_file(b->ctx, &m, path, &o) != TK_OK ||
-        tk_module_get_kernel(m, "matmul", &k) != TK_OK) {
+    if (tk_module_compile_file(b->ctx, &m, path, &o) != TK_OK || tk_module_get_kernel(m, kernel, &k) != TK_OK) {
       snprintf(lastbad, sizeof lastbad, "%s", tk_last_error(b->ctx));
+      if (m) tk_module_destroy(m);
       continue;
     }
-    tk_grid g = {(unsigned)(n / cfg[ci][0]), (unsigned)(n / cfg[ci][1]), 1};
-    memset(hc, 0xff, bytes);
+    tk_grid g = {(unsigned)((mc->m + MM_CFG[ci][0] - 1) / MM_CFG[ci][0]),
+                 (unsigned)((mc->n + MM_CFG[ci][1] - 1) / MM_CFG[ci][1]), 1};
+    memset(hc, 0xff, nc * 2);
     const char *bad = NULL;
-    if (tk_memcpy_htod(b->ctx, dc, hc, bytes) != TK_OK || tk_launch(k, g, NULL, args, 6) != TK_OK ||
-        tk_synchronize(b->ctx) != TK_OK || tk_memcpy_dtoh(b->ctx, hc, dc, bytes) != TK_OK)
+    if (tk_memcpy_htod(b->ctx, dc, hc, nc * 2) != TK_OK || tk_launch(k, g, NULL, args, nargs) != TK_OK ||
+        tk_synchronize(b->ctx) != TK_OK || tk_memcpy_dtoh(b->ctx, hc, dc, nc * 2) != TK_OK)
       bad = tk_last_error(b->ctx);
-    for (int s = 0; !bad && s < 64; s++) {
-      size_t i = (size_t)(rng_next(b) % (uint64_t)n), j = (size_t)(rng_next(b) % (uint64_t)n);
-      double ref = 0;
-      for (int kk = 0; kk < n; kk++)
-        ref += (double)f16_bits_to_f32(ha[i * n + kk]) * f16_bits_to_f32(hb[(size_t)kk * n + j]);
-      double got = f16_bits_to_f32(hc[i * n + j]);
-      if (!(fabs(got - ref) <= 0.02 + 0.01 * fabs(ref))) bad = "wrong result";
-    }
-    double t = bad ? NAN : time_launches(b, k, g, args, 6);
+    if (!bad) bad = mm_check(b, mc, ha, hb, hbias, hc);
+    double t = bad ? NAN : time_launches(b, k, g, args, nargs);
+    fprintf(stderr, "tkbench:   BM=%d BN=%d BK=%d warps=%d stages=%d: %s %.1f us\n", MM_CFG[ci][0],
+            MM_CFG[ci][1], MM_CFG[ci][2], MM_CFG[ci][3], MM_CFG[ci][4], bad ? bad : "ok", t);
     if (bad) snprintf(lastbad, sizeof lastbad, "%s", bad);
     if (!isnan(t) && (isnan(best) || t < best)) {
       best = t;
@@ -410,20 +469,24 @@ static void run_matmul(bench *b) {
     }
     tk_module_destroy(m);
   }
-  char note[200];
+  char note[240];
   if (bi >= 0)
-    snprintf(note, sizeof note, "checked, BM=%d BN=%d BK=%d warps=%d, %.0f TFLOP/s", cfg[bi][0],
-             cfg[bi][1], cfg[bi][2], cfg[bi][3], 2.0 * n * n * n / (best * 1e-6) / 1e12);
+    snprintf(note, sizeof note, "checked, BM=%d BN=%d BK=%d warps=%d stages=%d, %.0f TFLOP/s", MM_CFG[bi][0],
+             MM_CFG[bi][1], MM_CFG[bi][2], MM_CFG[bi][3], MM_CFG[bi][4],
+             2.0 * mc->m * mc->n * (double)mc->k / (best * 1e-6) / 1e12);
   else
     snprintf(note, sizeof note, "%s", why ? why : lastbad);
-  for (char *c = note; *c; c++) if (*c == '\t' || *c == '\n') *c = ' ';
-  emit(name, best, "us", note);
+  for (char *c = note; *c; c++)
+    if (*c == '\t' || *c == '\n') *c = ' ';
+  emit(mc->name, best, "us", note);
   if (da) tk_free(b->ctx, da);
   if (db) tk_free(b->ctx, db);
   if (dc) tk_free(b->ctx, dc);
+  if (dbias) tk_free(b->ctx, dbias);
   free(ha);
   free(hb);
   free(hc);
+  free(hbias);
 }
 
 /* ---- launch overhead ------------------------------------------------------------------ */
@@ -574,7 +637,8 @@ int main(int argc, char **argv) {
   if (!only) launch_overhead(&b);
   for (size_t i = 0; i < sizeof workloads / sizeof *workloads; i++)
     if (!only || strstr(workloads[i].name, only)) run_workload(&b, &workloads[i]);
-  if (!only || strstr("matmul f16 4096^3", only)) run_matmul(&b);
+  for (size_t i = 0; i < sizeof MM_CASES / sizeof *MM_CASES; i++)
+    if (!only || strstr(MM_CASES[i].name, only)) run_matmul_case(&b, &MM_CASES[i]);
   if (!only) compile_times(&b);
   tk_free(b.ctx, b.flush);
   tk_context_destroy(b.ctx);

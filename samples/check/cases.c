@@ -54,6 +54,16 @@ const ck_case ck_cases[] = {
     {"matmul", "matmul.tk", "matmul", {{"BM", "32"}, {"BN", "32"}}, 2, CK_MNK,
      {{{64, 64, 64}}, {{70, 50, 33}}, {{16, 40, 100}}},
      {{{512, 512, 512}}, {{300, 200, 100}}}, 0, ck_run_matmul},
+    /* the sample's own tiles: on sm_90a the warp-specialized TMA pipeline */
+    {"matmul_128x256", "matmul.tk", "matmul", {{"BM", "128"}, {"BN", "256"}}, 2, CK_MNK,
+     {{{128, 256, 64}}, {{150, 300, 100}}},
+     {{{2048, 2048, 1024}}, {{1000, 700, 336}}}, 0, ck_run_matmul},
+    {"matmul_bf16", "matmul.tk", "matmul_bf16", {{"BM", "128"}, {"BN", "256"}}, 2, CK_MNK,
+     {{{128, 256, 64}}, {{70, 50, 33}}},
+     {{{1024, 1024, 1024}}, {{300, 200, 112}}}, 1, ck_run_matmul},
+    {"matmul_bias_gelu", "matmul_bias_gelu.tk", "matmul_bias_gelu", {{"BM", "128"}, {"BN", "256"}}, 2,
+     CK_MNK, {{{128, 256, 64}}, {{70, 50, 33}}},
+     {{{1024, 1024, 1024}}, {{300, 200, 112}}}, 2, ck_run_matmul},
 };
 const int ck_ncases = (int)(sizeof ck_cases / sizeof *ck_cases);
 

@@ -4,6 +4,9 @@
 
 #include "samples/check/job.h"
 
+#include <math.h>
+#include <string.h>
+
 /* The value of the case's i-th define, which fixes the grid. */
 static long define_of(const ck_job *job, int i) {
   return strtol(job->c->defines[i].value, NULL, 10);
@@ -23,26 +26,72 @@ void ck_run_transpose(ck_job *job) {
       ck_close(job, "transpose", (size_t)j * M + i, y[j * M + i], x[i * N + j], 0, 0);
 }
 
-/* f16 in and out, accumulated in f32: the reference sums in double. */
+/* bf16 as the top half of an f32 (inputs are made exact in it; outputs rounded). */
+static float bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
+}
+
+/* f16 (variant 0: matmul; 2: matmul_bias_gelu) or bf16 (variant 1) in and out,
+ * accumulated in f32: the reference sums in double. */
 void ck_run_matmul(ck_job *job) {
   long M = job->size.d[0], N = job->size.d[1], K = job->size.d[2];
-  _Float16 *a = ck_random_f16(job, (size_t)M * K, -1, 1);
-  _Float16 *b = ck_random_f16(job, (size_t)K * N, -1, 1);
-  _Float16 *c = ck_host(job, (size_t)M * N, 2);
+  bool bf = job->c->variant == 1, fused = job->c->variant == 2;
+  uint16_t *a = ck_host(job, (size_t)M * K, 2), *b = ck_host(job, (size_t)K * N, 2);
+  uint16_t *bias = ck_host(job, (size_t)N, 2), *c = ck_host(job, (size_t)M * N, 2);
   double *want = ck_host(job, (size_t)N, sizeof *want);
-  tk_devptr da = ck_upload(job, a, (size_t)M * K * 2), db = ck_upload(job, b, (size_t)K * N * 2);
-  tk_devptr dc = ck_upload(job, c, (size_t)M * N * 2);
-  tk_arg args[] = {tk_arg_ptr(da), tk_arg_ptr(db), tk_arg_ptr(dc), tk_arg_i32((int32_t)M),
-                   tk_arg_i32((int32_t)N), tk_arg_i32((int32_t)K)};
-  tk_grid grid = {ck_cdiv(M, define_of(job, 0)), ck_cdiv(N, define_of(job, 1)), 1};
-  ck_launch(job, grid, args, 6);
+  if (ck_failed(job)) return;
+  uint16_t *in[3] = {a, b, bias};
+  size_t nin[3] = {(size_t)M * K, (size_t)K * N, (size_t)N};
+  for (int t = 0; t < 3; t++)
+    for (size_t i = 0; i < nin[t]; i++) {
+      float v = (float)ck_uniform(job, -1, 1);
+      if (bf) {
+        in[t][i] = f32_to_bf16(v);
+      } else {
+        _Float16 h = (_Float16)v;
+        memcpy(&in[t][i], &h, 2);
+      }
+    }
+#define VAL(p, i) (bf ? (double)bf16_to_f32((p)[i]) : (double)*(const _Float16 *)&(p)[i])
+  tk_devptr da = ck_upload(job, a, nin[0] * 2), db = ck_upload(job, b, nin[1] * 2);
+  tk_devptr dbias = ck_upload(job, bias, nin[2] * 2), dc = ck_upload(job, c, (size_t)M * N * 2);
+  tk_arg args[7];
+  int n = 0;
+  args[n++] = tk_arg_ptr(da);
+  args[n++] = tk_arg_ptr(db);
+  if (fused) args[n++] = tk_arg_ptr(dbias);
+  args[n++] = tk_arg_ptr(dc);
+  args[n++] = tk_arg_i32((int32_t)M);
+  args[n++] = tk_arg_i32((int32_t)N);
+  args[n++] = tk_arg_i32((int32_t)K);
+  long bm = job->c->ndefines > 0 ? define_of(job, 0) : 128, bn = job->c->ndefines > 1 ? define_of(job, 1) : 256;
+  tk_grid grid = {ck_cdiv(M, bm), ck_cdiv(N, bn), 1};
+  ck_launch(job, grid, args, n);
   ck_download(job, c, dc, (size_t)M * N * 2);
   /* Row by row, in i-q-j order, so that large GPU sizes stay quick on the host. */
   for (long i = 0; i < M && !ck_failed(job); i++) {
     for (long j = 0; j < N; j++) want[j] = 0;
     for (long q = 0; q < K; q++)
-      for (long j = 0; j < N; j++) want[j] += (double)a[i * K + q] * (double)b[q * N + j];
-    for (long j = 0; j < N && !ck_failed(job); j++)
-      ck_close(job, "matmul", (size_t)i * N + j, c[i * N + j], want[j], CK_F16_RTOL, 2e-3);
+      for (long j = 0; j < N; j++) want[j] += VAL(a, i * K + q) * VAL(b, q * N + j);
+    for (long j = 0; j < N && !ck_failed(job); j++) {
+      double w = want[j];
+      if (fused) {
+        w += VAL(bias, j);
+        w = 0.5 * w * (1.0 + erf(w * 0.7071067811865476));
+      }
+      ck_close(job, "matmul", (size_t)i * N + j, VAL(c, i * N + j), w, bf ? 1e-2 : CK_F16_RTOL,
+               bf ? 8e-3 : 2e-3);
+    }
   }
+#undef VAL
 }

@@ -78,8 +78,10 @@ static void test_every_sample_has_a_case(void **state) {
     bool found = false;
     for (int j = 0; j < ck_ncases && !found; j++) found = strcmp(ck_cases[j].file, e->d_name) == 0;
     if (!found) {
+      char name[256];
+      snprintf(name, sizeof name, "%s", e->d_name); /* closedir frees the entry */
       closedir(d);
-      fail_msg("no case in samples/check for samples/%s", e->d_name);
+      fail_msg("no case in samples/check for samples/%s", name);
     }
   }
   closedir(d);
