@@ -279,22 +279,56 @@ def launch_rmsnorm(ins, y):
                          num_warps=warps_for(block))
 
 
-def launch_matmul(a, b, c):
-    n = a.shape[0]
-    matmul_kernel[(cdiv(n, 128) * cdiv(n, 256),)](a, b, c, n, n, n, BM=128, BN=256, BK=64,
-                                                  GROUP=8, num_warps=8, num_stages=3)
+# The tutorial's autotune configurations for CUDA (fp16/bf16): (BM, BN, BK, GROUP, stages,
+# warps); as @triton.autotune would, each is timed and the fastest kept.
+TUTORIAL_CONFIGS = [(128, 256, 64, 8, 3, 8), (64, 256, 32, 8, 4, 4), (128, 128, 32, 8, 4, 4),
+                    (128, 64, 32, 8, 4, 4), (64, 128, 32, 8, 4, 4), (128, 32, 32, 8, 4, 4),
+                    (64, 32, 32, 8, 5, 2), (32, 64, 32, 8, 5, 2)]
 
 
-def matmul(n):
-    """f16 n^3: Triton's tutorial kernel, and torch.matmul (cuBLAS) as the eager anchor."""
-    a = torch.randn((n, n), device=DEV, dtype=torch.float16)
-    b = torch.randn((n, n), device=DEV, dtype=torch.float16)
-    ref = torch.matmul(a, b)
-    out = torch.empty_like(ref)
-    note = checked(lambda: launch_matmul(a, b, out), out, ref, 5e-2)
-    res = {"triton": time_us(lambda: launch_matmul(a, b, out)),
-           "eager": time_us(lambda: torch.matmul(a, b)), "note": note}
-    comp = try_compile(lambda: torch.matmul(a, b), COMPILE)
+def launch_matmul(a, b, c, cfg=TUTORIAL_CONFIGS[0]):
+    m, k = a.shape
+    n = b.shape[1]
+    bm, bn, bk, group, stages, warps = cfg
+    matmul_kernel[(cdiv(m, bm) * cdiv(n, bn),)](a, b, c, m, n, k, BM=bm, BN=bn, BK=bk,
+                                                GROUP=group, num_warps=warps, num_stages=stages)
+
+
+def matmul(m, n, k, dtype, fused=False):
+    """C = A @ B (fused: gelu(A @ B + bias)) against cuBLAS (torch.matmul, eager), Triton's
+    tutorial kernel autotuned over its configurations (plain products only) and
+    torch.compile of the same ops."""
+    a = rand((m, k), dtype) / 2
+    b = rand((k, n), dtype) / 2
+    bias = rand((n,), dtype)
+    eager = (lambda: F.gelu(torch.matmul(a, b) + bias)) if fused else (lambda: torch.matmul(a, b))
+    res = {"eager": time_us(eager), "note": ""}
+    res["tflops"] = True
+    res["flops"] = 2.0 * m * n * k
+    if fused:
+        res["triton"] = math.nan
+    else:
+        ref = eager()
+        out = torch.empty_like(ref)
+        best, bcfg = math.nan, None
+        for cfg in TUTORIAL_CONFIGS:
+            if m % cfg[0] or n % cfg[1] or k % cfg[2]:
+                continue
+            try:
+                note = checked(lambda: launch_matmul(a, b, out, cfg), out, ref, 5e-2)
+                t = time_us(lambda: launch_matmul(a, b, out, cfg))
+            except Exception as e:  # a config Triton cannot build costs that config
+                print(f"anchors: matmul config {cfg}: {e}", file=sys.stderr)
+                continue
+            if note:
+                res["note"] = note
+            elif best != best or t < best:
+                best, bcfg = t, cfg
+        res["triton"] = best
+        if bcfg:
+            res["note"] = (res["note"] + "; " if res["note"] else "") + \
+                f"Triton best BM={bcfg[0]} BN={bcfg[1]} BK={bcfg[2]} s={bcfg[4]} w={bcfg[5]}"
+    comp = try_compile(eager, COMPILE)
     res["compile"] = time_us(comp) if comp else math.nan
     return res
 
@@ -316,9 +350,13 @@ def measure_all():
     copy_us = time_us(lambda: y.copy_(x))
     res["copy"] = 8.0 * N28 / (copy_us * 1e-6) / 1e9
     del x, y
+    if ONLY:
+        res.pop("compile triton softmax cold")
 
     def guard(name, fn):
         """One anchor failing (a Triton or PyTorch error) costs its row only."""
+        if ONLY and ONLY not in name:
+            return
         try:
             res[name] = fn()
         except Exception as e:
@@ -346,7 +384,12 @@ def measure_all():
         "rmsnorm", 8192, 4096, launch_rmsnorm,
         lambda x, w: F.rms_norm(x, (x.shape[1],), w, 1e-5), norm_inputs(False), 2e-2))
 
-    guard("matmul f16 4096^3", lambda: matmul(4096))
+    dts = {"f16": torch.float16, "bf16": torch.bfloat16}
+    for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 4096, 4096), (8192, 1024, 8192)):
+        for dn, dt in dts.items():
+            shape = f"{m}^3" if m == n == k else f"{m}x{n}x{k}"
+            guard(f"matmul {dn} {shape}", lambda m=m, n=n, k=k, dt=dt: matmul(m, n, k, dt))
+    guard("matmul+bias+gelu f16 4096^3", lambda: matmul(4096, 4096, 4096, torch.float16, True))
 
     t = torch.zeros(128, device=DEV)
     tiny_kernel[(1,)](t, 0, BLOCK=128)
@@ -401,6 +444,10 @@ def table(tk, res):
         gbs = tk.get((name, "GB/s"), (math.nan, ""))[0]
         notes = "; ".join(s for s in (note if note != "checked" else "", a["note"] and
                                       "Triton " + a["note"]) if s)
+        if a.get("flops") and us == us:
+            f = a["flops"]
+            notes = (f"tk {f / us / 1e6:.0f} TFLOP/s ({100 * f / us / 1e6 / 790:.0f}% of 790), cuBLAS "
+                     f"{f / a['eager'] / 1e6:.0f}; " + notes)
         out.append(f"| {name} | {fmt(us)} | {fmt(a['triton'])} | {fmt(a['eager'])} | "
                    f"{fmt(a['compile'])} | {ratio(a['triton'], us)} | {ratio(a['eager'], us)} | "
                    f"{ratio(a['compile'], us)} | {fmt(gbs, 0)} | "
@@ -429,8 +476,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tk", required=True, help="tkbench's output")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--only", default="", help="only the workloads whose name contains this")
     args = ap.parse_args()
     COMPILE = not args.no_compile
+    global ONLY
+    ONLY = args.only
     torch.manual_seed(int(time.time()))
     res = measure_all()
     text = table(read_tk(args.tk), res)
@@ -441,6 +491,7 @@ def main():
 
 
 COMPILE = True
+ONLY = ""
 
 if __name__ == "__main__":
     main()

@@ -10,7 +10,8 @@
 # $OUT/RESULTS.md.
 #
 # Environment: BUILD (default build), TK_BENCH_NO_TESTS=1 skips the tests,
-# TK_BENCH_NO_COMPILE=1 skips torch.compile (its compiles take minutes).
+# TK_BENCH_NO_COMPILE=1 skips torch.compile (its compiles take minutes), TK_BENCH_ONLY=TEXT
+# runs only the workloads whose name contains TEXT (e.g. "matmul").
 set -u
 
 BUILD=${BUILD:-build}
@@ -47,13 +48,15 @@ if [ "${TK_BENCH_NO_TESTS:-0}" != 1 ]; then
 fi
 echo "$tests_line"
 
-"$BUILD/bench/tkbench" --tkc "$BUILD/tools/tkc" --samples samples \
+only=
+[ -n "${TK_BENCH_ONLY:-}" ] && only="--only $TK_BENCH_ONLY"
+"$BUILD/bench/tkbench" --tkc "$BUILD/tools/tkc" --samples samples $only \
   > "$LOGS/tk.tsv" 2> "$LOGS/tkbench.log"
 echo "tkbench: exit $? ($(grep -c . "$LOGS/tk.tsv") figures)"
 
 compile_flag=
 [ "${TK_BENCH_NO_COMPILE:-0}" = 1 ] && compile_flag=--no-compile
-python3 bench/anchors.py --tk "$LOGS/tk.tsv" $compile_flag 2> "$LOGS/anchors.log"
+python3 bench/anchors.py --tk "$LOGS/tk.tsv" $compile_flag $only 2> "$LOGS/anchors.log"
 rc=$?
 if [ $rc != 0 ]; then
   echo "anchors.py failed ($rc):"; tail -20 "$LOGS/anchors.log"
