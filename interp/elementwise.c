@@ -28,26 +28,40 @@ bool ip_run_elementwise(ip_exec *x, const ip_inst *in) {
   ip_val b = op->noperands > 1 ? IP_IN(x, in, 1) : a;
   ip_val c = op->noperands > 2 ? IP_IN(x, in, 2) : a;
   ip_val r = ip_val_new(x, t);
-  bool int_div = (op->opc == IR_DIV || op->opc == IR_REM || op->opc == IR_CDIV) && !ir_dtype_is_float(dt);
-  for (int64_t i = 0; i < r.n; i++) {
-    ip_elem ea = at(a, i), eb = at(b, i), *out = &r.e[i];
-    switch (op->opc) {
-    case IR_CAST: *out = ip_convert(dt, rdt, ea); break;
-    case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_REM: case IR_AND:
-    case IR_OR: case IR_XOR: case IR_SHL: case IR_SHR: case IR_MIN: case IR_MAX:
-    case IR_POW: case IR_COPYSIGN: case IR_FDIV: case IR_UMULHI: case IR_CDIV:
-      if (int_div && ip_is_zero(dt, eb)) return div_by_zero(x, op, b, i);
-      *out = ip_arith(op->opc, dt, ea, eb);
-      break;
-    case IR_CMP: out->u = ip_compare((ir_cmp)op->attr, dt, ea, eb); break;
-    case IR_SELECT: *out = ea.u ? eb : at(c, i); break;
-    case IR_FMA: *out = ip_fma(dt, ea, eb, at(c, i)); break;
-    case IR_ADDPTR:
-      *out = addptr(ir_type_elem(t), ea, ip_elem_dtype(op->operands[1]->type), eb);
-      break;
-    default: *out = ip_math(op->opc, dt, ea); break;
-    }
-  }
   *IP_OUT(x, in, 0) = r;
-  return true;
+  if (ip_typed_elementwise(op, r, a, b, c)) return true;
+  /* The scalar rules, one loop per op. */
+  int64_t n = r.n;
+  switch (op->opc) {
+  case IR_CAST:
+    for (int64_t i = 0; i < n; i++) r.e[i] = ip_convert(dt, rdt, at(a, i));
+    return true;
+  case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_REM: case IR_AND:
+  case IR_OR: case IR_XOR: case IR_SHL: case IR_SHR: case IR_MIN: case IR_MAX:
+  case IR_POW: case IR_COPYSIGN: case IR_FDIV: case IR_UMULHI: case IR_CDIV: {
+    bool int_div = (op->opc == IR_DIV || op->opc == IR_REM || op->opc == IR_CDIV) &&
+                   !ir_dtype_is_float(dt);
+    for (int64_t i = 0; i < n; i++) {
+      if (int_div && ip_is_zero(dt, at(b, i))) return div_by_zero(x, op, b, i);
+      r.e[i] = ip_arith(op->opc, dt, at(a, i), at(b, i));
+    }
+    return true;
+  }
+  case IR_CMP:
+    for (int64_t i = 0; i < n; i++) r.e[i].u = ip_compare((ir_cmp)op->attr, dt, at(a, i), at(b, i));
+    return true;
+  case IR_SELECT:
+    for (int64_t i = 0; i < n; i++) r.e[i] = at(a, i).u ? at(b, i) : at(c, i);
+    return true;
+  case IR_FMA:
+    for (int64_t i = 0; i < n; i++) r.e[i] = ip_fma(dt, at(a, i), at(b, i), at(c, i));
+    return true;
+  case IR_ADDPTR:
+    for (int64_t i = 0; i < n; i++)
+      r.e[i] = addptr(ir_type_elem(t), at(a, i), ip_elem_dtype(op->operands[1]->type), at(b, i));
+    return true;
+  default:
+    for (int64_t i = 0; i < n; i++) r.e[i] = ip_math(op->opc, dt, at(a, i));
+    return true;
+  }
 }

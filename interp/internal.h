@@ -6,6 +6,7 @@
 #ifndef TK_INTERP_INTERNAL_H
 #define TK_INTERP_INTERNAL_H
 
+#include "float16.h"
 #include "interp.h"
 
 /* ---- values --------------------------------------------------------------------------- */
@@ -76,6 +77,10 @@ ip_code *ip_prepare(su_arena *a, const ir_func *f, int *nslots);
 ip_elem ip_int(tk_dtype dt, uint64_t bits);
 /* Rounds x to float type dt (nearest even; overflow to inf). */
 double ip_round(tk_dtype dt, double x);
+/* The same for a float x, fast: what every f32, f16 and bf16 op does with its result. */
+static inline double ip_round_float(tk_dtype dt, float x) {
+  return dt == TK_F16 ? ip_round_f16(x) : dt == TK_BF16 ? ip_round_bf16(x) : x;
+}
 /* Converts v of type from to type to by the language's cast rules. */
 ip_elem ip_convert(tk_dtype from, tk_dtype to, ip_elem v);
 /* a op b in dt for ADD SUB MUL DIV REM AND OR XOR SHL SHR MIN MAX, POW COPYSIGN FDIV
@@ -86,6 +91,12 @@ ip_elem ip_arith(ir_opcode op, tk_dtype dt, ip_elem a, ip_elem b);
 ip_elem ip_math(ir_opcode op, tk_dtype dt, ip_elem x);
 /* fma(a, b, c) in dt, one rounding for floats. */
 ip_elem ip_fma(tk_dtype dt, ip_elem a, ip_elem b, ip_elem c);
+/* Minimum / maximum of floats that propagate NaN (as C's NAN) and order -0 below +0. */
+static inline double ip_fminmax(double x, double y, bool want_max) {
+  if (x != x || y != y) return NAN;
+  if (x == y) return (signbit(x) != 0) == want_max ? y : x;
+  return (x < y) == want_max ? y : x;
+}
 /* The comparison pred of a and b in dt (floats: ordered, except NE). */
 bool ip_compare(ir_cmp pred, tk_dtype dt, ip_elem a, ip_elem b);
 /* True if v is zero (ints) — for division checks. */
@@ -130,6 +141,13 @@ bool ip_run_elementwise(ip_exec *x, const ip_inst *in); /* IR_ELEM ops */
 bool ip_run_reduce(ip_exec *x, const ip_inst *in);      /* REDUCE ARGREDUCE SCAN DOT */
 bool ip_run_memory(ip_exec *x, const ip_inst *in);      /* LOAD STORE ATOMIC ATOMIC_CAS */
 bool ip_run_debug(ip_exec *x, const ip_inst *in);       /* PRINT ASSERT */
+
+/* typed.c: r = op(a, b, c) (operands of r's element count; unused ones may be anything of
+ * that count) by one loop for op's dtype, when that pair has one; false (r untouched)
+ * when not, or when ip_typed_loops is off. Bit for bit what the scalar rules give. */
+bool ip_typed_elementwise(const ir_op *op, ip_val r, ip_val a, ip_val b, ip_val c);
+/* On unless a test turns it off to get the scalar rules' results to compare with. */
+extern bool ip_typed_loops;
 
 /* Checks one element access of `size` bytes at (buf, off): NULL with *host set when it
  * is fine, else the fault's name ("out-of-bounds", "misaligned", "null-pointer",

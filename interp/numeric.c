@@ -21,46 +21,20 @@ double ip_round(tk_dtype dt, double x) { return ir_dtype_round(dt, x); }
 
 /* ---- 16-bit float encodings ------------------------------------------------------------ */
 
-static uint16_t f16_bits(double v) {
-  uint16_t sign = signbit(v) ? 0x8000 : 0;
-  double a = fabs(v);
-  if (isnan(v)) return sign | 0x7e00;
-  if (isinf(v)) return sign | 0x7c00;
-  if (a == 0) return sign;
-  int e;
-  frexp(a, &e);
-  if (e - 1 < -14) return sign | (uint16_t)ldexp(a, 24); /* subnormal: multiples of 2^-24 */
-  uint16_t mant = (uint16_t)(ldexp(a, -(e - 1)) * 1024 - 1024);
-  return sign | (uint16_t)((e - 1 + 15) << 10) | mant;
-}
-
-static double f16_value(uint16_t h) {
-  int exp = (h >> 10) & 31, mant = h & 1023;
-  double a;
-  if (exp == 0)
-    a = ldexp(mant, -24);
-  else if (exp == 31)
-    a = mant ? NAN : INFINITY;
-  else
-    a = ldexp(1024 + mant, exp - 25);
-  return h & 0x8000 ? -a : a;
-}
+/* Values are canonical, so an f16 value converts to float exactly and back without
+ * rounding. */
+static uint16_t f16_bits(double v) { return ip_f16_bits((float)v); }
+static double f16_value(uint16_t h) { return ip_f16_float(h); }
 
 /* bf16 is the top half of an f32; the value was already rounded, so truncation is exact. */
 static uint16_t bf16_bits(double v) {
   float f = (float)v;
-  uint32_t b;
-  memcpy(&b, &f, 4);
+  uint32_t b = ip_float_bits(f);
   if (isnan(f)) return (uint16_t)((b >> 16) | 0x0040);
   return (uint16_t)(b >> 16);
 }
 
-static double bf16_value(uint16_t h) {
-  uint32_t b = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &b, 4);
-  return f;
-}
+static double bf16_value(uint16_t h) { return ip_bits_float((uint32_t)h << 16); }
 
 ip_elem ip_decode(tk_dtype dt, const void *p) {
   ip_elem r = {.u = 0};
@@ -137,7 +111,7 @@ ip_elem ip_convert(tk_dtype from, tk_dtype to, ip_elem v) {
   ip_elem r = {.u = 0};
   if (ir_dtype_is_float(from)) {
     if (ir_dtype_is_float(to)) {
-      r.f = ip_round(to, v.f);
+      r.f = from == TK_F64 ? ip_round(to, v.f) : ip_round_float(to, (float)v.f);
       return r;
     }
     if (to == TK_I1) {
@@ -159,13 +133,6 @@ ip_elem ip_convert(tk_dtype from, tk_dtype to, ip_elem v) {
 
 /* ---- arithmetic ------------------------------------------------------------------------ */
 
-/* Minimum / maximum that propagate NaN and order -0 below +0. */
-static double fminmax(double x, double y, bool want_max) {
-  if (isnan(x) || isnan(y)) return NAN;
-  if (x == y) return (signbit(x) != 0) == want_max ? y : x;
-  return (x < y) == want_max ? y : x;
-}
-
 static ip_elem float_arith(ir_opcode op, tk_dtype dt, double x, double y) {
   ip_elem r = {.u = 0};
   if (dt != TK_F64) {
@@ -177,14 +144,14 @@ static ip_elem float_arith(ir_opcode op, tk_dtype dt, double x, double y) {
     case IR_MUL: c = a * b; break;
     case IR_DIV: c = a / b; break;
     case IR_REM: c = fmodf(a, b); break;
-    case IR_MIN: c = (float)fminmax(a, b, false); break;
-    case IR_MAX: c = (float)fminmax(a, b, true); break;
+    case IR_MIN: c = (float)ip_fminmax(a, b, false); break;
+    case IR_MAX: c = (float)ip_fminmax(a, b, true); break;
     case IR_POW: c = powf(a, b); break;
     case IR_COPYSIGN: c = copysignf(a, b); break;
     case IR_FDIV: c = a / b; break; /* the exact quotient: the GPU's is within 2 ulp of it */
     default: SU_UNREACHABLE();
     }
-    r.f = ip_round(dt, c);
+    r.f = ip_round_float(dt, c);
     return r;
   }
   switch (op) {
@@ -193,8 +160,8 @@ static ip_elem float_arith(ir_opcode op, tk_dtype dt, double x, double y) {
   case IR_MUL: r.f = x * y; break;
   case IR_DIV: case IR_FDIV: r.f = x / y; break;
   case IR_REM: r.f = fmod(x, y); break;
-  case IR_MIN: r.f = fminmax(x, y, false); break;
-  case IR_MAX: r.f = fminmax(x, y, true); break;
+  case IR_MIN: r.f = ip_fminmax(x, y, false); break;
+  case IR_MAX: r.f = ip_fminmax(x, y, true); break;
   case IR_POW: r.f = pow(x, y); break;
   case IR_COPYSIGN: r.f = copysign(x, y); break;
   default: SU_UNREACHABLE();
@@ -294,7 +261,7 @@ ip_elem ip_math(ir_opcode op, tk_dtype dt, ip_elem x) {
     return r;
   }
   if (ir_dtype_is_float(dt)) {
-    r.f = ip_round(dt, math_f32(op, (float)x.f));
+    r.f = ip_round_float(dt, math_f32(op, (float)x.f));
     return r;
   }
   switch (op) {
@@ -311,7 +278,7 @@ ip_elem ip_fma(tk_dtype dt, ip_elem a, ip_elem b, ip_elem c) {
   if (dt == TK_F64)
     r.f = fma(a.f, b.f, c.f);
   else if (ir_dtype_is_float(dt))
-    r.f = ip_round(dt, fmaf((float)a.f, (float)b.f, (float)c.f));
+    r.f = ip_round_float(dt, fmaf((float)a.f, (float)b.f, (float)c.f));
   else
     r = ip_int(dt, a.u * b.u + c.u);
   return r;

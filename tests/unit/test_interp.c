@@ -49,6 +49,60 @@ static void test_float_encoding(void **state) {
   assert_true(isnan(ip_decode(TK_F16, &nan_bits).f));
 }
 
+/* The bit-level f16 / bf16 paths (interp/float16.h) against ir_dtype_round, the
+ * reference: every 16-bit pattern, each one's neighbourhood of midpoints, and random
+ * floats. The same value bits, NaN aside (the rounding keeps a NaN as it is). */
+static bool same_value(double a, double b) {
+  return isnan(a) ? isnan(b) : a == b && signbit(a) == signbit(b);
+}
+
+static void check_round(tk_dtype dt, float f) {
+  double want = ir_dtype_round(dt, f), got = ip_round_float(dt, f);
+  if (!same_value(want, got)) fail_msg("%s rounding of %a: got %a, want %a", ir_dtype_name(dt),
+                                       (double)f, got, want);
+}
+
+static void test_float16_bits(void **state) {
+  (void)state;
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    uint16_t bits = (uint16_t)h, back;
+    int e = (h >> 10) & 31, m = h & 1023;
+    double want = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    if (h & 0x8000) want = -want;
+    double v = ip_decode(TK_F16, &bits).f;
+    assert_true(same_value(v, want));
+    ip_encode(TK_F16, F(v), &back);
+    assert_int_equal(back, isnan(v) ? (h & 0x8000) | 0x7e00 : h);
+    /* Between this value and the next one up: the midpoint and its float neighbours. */
+    float lo = (float)v, hi = nextafterf(lo, copysignf(INFINITY, lo));
+    uint16_t next = (uint16_t)(h + 1);
+    if (!isnan(v) && !isinf(v) && (next & 0x7fff) <= 0x7c00) {
+      double up = ip_decode(TK_F16, &next).f;
+      float mid = (float)((v + up) / 2);
+      check_round(TK_F16, mid), check_round(TK_F16, nextafterf(mid, 0)),
+          check_round(TK_F16, nextafterf(mid, copysignf(INFINITY, mid)));
+    }
+    check_round(TK_F16, lo), check_round(TK_F16, hi);
+    /* bf16: h is the top half of a float; its midpoints are at bit 15. */
+    uint32_t u = h << 16;
+    float b, bmid, bmid_lo, bmid_hi;
+    memcpy(&b, &u, 4);
+    u |= 0x8000, memcpy(&bmid, &u, 4);
+    u -= 1, memcpy(&bmid_lo, &u, 4);
+    u += 2, memcpy(&bmid_hi, &u, 4);
+    check_round(TK_BF16, b), check_round(TK_BF16, bmid), check_round(TK_BF16, bmid_lo),
+        check_round(TK_BF16, bmid_hi);
+  }
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 1000000; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    uint32_t u = (uint32_t)x;
+    float f;
+    memcpy(&f, &u, 4);
+    check_round(TK_F16, f), check_round(TK_BF16, f), check_round(TK_F32, f);
+  }
+}
+
 static void test_integer_wraparound(void **state) {
   (void)state;
   assert_int_equal(ip_arith(IR_ADD, TK_I8, I(127), I(1)).i, -128);
@@ -676,10 +730,139 @@ static void test_f16_kernel(void **state) {
   kit_free(k);
 }
 
+/* ---- typed loops against the scalar rules -------------------------------------------- */
+
+enum { NE = 64 };
+
+static const tk_dtype all_dtypes[] = {TK_I1, TK_I8, TK_I16, TK_I32, TK_I64, TK_U8, TK_U16,
+                                      TK_U32, TK_U64, TK_F16, TK_BF16, TK_F32, TK_F64};
+enum { NDTYPES = sizeof all_dtypes / sizeof *all_dtypes };
+
+static uint64_t next_random(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+  return *s = x;
+}
+
+/* n values of dt in memory format: a third random bits, a third the edges (signed zeros,
+ * infinities, NaNs, subnormals, rounding ties, integer limits, shift counts at the
+ * width), a third small integers. */
+static void edge_values(tk_dtype dt, uint8_t *out, int n, uint64_t *rng) {
+  static const double fl[] = {0.0,   -0.0,     1,        -1,        0.5,     -1.5,  2.5,
+                              3,     1e-8,     -1e30,    65504,     65520,   0x1p-24, 0x1p-25,
+                              0x1p-149, 0x1p-133, 16777217, INFINITY, -INFINITY, NAN, 1e300,
+                              0.1,   2049,     -2.5e-5};
+  static const int64_t in[] = {0, 1, -1, 2, 3, 7, 8, 15, 16, 31, 32, 63, 64, -64, INT64_MAX,
+                               INT64_MIN, 0x7fffffff, -0x80000000ll, 255, 0x8000, 0xffffffffll};
+  int size = ir_dtype_bytes(dt);
+  bool fl_type = ir_dtype_is_float(dt);
+  for (int i = 0; i < n; i++) {
+    uint64_t x = next_random(rng), pick = (x >> 8) % 64;
+    ip_elem v = {.u = 0};
+    switch (x % 3) {
+    case 0:
+      if (dt == TK_I1) x &= 1;
+      memcpy(out + i * size, &x, (size_t)size);
+      continue;
+    case 1:
+      if (fl_type) v.f = ip_round(dt, fl[pick % (sizeof fl / sizeof *fl)] * (x & 128 ? -1 : 1));
+      else v = ip_int(dt, (uint64_t)in[pick % (sizeof in / sizeof *in)]);
+      break;
+    default:
+      if (fl_type) v.f = (double)((int)(pick % 9) - 4);
+      else v = ip_int(dt, (uint64_t)((int64_t)(pick % 9) - 4));
+    }
+    ip_encode(dt, v, out + i * size);
+  }
+}
+
+/* Runs op directly (one inst over slots 0..noperands-1, result in the next) on tiles of
+ * edge values, with the typed loops on and off, and checks that every result element has
+ * the same bits: the values themselves, before any store could round them. */
+static void check_op_typed(kit *k, const ir_op *op, uint64_t seed, const char *what) {
+  ip_exec x = {.m = k->m, .f = k->f, .scratch = ip_scratch_new(), .err = &k->err};
+  ip_val slots[4];
+  int in[3] = {0, 1, 2}, out[1] = {op->noperands};
+  ip_inst inst = {.op = op, .in = in, .out = out};
+  x.slots = slots;
+  for (int i = 0; i < op->noperands; i++) {
+    const ir_type *t = op->operands[i]->type;
+    tk_dtype dt = ip_elem_dtype(t);
+    slots[i] = ip_val_new(&x, t);
+    for (int64_t j = 0; j < slots[i].n; j++) {
+      if (dt == TK_PTR) { /* in bounds or not: addptr does not check */
+        slots[i].e[j].buf = 1 + (uint32_t)(next_random(&seed) % 3);
+        slots[i].e[j].i = (int64_t)(next_random(&seed) % 4096) - 64;
+        continue;
+      }
+      uint8_t bytes[8];
+      edge_values(dt, bytes, 1, &seed);
+      slots[i].e[j] = ip_decode(dt, bytes);
+    }
+  }
+  ip_val got[2];
+  for (int typed = 0; typed < 2; typed++) {
+    ip_typed_loops = typed;
+    bool ok = ir_op_info(op->opc)->traits & IR_ELEM ? ip_run_elementwise(&x, &inst)
+                                                    : ip_run_reduce(&x, &inst);
+    ip_typed_loops = true;
+    if (!ok) fail_msg("%s: %s", what, su_buf_str(&k->err));
+    got[typed] = slots[op->noperands];
+  }
+  bool ptr = ip_elem_dtype(got[0].type) == TK_PTR;
+  for (int64_t j = 0; j < got[0].n; j++)
+    if (got[0].e[j].u != got[1].e[j].u || (ptr && got[0].e[j].buf != got[1].e[j].buf))
+      fail_msg("%s: element %lld is 0x%llx by the scalar rule, 0x%llx by the typed loop", what,
+               (long long)j, (unsigned long long)got[0].e[j].u, (unsigned long long)got[1].e[j].u);
+  ip_scratch_free(x.scratch);
+}
+
+/* opc on NE-element tiles: a of type ta, b and c of type tb, the result of type rt. */
+static void check_elementwise(ir_opcode opc, int64_t attr, tk_dtype ta, tk_dtype tb, tk_dtype rt,
+                              int nops) {
+  char what[96];
+  snprintf(what, sizeof what, "%s %s %s -> %s", ir_op_info(opc)->name, ir_dtype_name(ta),
+           ir_dtype_name(tb), ir_dtype_name(rt));
+  kit *k = kit_new("ew");
+  ir_value *vals[3];
+  const ir_type *res = rt == TK_PTR ? T(k, P(k, TK_F32), NE, 0) : T(k, S(k, rt), NE, 0);
+  for (int i = 0; i < nops; i++)
+    vals[i] = param(k, "x", i == 0 && ta == TK_PTR ? res : T(k, S(k, i ? tb : ta), NE, 0));
+  ir_value *r = ir_build1(&k->b, opc, res, nops, vals);
+  r->def->attr = attr;
+  for (uint64_t seed = 1; seed <= 8; seed++) check_op_typed(k, r->def, seed * 0x9e3779b97f4a7c15ull, what);
+  kit_free(k);
+}
+
+static void test_typed_elementwise(void **state) {
+  (void)state;
+  static const ir_opcode int_ops[] = {IR_ADD, IR_SUB, IR_MUL, IR_AND, IR_OR, IR_XOR,
+                                      IR_SHL, IR_SHR, IR_MIN, IR_MAX};
+  static const ir_opcode float_ops[] = {IR_ADD, IR_SUB, IR_MUL, IR_DIV, IR_REM, IR_MIN, IR_MAX};
+  for (int d = 0; d < NDTYPES; d++) {
+    tk_dtype dt = all_dtypes[d];
+    if (ir_dtype_is_float(dt)) {
+      for (size_t o = 0; o < sizeof float_ops / sizeof *float_ops; o++)
+        check_elementwise(float_ops[o], 0, dt, dt, dt, 2);
+      check_elementwise(IR_FMA, 0, dt, dt, dt, 3);
+    } else {
+      for (size_t o = 0; o < sizeof int_ops / sizeof *int_ops; o++)
+        if (dt != TK_I1 || int_ops[o] == IR_AND || int_ops[o] == IR_OR || int_ops[o] == IR_XOR)
+          check_elementwise(int_ops[o], 0, dt, dt, dt, 2);
+    }
+    for (int pred = IR_CMP_EQ; pred <= IR_CMP_GE; pred++)
+      check_elementwise(IR_CMP, pred, dt, dt, TK_I1, 2);
+    check_elementwise(IR_SELECT, 0, TK_I1, dt, dt, 3);
+    for (int to = 0; to < NDTYPES; to++) check_elementwise(IR_CAST, 0, dt, dt, all_dtypes[to], 1);
+    if (!ir_dtype_is_float(dt) && dt != TK_I1) check_elementwise(IR_ADDPTR, 0, TK_PTR, dt, TK_PTR, 2);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_float_rounding),
       cmocka_unit_test(test_float_encoding),
+      cmocka_unit_test(test_float16_bits),
       cmocka_unit_test(test_integer_wraparound),
       cmocka_unit_test(test_float_arith),
       cmocka_unit_test(test_more_float_math),
@@ -696,6 +879,7 @@ int main(void) {
       cmocka_unit_test(test_atomics),
       cmocka_unit_test(test_print_and_assert),
       cmocka_unit_test(test_f16_kernel),
+      cmocka_unit_test(test_typed_elementwise),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

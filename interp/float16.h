@@ -1,0 +1,64 @@
+/*
+ * interp/float16.h — f16 and bf16 against f32, on the bits: every f16 or bf16 op of the
+ * interpreter computes in float and rounds through here, so these are inline and free
+ * of libm. Each is exact (round to nearest even, overflow to infinity) and gives the same
+ * value as ir_dtype_round on the float (tests/unit/test_interp.c checks every f16 and
+ * bf16 value and the rounding boundaries between them). NaN is the caller's business:
+ * the rounding functions keep a NaN as it is.
+ */
+#ifndef TK_INTERP_FLOAT16_H
+#define TK_INTERP_FLOAT16_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t ip_float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+static inline float ip_bits_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* The f16 bits of f rounded to nearest even; a NaN gives the quiet NaN 0x7e00 with f's
+ * sign. The subnormal case lets a float addition do the rounding (F. Giesen's method). */
+static inline uint16_t ip_f16_bits(float f) {
+  uint32_t u = ip_float_bits(f), sign = (u >> 16) & 0x8000;
+  u &= 0x7fffffff;
+  if (u >= (127u + 16) << 23) /* 65536 and up, inf, NaN */
+    return (uint16_t)(sign | (u > 0x7f800000u ? 0x7e00 : 0x7c00));
+  if (u < 113u << 23) { /* below 2^-14: subnormal or zero */
+    const uint32_t magic = ((127u - 15) + (23 - 10) + 1) << 23;
+    return (uint16_t)(sign | (ip_float_bits(ip_bits_float(u) + ip_bits_float(magic)) - magic));
+  }
+  uint32_t odd = (u >> 13) & 1;
+  u += ((uint32_t)(15 - 127) << 23) + 0xfff + odd; /* a carry into the exponent is right */
+  return (uint16_t)(sign | (u >> 13));
+}
+
+/* The value of f16 bits h; a NaN is C's NAN, negated when h's sign is set. */
+static inline float ip_f16_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 1023;
+  if (e == 31) return m ? (sign ? -NAN : NAN) : ip_bits_float(sign | 0x7f800000u);
+  if (e == 0) return ip_bits_float(ip_float_bits((float)m * 0x1p-24f) | sign);
+  return ip_bits_float(sign | ((e + 112) << 23) | (m << 13));
+}
+
+/* f rounded to f16 / bf16 precision and range, as a float. */
+static inline float ip_round_f16(float f) {
+  return f != f ? f : ip_f16_float(ip_f16_bits(f));
+}
+
+static inline float ip_round_bf16(float f) {
+  if (f != f) return f;
+  uint32_t u = ip_float_bits(f);
+  u += 0x7fff + ((u >> 16) & 1); /* carries into the exponent round up, to inf at the top */
+  return ip_bits_float(u & 0xffff0000u);
+}
+
+#endif
