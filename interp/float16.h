@@ -49,9 +49,17 @@ static inline float ip_f16_float(uint16_t h) {
   return ip_bits_float(sign | ((e + 112) << 23) | (m << 13));
 }
 
-/* f rounded to f16 / bf16 precision and range, as a float. */
+/* f rounded to f16 / bf16 precision and range, as a float, on f's own bits: round at
+ * bit 13 (f16) or 16 (bf16), carries going into the exponent; below f16's normal range a
+ * float addition rounds to a multiple of 2^-24 (the ulp of 0.5 is 2^-24). */
 static inline float ip_round_f16(float f) {
-  return f != f ? f : ip_f16_float(ip_f16_bits(f));
+  uint32_t u = ip_float_bits(f), sign = u & 0x80000000u, a = u ^ sign;
+  if (a >= 0x477ff000u) /* 65520 (the midpoint above 65504) and up, inf, NaN */
+    return a > 0x7f800000u ? f : ip_bits_float(sign | 0x7f800000u);
+  if (a < 0x38800000u) /* below 2^-14 */
+    return ip_bits_float(sign | ip_float_bits((ip_bits_float(a) + 0.5f) - 0.5f));
+  a += 0xfff + ((a >> 13) & 1);
+  return ip_bits_float(sign | (a & 0xffffe000u));
 }
 
 static inline float ip_round_bf16(float f) {

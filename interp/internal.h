@@ -44,6 +44,8 @@ ip_scratch *ip_scratch_new(void);
 void ip_scratch_free(ip_scratch *s);
 /* n zeroed bytes, aligned for any type, valid until a release below them. */
 void *ip_scratch_alloc(ip_scratch *s, size_t n);
+/* The same, not zeroed: for buffers written in full before they are read. */
+void *ip_scratch_take(ip_scratch *s, size_t n);
 /* The current top, to release back to. */
 ip_mark ip_scratch_mark(const ip_scratch *s);
 /* Drops everything allocated since mark; the chunks are kept for reuse. */
@@ -146,6 +148,10 @@ bool ip_run_debug(ip_exec *x, const ip_inst *in);       /* PRINT ASSERT */
  * that count) by one loop for op's dtype, when that pair has one; false (r untouched)
  * when not, or when ip_typed_loops is off. Bit for bit what the scalar rules give. */
 bool ip_typed_elementwise(const ir_op *op, ip_val r, ip_val a, ip_val b, ip_val c);
+/* dot.c: r = acc + a @ b over the last two dims (leading ones a batch), in the documented
+ * order (each element: acc, then k = 0, 1, ... in turn, rounding each product and sum to
+ * r's type); s holds its temporaries. */
+void ip_dot(ip_scratch *s, ip_val a, ip_val b, ip_val acc, ip_val r);
 /* On unless a test turns it off to get the scalar rules' results to compare with. */
 extern bool ip_typed_loops;
 

@@ -1,5 +1,5 @@
 /* Ops that combine elements along an axis: reduce, argreduce, scan, and the matrix
- * product. All accumulate sequentially, in index order, in the result's type. */
+ * product (dot.c). All accumulate sequentially, in index order, in the result's type. */
 #include "internal.h"
 
 #include <math.h>
@@ -70,30 +70,6 @@ static void run_scan(const ir_op *op, ip_val src, ip_val r, geometry g) {
     }
 }
 
-/* c = acc + a @ b over the last two dims (leading dims, if any, are a batch). Products
- * and sums are rounded to the accumulator's type at each step. */
-static void run_dot(ip_val a, ip_val b, ip_val acc, ip_val r) {
-  int rank = r.type->rank;
-  int64_t M = r.type->shape[rank - 2], N = r.type->shape[rank - 1];
-  int64_t K = a.type->shape[rank - 1];
-  tk_dtype adt = ip_elem_dtype(a.type), bdt = ip_elem_dtype(b.type);
-  tk_dtype cdt = ip_elem_dtype(acc.type), rdt = ip_elem_dtype(r.type);
-  for (int64_t batch = 0; batch < r.n / (M * N); batch++) {
-    const ip_elem *pa = &a.e[batch * M * K], *pb = &b.e[batch * K * N];
-    for (int64_t m = 0; m < M; m++)
-      for (int64_t n = 0; n < N; n++) {
-        int64_t at = batch * M * N + m * N + n;
-        ip_elem s = ip_convert(cdt, rdt, acc.e[at]);
-        for (int64_t k = 0; k < K; k++) {
-          ip_elem p = ip_arith(IR_MUL, rdt, ip_convert(adt, rdt, pa[m * K + k]),
-                               ip_convert(bdt, rdt, pb[k * N + n]));
-          s = ip_arith(IR_ADD, rdt, s, p);
-        }
-        r.e[at] = s;
-      }
-  }
-}
-
 bool ip_run_reduce(ip_exec *x, const ip_inst *in) {
   const ir_op *op = in->op;
   ip_val r = ip_val_new(x, op->results[0]->type);
@@ -108,7 +84,7 @@ bool ip_run_reduce(ip_exec *x, const ip_inst *in) {
     break;
   case IR_DOT:
     SU_ASSERT(r.type->kind == IR_TILE && r.type->rank >= 2);
-    run_dot(src, IP_IN(x, in, 1), IP_IN(x, in, 2), r);
+    ip_dot(x->scratch, src, IP_IN(x, in, 1), IP_IN(x, in, 2), r);
     break;
   default:
     SU_UNREACHABLE();

@@ -45,7 +45,7 @@ void ip_scratch_free(ip_scratch *s) {
   free(s);
 }
 
-void *ip_scratch_alloc(ip_scratch *s, size_t n) {
+void *ip_scratch_take(ip_scratch *s, size_t n) {
   const size_t align = sizeof(max_align_t);
   n = (n + align - 1) / align * align;
   if (n == 0) n = align;
@@ -64,8 +64,11 @@ void *ip_scratch_alloc(ip_scratch *s, size_t n) {
   }
   void *p = (char *)s->cur->data + s->used;
   s->used += n;
-  memset(p, 0, n);
   return p;
+}
+
+void *ip_scratch_alloc(ip_scratch *s, size_t n) {
+  return memset(ip_scratch_take(s, n), 0, n);
 }
 
 ip_mark ip_scratch_mark(const ip_scratch *s) {

@@ -1,0 +1,132 @@
+/* The matrix product r = acc + a @ b over the last two dims (leading dims are a batch).
+ * The documented order: element (m, n) starts from acc[m][n], then adds a[m][k] * b[k][n]
+ * for k = 0, 1, ..., K - 1, the product and each sum rounded to the result's type.
+ *
+ * For f32, f64 and 32- or 64-bit integer results this runs as a blocked loop: operands
+ * converted once to the result's machine type, then 4 rows by 8 columns of accumulators
+ * held in registers while k runs. Blocking only chooses which elements advance together;
+ * each element still sees its k in order, one rounding per product and per sum, so the
+ * result is bit for bit the scalar rule's (tests/unit/test_interp.c compares them). This
+ * relies on C's float arithmetic being IEEE single/double without contraction into fma,
+ * which -std=c11 gives (FLT_EVAL_METHOD 0 on x86-64 and AArch64, -ffp-contract=off). */
+#include "internal.h"
+
+typedef struct {
+  int64_t M, N, K, batches;
+} dims;
+
+/* The scalar rule, for every other result type (f16 and bf16 accumulators). */
+static void dot_scalar(ip_val a, ip_val b, ip_val acc, ip_val r, dims d) {
+  tk_dtype adt = ip_elem_dtype(a.type), bdt = ip_elem_dtype(b.type);
+  tk_dtype cdt = ip_elem_dtype(acc.type), rdt = ip_elem_dtype(r.type);
+  int64_t M = d.M, N = d.N, K = d.K;
+  for (int64_t batch = 0; batch < d.batches; batch++) {
+    const ip_elem *pa = &a.e[batch * M * K], *pb = &b.e[batch * K * N];
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = 0; n < N; n++) {
+        int64_t at = batch * M * N + m * N + n;
+        ip_elem s = ip_convert(cdt, rdt, acc.e[at]);
+        for (int64_t k = 0; k < K; k++) {
+          ip_elem p = ip_arith(IR_MUL, rdt, ip_convert(adt, rdt, pa[m * K + k]),
+                               ip_convert(bdt, rdt, pb[k * N + n]));
+          s = ip_arith(IR_ADD, rdt, s, p);
+        }
+        r.e[at] = s;
+      }
+  }
+}
+
+/* C[M][N] += A[M][K] @ B[K][N] in type T. VT is a 16-byte vector of T (GCC / Clang
+ * vector extensions, lanewise IEEE or wrapping arithmetic: what keeps it exact); a block
+ * of 4 rows by 2 vectors of columns stays in 8 registers while k runs. */
+#define DOT_KERNEL(name, T, VT)                                                          \
+  typedef T VT __attribute__((vector_size(16)));                                        \
+  static void name(const T *A, const T *B, T *C, int64_t M, int64_t N, int64_t K) {     \
+    const int64_t L = 16 / sizeof(T), W = 2 * L;                                         \
+    int64_t m = 0;                                                                       \
+    for (; m + 4 <= M; m += 4) {                                                         \
+      int64_t n = 0;                                                                     \
+      for (; n + W <= N; n += W) {                                                       \
+        const T *a0 = &A[m * K], *a1 = a0 + K, *a2 = a1 + K, *a3 = a2 + K;               \
+        T *r0 = &C[m * N + n], *r1 = r0 + N, *r2 = r1 + N, *r3 = r2 + N;                 \
+        VT c0, d0, c1, d1, c2, d2, c3, d3, b0, b1;                                       \
+        memcpy(&c0, r0, 16), memcpy(&d0, r0 + L, 16), memcpy(&c1, r1, 16);               \
+        memcpy(&d1, r1 + L, 16), memcpy(&c2, r2, 16), memcpy(&d2, r2 + L, 16);           \
+        memcpy(&c3, r3, 16), memcpy(&d3, r3 + L, 16);                                    \
+        for (int64_t k = 0; k < K; k++) {                                                \
+          memcpy(&b0, &B[k * N + n], 16), memcpy(&b1, &B[k * N + n + L], 16);            \
+          c0 = c0 + a0[k] * b0, d0 = d0 + a0[k] * b1, c1 = c1 + a1[k] * b0;              \
+          d1 = d1 + a1[k] * b1, c2 = c2 + a2[k] * b0, d2 = d2 + a2[k] * b1;              \
+          c3 = c3 + a3[k] * b0, d3 = d3 + a3[k] * b1;                                    \
+        }                                                                                \
+        memcpy(r0, &c0, 16), memcpy(r0 + L, &d0, 16), memcpy(r1, &c1, 16);               \
+        memcpy(r1 + L, &d1, 16), memcpy(r2, &c2, 16), memcpy(r2 + L, &d2, 16);           \
+        memcpy(r3, &c3, 16), memcpy(r3 + L, &d3, 16);                                    \
+      }                                                                                  \
+      for (; n < N; n++)                                                                 \
+        for (int i = 0; i < 4; i++)                                                      \
+          for (int64_t k = 0; k < K; k++)                                                \
+            C[(m + i) * N + n] = C[(m + i) * N + n] + A[(m + i) * K + k] * B[k * N + n]; \
+    }                                                                                    \
+    for (; m < M; m++)                                                                   \
+      for (int64_t k = 0; k < K; k++)                                                    \
+        for (int64_t n = 0; n < N; n++)                                                  \
+          C[m * N + n] = C[m * N + n] + A[m * K + k] * B[k * N + n];                     \
+  }
+
+DOT_KERNEL(dot_f32, float, v8_f32)
+DOT_KERNEL(dot_f64, double, v8_f64)
+DOT_KERNEL(dot_u32, uint32_t, v8_u32)
+DOT_KERNEL(dot_u64, uint64_t, v8_u64)
+
+/* n elements of type from as machine values of the result type rdt, by ip_convert (the
+ * rule's own conversion); the common pairs, where it is exact, without the call. */
+#define CONVERT(T, field, dst, src, n)                                                   \
+  do {                                                                                   \
+    if (from == rdt || (fl_from == fl_to && (fl_to ? from != TK_F64 : true)))           \
+      for (int64_t i = 0; i < (n); i++) (dst)[i] = (T)(src)[i].field;                     \
+    else                                                                                 \
+      for (int64_t i = 0; i < (n); i++) (dst)[i] = (T)ip_convert(from, rdt, (src)[i]).field; \
+  } while (0)
+
+/* The operands converted once, the kernel, and the result back in canonical form. */
+#define DOT_BLOCKED(T, kernel, field, store)                                             \
+  do {                                                                                   \
+    T *A = ip_scratch_take(s, sizeof(T) * (size_t)(d.M * d.K));                          \
+    T *B = ip_scratch_take(s, sizeof(T) * (size_t)(d.K * d.N));                          \
+    T *C = ip_scratch_take(s, sizeof(T) * (size_t)(d.M * d.N));                          \
+    bool fl_to = ir_dtype_is_float(rdt), fl_from;                                        \
+    tk_dtype from;                                                                       \
+    for (int64_t bt = 0; bt < d.batches; bt++) {                                         \
+      ip_elem *pr = &r.e[bt * d.M * d.N];                                                \
+      from = adt, fl_from = ir_dtype_is_float(from);                                     \
+      CONVERT(T, field, A, &a.e[bt * d.M * d.K], d.M * d.K);                             \
+      from = bdt, fl_from = ir_dtype_is_float(from);                                     \
+      CONVERT(T, field, B, &b.e[bt * d.K * d.N], d.K * d.N);                             \
+      from = cdt, fl_from = ir_dtype_is_float(from);                                     \
+      CONVERT(T, field, C, &acc.e[bt * d.M * d.N], d.M * d.N);                           \
+      kernel(A, B, C, d.M, d.N, d.K);                                                    \
+      for (int64_t i = 0; i < d.M * d.N; i++) pr[i] = store;                             \
+    }                                                                                    \
+  } while (0)
+
+void ip_dot(ip_scratch *s, ip_val a, ip_val b, ip_val acc, ip_val r) {
+  int rank = r.type->rank;
+  dims d = {r.type->shape[rank - 2], r.type->shape[rank - 1], a.type->shape[rank - 1], 0};
+  d.batches = r.n / (d.M * d.N);
+  tk_dtype adt = ip_elem_dtype(a.type), bdt = ip_elem_dtype(b.type);
+  tk_dtype cdt = ip_elem_dtype(acc.type), rdt = ip_elem_dtype(r.type);
+  if (!ip_typed_loops) {
+    dot_scalar(a, b, acc, r, d);
+    return;
+  }
+  ip_mark mark = ip_scratch_mark(s);
+  switch (rdt) {
+  case TK_F32: DOT_BLOCKED(float, dot_f32, f, ((ip_elem){.f = C[i]})); break;
+  case TK_F64: DOT_BLOCKED(double, dot_f64, f, ((ip_elem){.f = C[i]})); break;
+  case TK_I32: case TK_U32: DOT_BLOCKED(uint32_t, dot_u32, u, ip_int(rdt, C[i])); break;
+  case TK_I64: case TK_U64: DOT_BLOCKED(uint64_t, dot_u64, u, ip_int(rdt, C[i])); break;
+  default: dot_scalar(a, b, acc, r, d); break;
+  }
+  ip_scratch_release(s, mark);
+}
