@@ -27,7 +27,7 @@ bool ip_run_elementwise(ip_exec *x, const ip_inst *in) {
   ip_val a = IP_IN(x, in, 0);
   ip_val b = op->noperands > 1 ? IP_IN(x, in, 1) : a;
   ip_val c = op->noperands > 2 ? IP_IN(x, in, 2) : a;
-  ip_val r = ip_val_new(x, t);
+  ip_val r = ip_val_out(x, t);
   *IP_OUT(x, in, 0) = r;
   if (ip_typed_elementwise(op, r, a, b, c)) return true;
   /* The scalar rules, one loop per op. */
@@ -48,7 +48,8 @@ bool ip_run_elementwise(ip_exec *x, const ip_inst *in) {
     return true;
   }
   case IR_CMP:
-    for (int64_t i = 0; i < n; i++) r.e[i].u = ip_compare((ir_cmp)op->attr, dt, at(a, i), at(b, i));
+    for (int64_t i = 0; i < n; i++)
+      r.e[i] = (ip_elem){.u = ip_compare((ir_cmp)op->attr, dt, at(a, i), at(b, i))};
     return true;
   case IR_SELECT:
     for (int64_t i = 0; i < n; i++) r.e[i] = at(a, i).u ? at(b, i) : at(c, i);

@@ -6,22 +6,12 @@
 #ifndef TK_INTERP_INTERNAL_H
 #define TK_INTERP_INTERNAL_H
 
-#include "float16.h"
+#include "format.h"
 #include "interp.h"
 
 /* ---- values --------------------------------------------------------------------------- */
 
-/* One element, in canonical form: signed ints sign-extended from their width into i,
- * unsigned ints and i1 zero-extended into u, floats already rounded to their type in f,
- * pointers as byte offset i into buffer buf (their provenance). */
-typedef struct {
-  union {
-    int64_t i;
-    uint64_t u;
-    double f;
-  };
-  uint32_t buf;
-} ip_elem;
+/* (ip_elem, one element, is in format.h.) */
 
 /* A runtime value: a scalar or pointer (n == 1) or a tile (row-major). Values are
  * immutable once built, so shape-only ops share e with their operand. */
@@ -127,6 +117,8 @@ typedef struct {
 
 /* A fresh value of type t (zeroed). */
 ip_val ip_val_new(ip_exec *x, const ir_type *t);
+/* The same, not zeroed: for a result whose every element the op then writes whole. */
+ip_val ip_val_out(ip_exec *x, const ir_type *t);
 /* The dtype of t's elements (TK_PTR for pointers). */
 tk_dtype ip_elem_dtype(const ir_type *t);
 /* Records a fault at op: "<file>:<l>:<c>: <what> in kernel 'k' at program (x, y, z):
@@ -161,6 +153,9 @@ extern bool ip_typed_loops;
  * 1024 is past the end of a 4096-byte buffer"). */
 const char *ip_mem_access(ip_memory *mem, uint32_t buf, int64_t off, int size, void **host,
                           su_buf *why);
+/* The host bytes and size of live buffer id; false if id is no live buffer. Buffers are
+ * neither made nor freed while a launch runs, so this stays valid through it. */
+bool ip_mem_buffer(const ip_memory *mem, uint32_t id, uint8_t **data, uint64_t *size);
 /* Splits a device address into (buffer id, byte offset) and back. */
 void ip_mem_split(tk_devptr p, uint32_t *buf, int64_t *off);
 tk_devptr ip_mem_join(uint32_t buf, int64_t off);

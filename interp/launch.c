@@ -3,14 +3,21 @@
 #include "internal.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 tk_dtype ip_elem_dtype(const ir_type *t) {
   return ir_type_elem(t)->dtype;
 }
 
 ip_val ip_val_new(ip_exec *x, const ir_type *t) {
+  ip_val v = ip_val_out(x, t);
+  memset(v.e, 0, sizeof(ip_elem) * (size_t)v.n);
+  return v;
+}
+
+ip_val ip_val_out(ip_exec *x, const ir_type *t) {
   ip_val v = {t, ir_type_numel(t), NULL};
-  v.e = ip_scratch_alloc(x->scratch, sizeof(ip_elem) * (size_t)v.n);
+  v.e = ip_scratch_take(x->scratch, sizeof(ip_elem) * (size_t)v.n);
   return v;
 }
 

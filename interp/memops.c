@@ -36,6 +36,60 @@ static ip_elem atomic_update(ir_atomic_kind kind, tk_dtype dt, ip_elem old, ip_e
   SU_UNREACHABLE();
 }
 
+/* The buffer the last lane went to: the lanes of a tile of pointers nearly always share
+ * one, so checking a lane is comparing it with this one's bounds; a lane that fails (or
+ * goes elsewhere) takes the full check of ip_mem_access, which words the fault. */
+typedef struct {
+  uint32_t id; /* 0: none yet (0 is never a live buffer) */
+  uint8_t *data;
+  uint64_t size;
+} lane_cache;
+
+static inline void *lane_host(ip_exec *x, const ir_op *op, lane_cache *c, ip_elem p, int size,
+                              tk_dtype dt, const char *kind) {
+  if (p.buf == c->id && p.i >= 0 && (uint64_t)p.i + (uint64_t)size <= c->size &&
+      (p.i & (size - 1)) == 0)
+    return c->data + p.i;
+  void *h = lane_address(x, op, p, dt, kind);
+  if (h && ip_mem_buffer(x->mem, p.buf, &c->data, &c->size)) c->id = p.buf;
+  return h;
+}
+
+/* A load or store of dt, one loop per dtype (dt a constant once inlined into its case).
+ * Operands of one element stand for every lane, as at() has it. */
+static inline __attribute__((always_inline)) bool access_lanes(ip_exec *x, const ip_inst *in,
+                                                               ip_val r, tk_dtype dt) {
+  const ir_op *op = in->op;
+  bool load = op->opc == IR_LOAD;
+  int mask_at = load ? 1 : 2, size = ir_dtype_bytes(dt);
+  ip_val ptr = IP_IN(x, in, 0);
+  ip_val mask = op->noperands > mask_at ? IP_IN(x, in, mask_at) : (ip_val){0};
+  ip_val data = load ? (op->noperands > 2 ? IP_IN(x, in, 2) : (ip_val){0}) : IP_IN(x, in, 1);
+  int64_t ms = mask.n > 1, ds = data.n > 1, ps = ptr.n > 1;
+  lane_cache c = {0};
+  for (int64_t i = 0; i < ptr.n; i++) {
+    if (mask.e && !mask.e[i * ms].u) {
+      if (load) r.e[i] = data.e ? data.e[i * ds] : (ip_elem){.u = 0};
+      continue;
+    }
+    void *h = lane_host(x, op, &c, ptr.e[i * ps], size, dt, load ? "load" : "store");
+    if (!h) return false;
+    if (load) r.e[i] = ip_decode_inline(dt, h);
+    else ip_encode_inline(dt, data.e[i * ds], h);
+  }
+  return true;
+}
+
+static bool typed_access(ip_exec *x, const ip_inst *in, ip_val r, tk_dtype dt) {
+  switch (dt) {
+#define CASE(D) case D: return access_lanes(x, in, r, D);
+  CASE(TK_I1) CASE(TK_I8) CASE(TK_I16) CASE(TK_I32) CASE(TK_I64) CASE(TK_U8) CASE(TK_U16)
+  CASE(TK_U32) CASE(TK_U64) CASE(TK_F16) CASE(TK_BF16) CASE(TK_F32) CASE(TK_F64)
+#undef CASE
+  default: SU_UNREACHABLE();
+  }
+}
+
 bool ip_run_memory(ip_exec *x, const ip_inst *in) {
   const ir_op *op = in->op;
   ip_val ptr = IP_IN(x, in, 0);
@@ -43,8 +97,10 @@ bool ip_run_memory(ip_exec *x, const ip_inst *in) {
   int mask_at = op->opc == IR_LOAD ? 1 : op->opc == IR_ATOMIC_CAS ? -1 : 2;
   bool has_mask = mask_at > 0 && op->noperands > mask_at;
   ip_val mask = has_mask ? IP_IN(x, in, mask_at) : ptr;
+  bool typed = ip_typed_loops && (op->opc == IR_LOAD || op->opc == IR_STORE);
   ip_val r = {0};
-  if (op->nresults) r = ip_val_new(x, op->results[0]->type);
+  if (op->nresults) *IP_OUT(x, in, 0) = r = (typed ? ip_val_out : ip_val_new)(x, op->results[0]->type);
+  if (typed) return typed_access(x, in, r, dt);
   for (int64_t i = 0; i < ptr.n; i++) {
     if (has_mask && !at(mask, i).u) {
       if (op->opc == IR_LOAD && op->noperands > 2) r.e[i] = at(IP_IN(x, in, 2), i);
@@ -85,6 +141,5 @@ bool ip_run_memory(ip_exec *x, const ip_inst *in) {
       SU_UNREACHABLE();
     }
   }
-  if (op->nresults) *IP_OUT(x, in, 0) = r;
   return true;
 }

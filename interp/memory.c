@@ -123,6 +123,14 @@ bool ip_mem_valid_arg(const ip_memory *mem, tk_devptr p) {
   return b && b->live && (uint64_t)off <= b->size;
 }
 
+bool ip_mem_buffer(const ip_memory *mem, uint32_t id, uint8_t **data, uint64_t *size) {
+  const buffer *b = find(mem, id);
+  if (!b || !b->live) return false;
+  *data = b->data;
+  *size = b->size;
+  return true;
+}
+
 const char *ip_mem_access(ip_memory *mem, uint32_t id, int64_t off, int size, void **host,
                           su_buf *why) {
   buffer *b = find(mem, id);

@@ -19,62 +19,9 @@ ip_elem ip_int(tk_dtype dt, uint64_t bits) {
 
 double ip_round(tk_dtype dt, double x) { return ir_dtype_round(dt, x); }
 
-/* ---- 16-bit float encodings ------------------------------------------------------------ */
+ip_elem ip_decode(tk_dtype dt, const void *p) { return ip_decode_inline(dt, p); }
 
-/* Values are canonical, so an f16 value converts to float exactly and back without
- * rounding. */
-static uint16_t f16_bits(double v) { return ip_f16_bits((float)v); }
-static double f16_value(uint16_t h) { return ip_f16_float(h); }
-
-/* bf16 is the top half of an f32; the value was already rounded, so truncation is exact. */
-static uint16_t bf16_bits(double v) {
-  float f = (float)v;
-  uint32_t b = ip_float_bits(f);
-  if (isnan(f)) return (uint16_t)((b >> 16) | 0x0040);
-  return (uint16_t)(b >> 16);
-}
-
-static double bf16_value(uint16_t h) { return ip_bits_float((uint32_t)h << 16); }
-
-ip_elem ip_decode(tk_dtype dt, const void *p) {
-  ip_elem r = {.u = 0};
-  uint8_t u8;
-  uint16_t u16;
-  uint32_t u32;
-  uint64_t u64;
-  float f;
-  switch (dt) {
-  case TK_I1: memcpy(&u8, p, 1); r.u = u8 != 0; return r;
-  case TK_I8: case TK_U8: memcpy(&u8, p, 1); return ip_int(dt, u8);
-  case TK_I16: case TK_U16: memcpy(&u16, p, 2); return ip_int(dt, u16);
-  case TK_I32: case TK_U32: memcpy(&u32, p, 4); return ip_int(dt, u32);
-  case TK_I64: case TK_U64: memcpy(&u64, p, 8); return ip_int(dt, u64);
-  case TK_F16: memcpy(&u16, p, 2); r.f = f16_value(u16); return r;
-  case TK_BF16: memcpy(&u16, p, 2); r.f = bf16_value(u16); return r;
-  case TK_F32: memcpy(&f, p, 4); r.f = f; return r;
-  case TK_F64: memcpy(&r.f, p, 8); return r;
-  default: SU_UNREACHABLE();
-  }
-}
-
-void ip_encode(tk_dtype dt, ip_elem v, void *p) {
-  uint8_t u8 = (uint8_t)v.u;
-  uint16_t u16 = (uint16_t)v.u;
-  uint32_t u32 = (uint32_t)v.u;
-  float f = (float)v.f;
-  switch (dt) {
-  case TK_I1: u8 &= 1; memcpy(p, &u8, 1); return;
-  case TK_I8: case TK_U8: memcpy(p, &u8, 1); return;
-  case TK_I16: case TK_U16: memcpy(p, &u16, 2); return;
-  case TK_I32: case TK_U32: memcpy(p, &u32, 4); return;
-  case TK_I64: case TK_U64: memcpy(p, &v.u, 8); return;
-  case TK_F16: u16 = f16_bits(v.f); memcpy(p, &u16, 2); return;
-  case TK_BF16: u16 = bf16_bits(v.f); memcpy(p, &u16, 2); return;
-  case TK_F32: memcpy(p, &f, 4); return;
-  case TK_F64: memcpy(p, &v.f, 8); return;
-  default: SU_UNREACHABLE();
-  }
-}
+void ip_encode(tk_dtype dt, ip_elem v, void *p) { ip_encode_inline(dt, v, p); }
 
 /* ---- casts ----------------------------------------------------------------------------- */
 

@@ -72,7 +72,7 @@ static void run_scan(const ir_op *op, ip_val src, ip_val r, geometry g) {
 
 bool ip_run_reduce(ip_exec *x, const ip_inst *in) {
   const ir_op *op = in->op;
-  ip_val r = ip_val_new(x, op->results[0]->type);
+  ip_val r = ip_val_out(x, op->results[0]->type);
   ip_val src = IP_IN(x, in, 0);
   switch (op->opc) {
   case IR_REDUCE:

@@ -49,7 +49,7 @@ bool ip_run_shape(ip_exec *x, const ip_inst *in) {
   ip_val *r = IP_OUT(x, in, 0);
   switch (op->opc) {
   case IR_CONST: {
-    *r = ip_val_new(x, t);
+    *r = ip_val_out(x, t);
     ip_elem v = const_value(op, ip_elem_dtype(t));
     for (int64_t i = 0; i < r->n; i++) r->e[i] = v;
     return true;
@@ -57,16 +57,16 @@ bool ip_run_shape(ip_exec *x, const ip_inst *in) {
   case IR_PROGRAM_ID:
   case IR_NUM_PROGRAMS:
     SU_ASSERT(op->attr >= 0 && op->attr < 3);
-    *r = ip_val_new(x, t);
+    *r = ip_val_out(x, t);
     r->e[0] = ip_int(TK_I32, op->opc == IR_PROGRAM_ID ? x->pid[op->attr] : x->nprog[op->attr]);
     return true;
   case IR_ARANGE:
-    *r = ip_val_new(x, t);
-    for (int64_t i = 0; i < r->n; i++) r->e[i] = ip_int(TK_I32, (uint64_t)(op->attr + i));
+    *r = ip_val_out(x, t);
+    for (int64_t i = 0; i < r->n; i++) r->e[i] = (ip_elem){.i = (int32_t)(uint32_t)(op->attr + i)};
     return true;
   case IR_SPLAT: {
     ip_elem v = IP_IN(x, in, 0).e[0];
-    *r = ip_val_new(x, t);
+    *r = ip_val_out(x, t);
     for (int64_t i = 0; i < r->n; i++) r->e[i] = v;
     return true;
   }
@@ -80,7 +80,7 @@ bool ip_run_shape(ip_exec *x, const ip_inst *in) {
       int dd = rank - srank + d;
       st[dd] = src.type->shape[d] == 1 ? 0 : sst[d];
     }
-    *r = ip_val_new(x, t);
+    *r = ip_val_out(x, t);
     gather(*r, src, st);
     return true;
   }
@@ -91,7 +91,7 @@ bool ip_run_shape(ip_exec *x, const ip_inst *in) {
     strides_of(src.type, sst);
     SU_ASSERT(op->nints == rank);
     for (int d = 0; d < rank; d++) st[d] = sst[op->ints[d]]; /* result dim d is source dim ints[d] */
-    *r = ip_val_new(x, t);
+    *r = ip_val_out(x, t);
     gather(*r, src, st);
     return true;
   }

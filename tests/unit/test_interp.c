@@ -890,6 +890,90 @@ static void test_typed_dot(void **state) {
     }
 }
 
+/* Loads and stores of every dtype, masked, with `other`, through pointers that alternate
+ * between two buffers, with the typed loops on and off: the same bytes in memory. Then
+ * the faults the typed loops must still word exactly: a lane past the end in the middle
+ * of a tile, and a misaligned one. */
+static kit *build_copy(tk_dtype dt, bool misalign) {
+  kit *k = kit_new("copy");
+  ir_value *s0 = param(k, "s0", P(k, dt)), *s1 = param(k, "s1", P(k, dt));
+  ir_value *d = param(k, "d", P(k, dt));
+  const ir_type *i32 = S(k, TK_I32), *ti = T(k, i32, NE, 0), *tp = T(k, P(k, dt), NE, 0);
+  ir_value *offs = arange(k, NE);
+  ir_value *low = ir_binary(&k->b, IR_AND, offs, splat(k, ir_const_int(&k->b, i32, 3), ti));
+  ir_value *zero = splat(k, ir_const_int(&k->b, i32, 0), ti);
+  ir_value *m1 = ir_cmp_build(&k->b, IR_CMP_NE, low, zero);
+  ir_value *m2 = ir_cmp_build(&k->b, IR_CMP_LT, offs, splat(k, ir_const_int(&k->b, i32, 50), ti));
+  ir_value *odd = ir_cmp_build(&k->b, IR_CMP_EQ, ir_binary(&k->b, IR_AND, offs, splat(k, ir_const_int(&k->b, i32, 1), ti)), zero);
+  ir_value *ops[3] = {odd, op2(k, IR_ADDPTR, tp, splat(k, s0, tp), offs),
+                      op2(k, IR_ADDPTR, tp, splat(k, s1, tp), offs)};
+  ir_value *src = ir_build1(&k->b, IR_SELECT, tp, 3, ops);
+  if (misalign) {
+    const ir_type *tb = T(k, P(k, TK_U8), NE, 0);
+    ir_value *bytes = op2(k, IR_ADDPTR, tb, op1(k, IR_CAST, tb, src), splat(k, ir_const_int(&k->b, i32, 1), ti));
+    src = op1(k, IR_CAST, tp, bytes);
+  }
+  const ir_type *tv = T(k, S(k, dt), NE, 0);
+  ir_value *other = ir_dtype_is_float(dt) ? ir_const_float(&k->b, tv, -2.5) : ir_const_int(&k->b, tv, 1);
+  at_line(k, 7, 9);
+  ir_value *v = load(k, src, m1, other);
+  store(k, op2(k, IR_ADDPTR, tp, splat(k, d, tp), offs), v, m2);
+  ret(k);
+  verify(k);
+  return k;
+}
+
+static void test_typed_memory(void **state) {
+  (void)state;
+  for (int di = 0; di < NDTYPES; di++) {
+    tk_dtype dt = all_dtypes[di];
+    size_t bytes = NE * (size_t)ir_dtype_bytes(dt);
+    kit *k = build_copy(dt, false);
+    uint64_t seed = 77 + (uint64_t)di;
+    uint8_t a[NE * 8], b[NE * 8], d0[NE * 8], got[2][NE * 8];
+    edge_values(dt, a, NE, &seed), edge_values(dt, b, NE, &seed), edge_values(dt, d0, NE, &seed);
+    tk_devptr pa = upload(k, a, bytes), pb = upload(k, b, bytes), pd = upload(k, d0, bytes);
+    tk_arg args[] = {tk_arg_ptr(pa), tk_arg_ptr(pb), tk_arg_ptr(pd)};
+    for (int typed = 0; typed < 2; typed++) {
+      memcpy(ip_mem_host(k->mem, pd, bytes, &k->err), d0, bytes);
+      ip_typed_loops = typed;
+      ip_status st = launch(k, 1, args, 3, NULL);
+      ip_typed_loops = true;
+      assert_int_equal(st, IP_OK);
+      download(k, got[typed], pd, bytes);
+    }
+    assert_memory_equal(got[0], got[1], bytes);
+    /* Lanes 50.. keep d's bytes; lanes with i % 4 == 0 got `other`. */
+    assert_memory_equal(got[1] + 50 * (bytes / NE), d0 + 50 * (bytes / NE), bytes - 50 * (bytes / NE));
+
+    /* s0 of 37 elements: lane 38, the first active even lane (even lanes read s0) past
+     * its end, faults. */
+    tk_devptr shorter = upload(k, a, 37 * (bytes / NE));
+    tk_arg bad[] = {tk_arg_ptr(shorter), tk_arg_ptr(pb), tk_arg_ptr(pd)};
+    char msg[2][256];
+    for (int typed = 0; typed < 2; typed++) {
+      ip_typed_loops = typed;
+      assert_int_equal(launch(k, 1, bad, 3, NULL), IP_FAULT);
+      ip_typed_loops = true;
+      snprintf(msg[typed], sizeof msg[typed], "%s", su_buf_str(&k->err));
+    }
+    assert_string_equal(msg[0], msg[1]);
+    if (dt == TK_F32)
+      assert_string_equal(msg[1], "t.tk:7:9: out-of-bounds load in kernel 'copy' at program "
+                                  "(0, 0, 0): element offset 38 is past the end of a 148-byte buffer");
+    kit_free(k);
+  }
+  kit *k = build_copy(TK_F32, true);
+  float data[NE] = {0};
+  tk_devptr p = upload(k, data, sizeof data);
+  tk_arg args[] = {tk_arg_ptr(p), tk_arg_ptr(p), tk_arg_ptr(p)};
+  assert_int_equal(launch(k, 1, args, 3, NULL), IP_FAULT);
+  assert_string_equal(su_buf_str(&k->err), "t.tk:7:9: misaligned load in kernel 'copy' at program "
+                                           "(0, 0, 0): byte offset 5 is not a multiple of the "
+                                           "element size, 4 bytes");
+  kit_free(k);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_float_rounding),
@@ -913,6 +997,7 @@ int main(void) {
       cmocka_unit_test(test_f16_kernel),
       cmocka_unit_test(test_typed_elementwise),
       cmocka_unit_test(test_typed_dot),
+      cmocka_unit_test(test_typed_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
