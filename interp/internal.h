@@ -140,6 +140,12 @@ bool ip_run_debug(ip_exec *x, const ip_inst *in);       /* PRINT ASSERT */
  * that count) by one loop for op's dtype, when that pair has one; false (r untouched)
  * when not, or when ip_typed_loops is off. Bit for bit what the scalar rules give. */
 bool ip_typed_elementwise(const ir_op *op, ip_val r, ip_val a, ip_val b, ip_val c);
+/* typed.c: the reduction (or with scan, the inclusive scan) of kind of src, seen as
+ * [outer, len, inner] around the axis, into r, for the (input, result) dtypes that have
+ * a loop (f32 or f64 results of floats, integer results of integers); false (r
+ * untouched) otherwise or when ip_typed_loops is off. */
+bool ip_typed_reduce(ir_reduce_kind kind, bool scan, ip_val src, ip_val r, int64_t outer,
+                     int64_t len, int64_t inner);
 /* dot.c: r = acc + a @ b over the last two dims (leading ones a batch), in the documented
  * order (each element: acc, then k = 0, 1, ... in turn, rounding each product and sum to
  * r's type); s holds its temporaries. */

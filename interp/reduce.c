@@ -76,12 +76,19 @@ bool ip_run_reduce(ip_exec *x, const ip_inst *in) {
   ip_val src = IP_IN(x, in, 0);
   switch (op->opc) {
   case IR_REDUCE:
-  case IR_ARGREDUCE:
-    run_reduce(op, src, r, geometry_of(src.type, r.type, (int)op->attr2));
+  case IR_ARGREDUCE: {
+    geometry g = geometry_of(src.type, r.type, (int)op->attr2);
+    if (op->opc == IR_ARGREDUCE ||
+        !ip_typed_reduce((ir_reduce_kind)op->attr, false, src, r, g.outer, g.len, g.inner))
+      run_reduce(op, src, r, g);
     break;
-  case IR_SCAN:
-    run_scan(op, src, r, geometry_of(src.type, src.type, (int)op->attr2));
+  }
+  case IR_SCAN: {
+    geometry g = geometry_of(src.type, src.type, (int)op->attr2);
+    if (!ip_typed_reduce((ir_reduce_kind)op->attr, true, src, r, g.outer, g.len, g.inner))
+      run_scan(op, src, r, g);
     break;
+  }
   case IR_DOT:
     SU_ASSERT(r.type->kind == IR_TILE && r.type->rank >= 2);
     ip_dot(x->scratch, src, IP_IN(x, in, 1), IP_IN(x, in, 2), r);

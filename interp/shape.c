@@ -2,6 +2,8 @@
  * arange, splat, broadcast, expand_dims, reshape, trans, convert_layout. */
 #include "internal.h"
 
+#include <string.h>
+
 static int rank_of(const ir_type *t) {
   return t->kind == IR_TILE ? t->rank : 0;
 }
@@ -16,14 +18,25 @@ static void strides_of(const ir_type *t, int64_t *st) {
 }
 
 /* dst[i] = src[sum(idx[d] * stride[d])] over dst's row-major index idx: broadcast (stride
- * 0) and transpose (permuted strides) are both this walk. */
+ * 0) and transpose (permuted strides) are both this walk. It goes a row of the last dim
+ * at a time: a copy, a fill, or a strided run. */
 static void gather(ip_val dst, ip_val src, const int64_t *stride) {
   int rank = rank_of(dst.type);
+  if (rank == 0) {
+    dst.e[0] = src.e[0];
+    return;
+  }
+  int64_t len = dst.type->shape[rank - 1], step = stride[rank - 1];
   int idx[IR_MAX_RANK] = {0};
   int64_t at = 0;
-  for (int64_t i = 0; i < dst.n; i++) {
-    dst.e[i] = src.e[at];
-    for (int d = rank - 1; d >= 0; d--) {
+  for (int64_t i = 0; i < dst.n; i += len) {
+    ip_elem *out = &dst.e[i];
+    const ip_elem *in = &src.e[at];
+    if (step == 1)
+      memcpy(out, in, sizeof *out * (size_t)len);
+    else
+      for (int64_t j = 0; j < len; j++) out[j] = in[j * step];
+    for (int d = rank - 2; d >= 0; d--) {
       at += stride[d];
       if (++idx[d] < dst.type->shape[d]) break;
       at -= stride[d] * idx[d];

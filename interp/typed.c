@@ -1,5 +1,5 @@
-/* Typed loops for the hot elementwise (op, dtype) pairs: one loop per pair instead of a
- * dispatch per element. Each computes exactly what numeric.c's scalar rule computes for
+/* Typed loops for the hot elementwise (op, dtype) pairs and for sum / max / min reductions
+ * and scans: one loop per pair instead of a dispatch per element. Each computes exactly what numeric.c's scalar rule computes for
  * every element, in the same float or integer operations (tests/unit/test_interp.c
  * compares them with ip_typed_loops off); a pair not covered here returns false and runs
  * through the scalar rules, so a new op needs nothing here. */
@@ -199,4 +199,68 @@ bool ip_typed_elementwise(const ir_op *op, ip_val r, ip_val a, ip_val b, ip_val 
   default:
     return false;
   }
+}
+
+/* ---- reductions and scans ------------------------------------------------------------ */
+
+/* acc = first; acc = combine(acc, next) along the axis in index order, as the scalar rule.
+ * A scan stores every acc; a reduction the last. */
+#define REDUCE_LOOP(T, get, combine, put)                                        \
+  for (int64_t o = 0; o < outer; o++)                                            \
+    for (int64_t j = 0; j < inner; j++) {                                        \
+      const ip_elem *e = &src.e[o * len * inner + j];                            \
+      ip_elem *out = scan ? &r.e[o * len * inner + j] : &r.e[o * inner + j];     \
+      T acc = get(e[0]);                                                         \
+      if (scan) out[0] = put(acc);                                               \
+      for (int64_t k = 1; k < len; k++) {                                        \
+        T v = get(e[k * inner]);                                                 \
+        acc = combine;                                                           \
+        if (scan) out[k * inner] = put(acc);                                     \
+      }                                                                          \
+      if (!scan) *out = put(acc);                                                \
+    }                                                                            \
+  return true;
+
+#define GET_FLOAT(e) ((float)(e).f)
+#define GET_DOUBLE(e) ((e).f)
+#define PUT_FLOAT(acc) ((ip_elem){.f = (acc)})
+#define GET_INT(e) (wrap(ik, (e).u).u)
+#define PUT_INT(acc) ((ip_elem){.u = (acc)})
+
+bool ip_typed_reduce(ir_reduce_kind kind, bool scan, ip_val src, ip_val r, int64_t outer,
+                     int64_t len, int64_t inner) {
+  if (!ip_typed_loops) return false;
+  tk_dtype idt = ip_elem_dtype(src.type), rdt = ip_elem_dtype(r.type);
+  bool fi = ir_dtype_is_float(idt), fr = ir_dtype_is_float(rdt);
+  if (rdt == TK_F32 && fi && idt != TK_F64) {
+    switch (kind) {
+    case IR_RED_SUM: REDUCE_LOOP(float, GET_FLOAT, acc + v, PUT_FLOAT)
+    case IR_RED_MAX: REDUCE_LOOP(float, GET_FLOAT, (float)ip_fminmax(acc, v, true), PUT_FLOAT)
+    case IR_RED_MIN: REDUCE_LOOP(float, GET_FLOAT, (float)ip_fminmax(acc, v, false), PUT_FLOAT)
+    }
+  }
+  if (rdt == TK_F64 && fi) {
+    switch (kind) {
+    case IR_RED_SUM: REDUCE_LOOP(double, GET_DOUBLE, acc + v, PUT_FLOAT)
+    case IR_RED_MAX: REDUCE_LOOP(double, GET_DOUBLE, ip_fminmax(acc, v, true), PUT_FLOAT)
+    case IR_RED_MIN: REDUCE_LOOP(double, GET_DOUBLE, ip_fminmax(acc, v, false), PUT_FLOAT)
+    }
+  }
+  if (!fi && !fr && rdt != TK_I1) {
+    int_kind ik = int_kind_of(rdt);
+    switch (kind) {
+    case IR_RED_SUM: REDUCE_LOOP(uint64_t, GET_INT, wrap(ik, acc + v).u, PUT_INT)
+    case IR_RED_MAX:
+      if (ik.is_signed) {
+        REDUCE_LOOP(uint64_t, GET_INT, (int64_t)acc > (int64_t)v ? acc : v, PUT_INT)
+      }
+      REDUCE_LOOP(uint64_t, GET_INT, acc > v ? acc : v, PUT_INT)
+    case IR_RED_MIN:
+      if (ik.is_signed) {
+        REDUCE_LOOP(uint64_t, GET_INT, (int64_t)acc < (int64_t)v ? acc : v, PUT_INT)
+      }
+      REDUCE_LOOP(uint64_t, GET_INT, acc < v ? acc : v, PUT_INT)
+    }
+  }
+  return false;
 }

@@ -890,6 +890,86 @@ static void test_typed_dot(void **state) {
     }
 }
 
+/* trans and broadcast of 3-D tiles, run directly, against index arithmetic: element
+ * (i0, i1, i2) of the result is source element sum(i_d * stride_d). */
+static void check_gather(ir_opcode opc, const int *sshape, int srank, const int *rshape,
+                         const int *perm) {
+  kit *k = kit_new("g");
+  const ir_type *f32 = S(k, TK_F32);
+  ir_value *x = param(k, "x", ir_type_tile(k->m, f32, srank, sshape));
+  ir_value *r = op1(k, opc, ir_type_tile(k->m, f32, 3, rshape), x);
+  if (perm) r->def->ints = perm, r->def->nints = 3;
+  ip_exec ex = {.m = k->m, .f = k->f, .scratch = ip_scratch_new(), .err = &k->err};
+  ip_val slots[2];
+  int in[1] = {0}, out[1] = {1};
+  ip_inst inst = {.op = r->def, .in = in, .out = out};
+  ex.slots = slots;
+  slots[0] = ip_val_new(&ex, x->type);
+  for (int64_t i = 0; i < slots[0].n; i++) slots[0].e[i].f = (double)i;
+  assert_true(ip_run_shape(&ex, &inst));
+  int64_t sst[3] = {0}, st[3] = {0}, acc = 1;
+  for (int d = srank - 1; d >= 0; d--) sst[d] = acc, acc *= sshape[d];
+  for (int d = 0; d < 3; d++) {
+    if (perm) st[d] = sst[perm[d]];
+    else if (d - (3 - srank) >= 0 && sshape[d - (3 - srank)] != 1) st[d] = sst[d - (3 - srank)];
+  }
+  int64_t i = 0;
+  for (int a = 0; a < rshape[0]; a++)
+    for (int b = 0; b < rshape[1]; b++)
+      for (int c = 0; c < rshape[2]; c++, i++)
+        assert_true(slots[1].e[i].f == (double)(a * st[0] + b * st[1] + c * st[2]));
+  ip_scratch_free(ex.scratch);
+  kit_free(k);
+}
+
+static void test_gather(void **state) {
+  (void)state;
+  static const int s234[3] = {2, 3, 4}, s423[3] = {4, 2, 3}, s342[3] = {3, 4, 2};
+  static const int p201[3] = {2, 0, 1}, p120[3] = {1, 2, 0}, p021[3] = {0, 2, 1};
+  static const int s14[2] = {1, 4}, s31[2] = {3, 1}, s4[1] = {4};
+  static const int s131[3] = {1, 3, 1}, s243[3] = {2, 4, 3};
+  check_gather(IR_TRANS, s234, 3, s423, p201);
+  check_gather(IR_TRANS, s234, 3, s342, p120);
+  check_gather(IR_TRANS, s234, 3, s243, p021);
+  check_gather(IR_BROADCAST, s14, 2, s234, NULL);
+  check_gather(IR_BROADCAST, s31, 2, s234, NULL);
+  check_gather(IR_BROADCAST, s4, 1, s234, NULL);
+  check_gather(IR_BROADCAST, s131, 3, s234, NULL);
+}
+
+/* Reductions and scans of every kind along every axis of a 3-D tile, and of a 1-D tile
+ * to a scalar, for each input type and its usual result types, against the scalar rule. */
+static void test_typed_reduce(void **state) {
+  (void)state;
+  static const int shape[3] = {4, 8, 16};
+  for (int d = 0; d < NDTYPES; d++) {
+    tk_dtype in = all_dtypes[d];
+    tk_dtype outs[2] = {in, ir_dtype_is_float(in) ? TK_F32 : TK_I32};
+    for (int o = 0; o < 2; o++)
+      for (int opc = 0; opc < 2; opc++)
+        for (int kind = IR_RED_SUM; kind <= IR_RED_MIN; kind++)
+          for (int axis = -1; axis < 3; axis++) {
+            if (opc == 1 && (axis < 0 || outs[o] != in)) continue; /* scans keep the type */
+            kit *k = kit_new("red");
+            const ir_type *ti = axis < 0 ? T(k, S(k, in), NE, 0) : ir_type_tile(k->m, S(k, in), 3, shape);
+            int rshape[2], rr = 0;
+            for (int a = 0; a < 3 && axis >= 0; a++)
+              if (a != axis) rshape[rr++] = shape[a];
+            const ir_type *tr = opc == 1 ? ti
+                                : axis < 0 ? S(k, outs[o])
+                                           : ir_type_tile(k->m, S(k, outs[o]), 2, rshape);
+            ir_value *x = param(k, "x", ti);
+            ir_value *r = op1(k, opc ? IR_SCAN : IR_REDUCE, tr, x);
+            r->def->attr = kind, r->def->attr2 = axis < 0 ? 0 : axis;
+            char what[96];
+            snprintf(what, sizeof what, "%s %d axis %d %s -> %s", opc ? "scan" : "reduce", kind,
+                     axis, ir_dtype_name(in), ir_dtype_name(outs[o]));
+            for (uint64_t seed = 1; seed <= 2; seed++) check_op_typed(k, r->def, seed * 1234567, what);
+            kit_free(k);
+          }
+  }
+}
+
 /* Loads and stores of every dtype, masked, with `other`, through pointers that alternate
  * between two buffers, with the typed loops on and off: the same bytes in memory. Then
  * the faults the typed loops must still word exactly: a lane past the end in the middle
@@ -997,6 +1077,8 @@ int main(void) {
       cmocka_unit_test(test_f16_kernel),
       cmocka_unit_test(test_typed_elementwise),
       cmocka_unit_test(test_typed_dot),
+      cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_typed_reduce),
       cmocka_unit_test(test_typed_memory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
