@@ -25,7 +25,9 @@ bool ip_run_debug(ip_exec *x, const ip_inst *in) {
       su_buf_puts(&line, " ");
       format_value(&line, IP_IN(x, in, k));
     }
-    fprintf(x->out, "%s\n", su_buf_str(&line));
+    su_buf_puts(&line, "\n");
+    if (x->print) su_buf_put(x->print, line.data, line.len);
+    else fputs(su_buf_str(&line), x->out);
     su_buf_free(&line);
     return true;
   }

@@ -107,8 +107,10 @@ typedef struct {
   const ir_func *f;
   ip_scratch *scratch;
   ip_val *slots;
+  int nslots;
   unsigned pid[3], nprog[3];
-  FILE *out;
+  FILE *out;    /* device_print's stream */
+  su_buf *print; /* if set, device_print appends here instead (grid.c orders the lines) */
   su_buf *err;
 } ip_exec;
 
@@ -125,6 +127,14 @@ tk_dtype ip_elem_dtype(const ir_type *t);
  * <detail>". Returns false, for `return ip_fail(...)`. */
 bool ip_fail(ip_exec *x, const ir_op *op, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* grid.c: runs body once per program of the grid (total programs, x fastest), on x and
+ * `threads` threads in all (x's slots hold the bound arguments). Output and the fault
+ * reported are those of running the programs in order; see grid.c. */
+ip_status ip_run_grid(ip_exec *x, const ip_code *body, uint64_t total, int threads);
+/* The threads for a grid of `programs`: $TK_INTERPRET_THREADS if a positive number, else
+ * the cores online; at most 256 and at most one per program. */
+int ip_thread_count(uint64_t programs);
 
 /* Runs a block: every inst in order. On a YIELD, *yield (if not NULL) receives it. */
 bool ip_run_block(ip_exec *x, const ip_code *c, const ip_inst **yield);

@@ -84,6 +84,17 @@ static ip_status bind_args(ip_exec *x, const ip_code *body, const tk_arg *args, 
   return IP_OK;
 }
 
+/* True if the code has an atomic anywhere (regions included). */
+static bool has_atomics(const ip_code *c) {
+  for (int i = 0; i < c->ninsts; i++) {
+    const ip_inst *in = &c->insts[i];
+    if (in->op->opc == IR_ATOMIC || in->op->opc == IR_ATOMIC_CAS) return true;
+    for (int r = 0; r < in->op->nregions; r++)
+      if (has_atomics(&in->regions[r])) return true;
+  }
+  return false;
+}
+
 ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_grid grid,
                     const tk_arg *args, int nargs, FILE *out, su_buf *err) {
   err->len = 0;
@@ -91,20 +102,18 @@ ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_gri
   int nslots = 0;
   ip_code *body = ip_prepare(a, f, &nslots);
   ip_exec x = {.mem = mem, .m = m, .f = f, .scratch = ip_scratch_new(), .out = out ? out : stdout,
-               .err = err};
+               .err = err, .nslots = nslots};
   x.slots = SU_NEW_ARRAY(a, ip_val, nslots);
   x.nprog[0] = grid.x ? grid.x : 1;
   x.nprog[1] = grid.y ? grid.y : 1;
   x.nprog[2] = grid.z ? grid.z : 1;
   ip_status st = bind_args(&x, body, args, nargs);
-  ip_mark start = ip_scratch_mark(x.scratch);
-  for (unsigned z = 0; st == IP_OK && z < x.nprog[2]; z++)
-    for (unsigned y = 0; st == IP_OK && y < x.nprog[1]; y++)
-      for (unsigned i = 0; st == IP_OK && i < x.nprog[0]; i++) {
-        x.pid[0] = i, x.pid[1] = y, x.pid[2] = z;
-        if (!ip_run_block(&x, body, NULL)) st = IP_FAULT;
-        ip_scratch_release(x.scratch, start);
-      }
+  if (st == IP_OK) {
+    uint64_t total = (uint64_t)x.nprog[0] * x.nprog[1] * x.nprog[2];
+    /* Atomics keep their sequential meaning: such a kernel runs its programs in order. */
+    int threads = has_atomics(body) ? 1 : ip_thread_count(total);
+    st = ip_run_grid(&x, body, total, threads);
+  }
   ip_scratch_free(x.scratch);
   su_arena_free(a);
   return st;

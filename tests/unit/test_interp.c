@@ -719,12 +719,15 @@ static void test_f16_kernel(void **state) {
   ip_encode(TK_F16, F(2048), &h);
   tk_devptr d = upload(k, &h, 2);
   tk_arg args[] = {tk_arg_ptr(d)};
+  /* Five programs adding to one element race unless they run in order, on one thread. */
+  setenv("TK_INTERPRET_THREADS", "1", 1);
   assert_int_equal(launch(k, 5, args, 1, NULL), IP_OK);
   download(k, &h, d, 2);
   assert_true(ip_decode(TK_F16, &h).f == 2048);
   ip_encode(TK_F16, F(1), &h);
   memcpy(ip_mem_host(k->mem, d, 2, &k->err), &h, 2);
   assert_int_equal(launch(k, 5, args, 1, NULL), IP_OK);
+  unsetenv("TK_INTERPRET_THREADS");
   download(k, &h, d, 2);
   assert_true(ip_decode(TK_F16, &h).f == 6);
   kit_free(k);
@@ -1054,6 +1057,130 @@ static void test_typed_memory(void **state) {
   kit_free(k);
 }
 
+/* ---- several threads ------------------------------------------------------------------ */
+
+/* Every program prints its linear id l (x fastest), asserts l != bad, then stores 3 * l
+ * to out[l]. */
+static kit *build_grid_kernel(void) {
+  kit *k = kit_new("grid");
+  ir_value *out = param(k, "out", P(k, TK_I32)), *bad = param(k, "bad", S(k, TK_I32));
+  const ir_type *i32 = S(k, TK_I32);
+  ir_value *pid[3], *num[3];
+  for (int a = 0; a < 3; a++) {
+    pid[a] = ir_build1(&k->b, IR_PROGRAM_ID, i32, 0, NULL);
+    num[a] = ir_build1(&k->b, IR_NUM_PROGRAMS, i32, 0, NULL);
+    pid[a]->def->attr = num[a]->def->attr = a;
+  }
+  ir_value *l = ir_binary(&k->b, IR_ADD, pid[0], ir_binary(&k->b, IR_MUL, num[0],
+                          ir_binary(&k->b, IR_ADD, pid[1], ir_binary(&k->b, IR_MUL, num[1], pid[2]))));
+  ir_op *pr = ir_build(&k->b, IR_PRINT, 1, &l, 0, NULL);
+  pr->str = "id:";
+  at_line(k, 4, 2);
+  ir_value *ok = ir_cmp_build(&k->b, IR_CMP_NE, l, bad);
+  ir_op *as = ir_build(&k->b, IR_ASSERT, 1, &ok, 0, NULL);
+  as->str = "not the bad one";
+  store(k, op2(k, IR_ADDPTR, P(k, TK_I32), out, l), ir_binary(&k->b, IR_MUL, l, ir_const_int(&k->b, i32, 3)), NULL);
+  ret(k);
+  verify(k);
+  return k;
+}
+
+typedef struct {
+  ip_status st;
+  char err[256];
+  char *text; /* device_print's output, malloc'd */
+  int32_t out[512];
+} grid_run;
+
+static grid_run run_grid(kit *k, const char *threads, tk_grid g, int bad) {
+  grid_run r = {0};
+  int n = (int)(g.x * g.y * g.z);
+  assert_true(n <= 512);
+  tk_devptr d = upload(k, r.out, sizeof r.out);
+  tk_arg args[] = {tk_arg_ptr(d), tk_arg_i32(bad)};
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  setenv("TK_INTERPRET_THREADS", threads, 1);
+  r.st = ip_launch(k->mem, k->m, k->f, g, args, 2, f, &k->err);
+  unsetenv("TK_INTERPRET_THREADS");
+  snprintf(r.err, sizeof r.err, "%s", su_buf_str(&k->err));
+  long len = ftell(f);
+  r.text = calloc(1, (size_t)len + 1);
+  rewind(f);
+  assert_int_equal(fread(r.text, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  download(k, r.out, d, sizeof r.out);
+  return r;
+}
+
+/* The same prints, the same fault and the same stores (those before the fault) whatever
+ * the thread count, over a grid far wider than grid.c's window of kept lines. */
+static void test_threads_same_results(void **state) {
+  (void)state;
+  kit *k = build_grid_kernel();
+  tk_grid g = {10, 9, 2};
+  int n = 180;
+  for (int bad = -1; bad < n; bad += 151) {
+    grid_run one = run_grid(k, "1", g, bad);
+    assert_int_equal(one.st, bad < 0 ? IP_OK : IP_FAULT);
+    int ran = bad < 0 ? n : bad;
+    for (int l = 0; l < ran; l++) assert_int_equal(one.out[l], 3 * l);
+    if (bad >= 0)
+      assert_string_equal(one.err, "t.tk:4:2: device_assert failed in kernel 'grid' at program "
+                                   "(0, 6, 1): not the bad one");
+    const char *counts[] = {"2", "3", "8", "abc", "0"};
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+      grid_run many = run_grid(k, counts[c], g, bad);
+      assert_int_equal(many.st, one.st);
+      assert_string_equal(many.err, one.err);
+      assert_string_equal(many.text, one.text);
+      assert_memory_equal(many.out, one.out, sizeof(int32_t) * (size_t)ran);
+      free(many.text);
+    }
+    free(one.text);
+  }
+  kit_free(k);
+}
+
+/* Atomics keep their sequential meaning with any thread count: each program exchanges
+ * its id into a counter and stores what it got, its predecessor's id. */
+static void test_threads_atomics_in_order(void **state) {
+  (void)state;
+  kit *k = kit_new("xchg");
+  ir_value *ctr = param(k, "ctr", P(k, TK_I32)), *out = param(k, "out", P(k, TK_I32));
+  const ir_type *i32 = S(k, TK_I32);
+  ir_value *pid = ir_build1(&k->b, IR_PROGRAM_ID, i32, 0, NULL);
+  ir_value *av[2] = {ctr, pid};
+  ir_value *old = ir_build1(&k->b, IR_ATOMIC, i32, 2, av);
+  old->def->attr = IR_ATOM_XCHG;
+  store(k, op2(k, IR_ADDPTR, P(k, TK_I32), out, pid), old, NULL);
+  ret(k);
+  verify(k);
+  int32_t c = -1, o[300] = {0};
+  tk_devptr dc = upload(k, &c, sizeof c), dout = upload(k, o, sizeof o);
+  tk_arg args[] = {tk_arg_ptr(dc), tk_arg_ptr(dout)};
+  setenv("TK_INTERPRET_THREADS", "4", 1);
+  assert_int_equal(launch(k, 300, args, 2, NULL), IP_OK);
+  unsetenv("TK_INTERPRET_THREADS");
+  download(k, o, dout, sizeof o);
+  for (int i = 0; i < 300; i++) assert_int_equal(o[i], i - 1);
+  kit_free(k);
+}
+
+static void test_thread_count(void **state) {
+  (void)state;
+  setenv("TK_INTERPRET_THREADS", "3", 1);
+  assert_int_equal(ip_thread_count(100), 3);
+  assert_int_equal(ip_thread_count(2), 2); /* at most one per program */
+  setenv("TK_INTERPRET_THREADS", "100000", 1);
+  assert_int_equal(ip_thread_count(1000000), 256);
+  setenv("TK_INTERPRET_THREADS", "junk", 1);
+  int cores = ip_thread_count(1000000);
+  unsetenv("TK_INTERPRET_THREADS");
+  assert_int_equal(ip_thread_count(1000000), cores); /* the cores online */
+  assert_true(cores >= 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_float_rounding),
@@ -1080,6 +1207,9 @@ int main(void) {
       cmocka_unit_test(test_gather),
       cmocka_unit_test(test_typed_reduce),
       cmocka_unit_test(test_typed_memory),
+      cmocka_unit_test(test_threads_same_results),
+      cmocka_unit_test(test_threads_atomics_in_order),
+      cmocka_unit_test(test_thread_count),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
