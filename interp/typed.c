@@ -64,7 +64,22 @@ static bool int_binary(ir_opcode opc, tk_dtype dt, ip_elem *r, const ip_elem *a,
       INT_LOOP(a[i].i > b[i].i ? x : y)
     }
     INT_LOOP(x > y ? x : y)
-  default: return false; /* division: the caller checks the divisor */
+  case IR_DIV: case IR_REM:
+    /* A zero divisor leaves it to the scalar rule, which words the fault. INT_MIN / -1
+     * wraps (the remainder is 0), as there. */
+    for (int64_t i = 0; i < n; i++)
+      if (b[i].u == 0) return false;
+    if (!k.is_signed) {
+      if (opc == IR_DIV) {
+        INT_LOOP(x / y)
+      }
+      INT_LOOP(x % y)
+    }
+    if (opc == IR_DIV) {
+      INT_LOOP(b[i].i == -1 ? 0 - x : (uint64_t)(a[i].i / b[i].i))
+    }
+    INT_LOOP(b[i].i == -1 ? 0 : (uint64_t)(a[i].i % b[i].i))
+  default: return false;
   }
 #undef INT_LOOP
 }
@@ -164,7 +179,7 @@ bool ip_typed_elementwise(const ir_op *op, ip_val r, ip_val a, ip_val b, ip_val 
   int64_t n = r.n;
   SU_ASSERT(a.n == n && b.n == n && c.n == n);
   switch (op->opc) {
-  case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_MIN: case IR_MAX:
+  case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: case IR_REM: case IR_MIN: case IR_MAX:
   case IR_AND: case IR_OR: case IR_XOR: case IR_SHL: case IR_SHR:
     if (ir_dtype_is_float(dt)) return float_binary(op->opc, dt, r.e, a.e, b.e, n);
     return int_binary(op->opc, dt, r.e, a.e, b.e, n);

@@ -446,6 +446,30 @@ static void division_by_zero(ir_opcode opc, const char *name) {
            "the divisor is 0", name);
   assert_string_equal(su_buf_str(&k->err), want);
   kit_free(k);
+
+  /* A tile: the typed loop finds the 0 and the scalar rule names its element. */
+  k = kit_new("rem");
+  ir_value *o = param(k, "o", P(k, TK_I32)), *z = param(k, "z", S(k, TK_I32));
+  const ir_type *ti = T(k, S(k, TK_I32), 16, 0), *tp = T(k, P(k, TK_I32), 16, 0);
+  ir_value *lanes = arange(k, 16);
+  ir_value *divisor = ir_binary(&k->b, IR_SUB, lanes, splat(k, z, ti));
+  at_line(k, 5, 3);
+  ir_value *rem = ir_binary(&k->b, IR_REM, splat(k, ir_const_int(&k->b, S(k, TK_I32), 100), ti), divisor);
+  store(k, op2(k, IR_ADDPTR, tp, splat(k, o, tp), lanes), rem, NULL);
+  ret(k);
+  verify(k);
+  int32_t rs[16] = {0};
+  d = upload(k, rs, sizeof rs);
+  tk_arg rargs[] = {tk_arg_ptr(d), tk_arg_i32(-1)};
+  assert_int_equal(launch(k, 1, rargs, 2, NULL), IP_OK);
+  download(k, rs, d, sizeof rs);
+  for (int i = 0; i < 16; i++) assert_int_equal(rs[i], 100 % (i + 1));
+  rargs[1] = tk_arg_i32(9);
+  assert_int_equal(launch(k, 1, rargs, 2, NULL), IP_FAULT);
+  assert_string_equal(su_buf_str(&k->err),
+                      "t.tk:5:3: integer remainder by zero in kernel 'rem' at program (0, 0, 0): "
+                      "element 9 of the divisor is 0");
+  kit_free(k);
 }
 
 static void test_division_by_zero(void **state) {
@@ -801,6 +825,10 @@ static void check_op_typed(kit *k, const ir_op *op, uint64_t seed, const char *w
       uint8_t bytes[8];
       edge_values(dt, bytes, 1, &seed);
       slots[i].e[j] = ip_decode(dt, bytes);
+      /* Integer divisors are not 0 here (test_division_by_zero has those). */
+      if (i == 1 && (op->opc == IR_DIV || op->opc == IR_REM) && !ir_dtype_is_float(dt) &&
+          slots[i].e[j].u == 0)
+        slots[i].e[j] = ip_int(dt, 1);
     }
   }
   ip_val got[2];
@@ -843,8 +871,8 @@ static void check_elementwise(ir_opcode opc, int64_t attr, tk_dtype ta, tk_dtype
 
 static void test_typed_elementwise(void **state) {
   (void)state;
-  static const ir_opcode int_ops[] = {IR_ADD, IR_SUB, IR_MUL, IR_AND, IR_OR, IR_XOR,
-                                      IR_SHL, IR_SHR, IR_MIN, IR_MAX};
+  static const ir_opcode int_ops[] = {IR_ADD, IR_SUB, IR_MUL, IR_DIV, IR_REM, IR_AND,
+                                      IR_OR,  IR_XOR, IR_SHL, IR_SHR, IR_MIN, IR_MAX};
   static const ir_opcode float_ops[] = {IR_ADD, IR_SUB, IR_MUL, IR_DIV, IR_REM, IR_MIN, IR_MAX};
   for (int d = 0; d < NDTYPES; d++) {
     tk_dtype dt = all_dtypes[d];
