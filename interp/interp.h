@@ -1,6 +1,6 @@
 /*
- * interp/ — the reference interpreter of the Tile IR: runs a kernel on the CPU, one
- * program instance after another, over host buffers that stand in for device memory.
+ * interp/ — the reference interpreter of the Tile IR: runs a kernel on the CPU over host
+ * buffers that stand in for device memory, the programs of a grid spread over the cores.
  * It defines what every op means; the GPU backend is tested against it.
  *
  * Contract:
@@ -19,15 +19,29 @@
  *    error (not UB, not a silent value); INT_MIN / -1 wraps to INT_MIN (remainder 0).
  *    Shifts by the width or more give 0 (shr of a negative signed value: -1), as PTX.
  *    Float-to-int casts truncate and saturate, NaN gives 0.
+ *    A NaN result's sign and payload are unspecified (C does not say which NaN an op on
+ *    two NaNs returns); every other result is exact, bit for bit.
  *  - Masked-off lanes of a load yield `other` (0 without it); masked-off stores and
- *    atomics do nothing (an atomic's masked-off result is 0). Atomics are sequential:
- *    programs run one at a time, lanes in row-major order.
- *  - Reductions, scans and dot accumulate sequentially in the result's type, in index
- *    order; the GPU's tree order may differ in the last bits of float results.
+ *    atomics do nothing (an atomic's masked-off result is 0).
+ *  - Reductions and scans accumulate sequentially in the result's type, in index order;
+ *    dot's element (m, n) is acc[m][n], then + a[m][k] * b[k][n] for k = 0, 1, ..., K-1,
+ *    the product and each sum rounded to the accumulator's type. The GPU's order may
+ *    differ in the last bits of float results.
+ *  - Programs run on $TK_INTERPRET_THREADS threads (default: the cores online), handed
+ *    out one at a time in grid order, x fastest. What a launch prints, the fault it
+ *    reports and (without a fault) the memory it leaves do not depend on the thread
+ *    count, for kernels whose programs do not race (no program reads or writes memory
+ *    another program of the launch writes, except through atomics): device_print lines
+ *    come out in program order; a fault is the first faulting program's in grid order,
+ *    after the lines of the programs before it (programs after it may have run too, and
+ *    their stores stay). A kernel
+ *    with atomics runs its programs in order on one thread, so atomics are sequential,
+ *    lanes in row-major order. With one thread every kernel runs in grid order, races
+ *    included: TK_INTERPRET_THREADS=1 is the sequential reference.
  *  - device_print writes "pid (x, y, z) <prefix> <values>" lines to the chosen stream;
  *    a failed device_assert stops the launch with its message.
- *  - A launch keeps every value in one scratch arena that is reset for each program (and
- *    for each loop iteration), so memory stays bounded over any grid.
+ *  - A launch keeps every value in a scratch arena per thread that is reset for each
+ *    program (and for each loop iteration), so memory stays bounded over any grid.
  * Prefix: ip_ / IP_.
  */
 #ifndef TK_INTERP_H
@@ -68,11 +82,11 @@ typedef enum {
   IP_FAULT     /* the kernel faulted: out-of-bounds, division by zero, failed assert */
 } ip_status;
 
-/* Runs kernel f of module m on every program of grid (0 counts as 1), x fastest, with
- * args matching f's parameters in number and type (TK_PTR args are device addresses of
- * mem). device_print output goes to out (stdout if NULL). On failure writes one line
- * (no trailing newline) to err and returns the status; the effects of the programs that
- * ran before the fault stay in memory. */
+/* Runs kernel f of module m on every program of grid (0 counts as 1), with args matching
+ * f's parameters in number and type (TK_PTR args are device addresses of mem), on the
+ * threads the contract above says. device_print output goes to out (stdout if NULL). On
+ * failure writes one line (no trailing newline) to err and returns the status; the
+ * effects of the programs that ran stay in memory. */
 ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_grid grid,
                     const tk_arg *args, int nargs, FILE *out, su_buf *err);
 
