@@ -94,26 +94,19 @@ static bool float_binary(ir_opcode opc, tk_dtype dt, ip_elem *r, const ip_elem *
     r[i] = (ip_elem){.f = sizeof(T) == 8 ? (double)(expr) : ip_round_float(dt, (float)(expr))}; \
   }                                                                        \
   return true;
-  if (dt == TK_F64) {
-    switch (opc) {
-    case IR_ADD: FLOAT_LOOP(double, x + y)
-    case IR_SUB: FLOAT_LOOP(double, x - y)
-    case IR_MUL: FLOAT_LOOP(double, x * y)
-    case IR_DIV: FLOAT_LOOP(double, x / y)
-    case IR_MIN: FLOAT_LOOP(double, ip_fminmax(x, y, false))
-    case IR_MAX: FLOAT_LOOP(double, ip_fminmax(x, y, true))
-    default: return false;
-    }
+#define FLOAT_OPS(T)                                                        \
+  switch (opc) {                                                           \
+  case IR_ADD: FLOAT_LOOP(T, x + y)                                        \
+  case IR_SUB: FLOAT_LOOP(T, x - y)                                        \
+  case IR_MUL: FLOAT_LOOP(T, x * y)                                        \
+  case IR_DIV: FLOAT_LOOP(T, x / y)                                        \
+  case IR_MIN: FLOAT_LOOP(T, ip_fminmax(x, y, false))                      \
+  case IR_MAX: FLOAT_LOOP(T, ip_fminmax(x, y, true))                       \
+  default: return false;                                                   \
   }
-  switch (opc) {
-  case IR_ADD: FLOAT_LOOP(float, x + y)
-  case IR_SUB: FLOAT_LOOP(float, x - y)
-  case IR_MUL: FLOAT_LOOP(float, x * y)
-  case IR_DIV: FLOAT_LOOP(float, x / y)
-  case IR_MIN: FLOAT_LOOP(float, ip_fminmax(x, y, false))
-  case IR_MAX: FLOAT_LOOP(float, ip_fminmax(x, y, true))
-  default: return false;
-  }
+  if (dt == TK_F64) FLOAT_OPS(double)
+  FLOAT_OPS(float)
+#undef FLOAT_OPS
 #undef FLOAT_LOOP
 }
 
