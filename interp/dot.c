@@ -6,9 +6,9 @@
  * converted once to the result's machine type, then 4 rows by 8 columns of accumulators
  * held in registers while k runs. Blocking only chooses which elements advance together;
  * each element still sees its k in order, one rounding per product and per sum, so the
- * result is bit for bit the scalar rule's (tests/unit/test_interp.c compares them). This
- * relies on C's float arithmetic being IEEE single/double without contraction into fma,
- * which -std=c11 gives (FLT_EVAL_METHOD 0 on x86-64 and AArch64, -ffp-contract=off). */
+ * result is bit for bit the scalar rule's (tests/unit/test_interp.c compares them; NaN
+ * bits aside, which C leaves open). This relies on C's float arithmetic being IEEE single
+ * or double (FLT_EVAL_METHOD 0, as on x86-64 and AArch64) and not fused (see STEP). */
 #include "internal.h"
 
 typedef struct {
@@ -36,6 +36,15 @@ static void dot_scalar(ip_val a, ip_val b, ip_val acc, ip_val r, dims d) {
   }
 }
 
+/* acc = acc + a * b with the product rounded first: two statements, because a compiler
+ * may fuse a * b + c within one expression (Clang's default -ffp-contract=on), never
+ * across statements unless told to (-ffp-contract=fast, which -std=c11 does not set). */
+#define STEP(acc, a, b)                                                                  \
+  {                                                                                      \
+    __typeof__(acc) p_ = (a) * (b);                                                      \
+    acc = acc + p_;                                                                      \
+  }
+
 /* C[M][N] += A[M][K] @ B[K][N] in type T. VT is a 16-byte vector of T (GCC / Clang
  * vector extensions, lanewise IEEE or wrapping arithmetic: what keeps it exact); a block
  * of 4 rows by 2 vectors of columns stays in 8 registers while k runs. */
@@ -55,9 +64,8 @@ static void dot_scalar(ip_val a, ip_val b, ip_val acc, ip_val r, dims d) {
         memcpy(&c3, r3, 16), memcpy(&d3, r3 + L, 16);                                    \
         for (int64_t k = 0; k < K; k++) {                                                \
           memcpy(&b0, &B[k * N + n], 16), memcpy(&b1, &B[k * N + n + L], 16);            \
-          c0 = c0 + a0[k] * b0, d0 = d0 + a0[k] * b1, c1 = c1 + a1[k] * b0;              \
-          d1 = d1 + a1[k] * b1, c2 = c2 + a2[k] * b0, d2 = d2 + a2[k] * b1;              \
-          c3 = c3 + a3[k] * b0, d3 = d3 + a3[k] * b1;                                    \
+          STEP(c0, a0[k], b0) STEP(d0, a0[k], b1) STEP(c1, a1[k], b0) STEP(d1, a1[k], b1) \
+          STEP(c2, a2[k], b0) STEP(d2, a2[k], b1) STEP(c3, a3[k], b0) STEP(d3, a3[k], b1) \
         }                                                                                \
         memcpy(r0, &c0, 16), memcpy(r0 + L, &d0, 16), memcpy(r1, &c1, 16);               \
         memcpy(r1 + L, &d1, 16), memcpy(r2, &c2, 16), memcpy(r2 + L, &d2, 16);           \
@@ -65,13 +73,15 @@ static void dot_scalar(ip_val a, ip_val b, ip_val acc, ip_val r, dims d) {
       }                                                                                  \
       for (; n < N; n++)                                                                 \
         for (int i = 0; i < 4; i++)                                                      \
-          for (int64_t k = 0; k < K; k++)                                                \
-            C[(m + i) * N + n] = C[(m + i) * N + n] + A[(m + i) * K + k] * B[k * N + n]; \
+          for (int64_t k = 0; k < K; k++) {                                              \
+            STEP(C[(m + i) * N + n], A[(m + i) * K + k], B[k * N + n])                   \
+          }                                                                              \
     }                                                                                    \
     for (; m < M; m++)                                                                   \
       for (int64_t k = 0; k < K; k++)                                                    \
-        for (int64_t n = 0; n < N; n++)                                                  \
-          C[m * N + n] = C[m * N + n] + A[m * K + k] * B[k * N + n];                     \
+        for (int64_t n = 0; n < N; n++) {                                                \
+          STEP(C[m * N + n], A[m * K + k], B[k * N + n])                                 \
+        }                                                                                \
   }
 
 DOT_KERNEL(dot_f32, float, v8_f32)
