@@ -123,14 +123,14 @@ ip_status ip_run_grid(ip_exec *x, const ip_code *body, uint64_t total, int threa
   pthread_mutex_init(&pl.lock, NULL);
   pthread_cond_init(&pl.moved, NULL);
   worker *ws = calloc((size_t)threads, sizeof *ws);
-  ip_val *slots = calloc((size_t)threads * (size_t)x->nslots, sizeof *slots);
+  ip_val *slots = calloc((size_t)threads * (size_t)x->nslots + 1, sizeof *slots);
   if (!ws || !slots) su_fatal("out of memory");
   for (int t = 0; t < threads; t++) {
     worker *w = &ws[t];
     w->pool = &pl;
     w->x = *x;
     w->x.slots = slots + (size_t)t * (size_t)x->nslots;
-    memcpy(w->x.slots, x->slots, sizeof *slots * (size_t)x->nslots); /* the bound arguments */
+    for (int i = 0; i < x->nslots; i++) w->x.slots[i] = x->slots[i]; /* the bound arguments */
     w->x.scratch = ip_scratch_new();
     w->x.err = &w->err;
     w->x.print = &w->print;

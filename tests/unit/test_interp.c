@@ -1207,6 +1207,14 @@ static void test_thread_count(void **state) {
   unsetenv("TK_INTERPRET_THREADS");
   assert_int_equal(ip_thread_count(1000000), cores); /* the cores online */
   assert_true(cores >= 1);
+  /* A kernel with no values at all runs on several threads too. */
+  kit *k = kit_new("empty");
+  ret(k);
+  verify(k);
+  setenv("TK_INTERPRET_THREADS", "3", 1);
+  assert_int_equal(launch(k, 10, NULL, 0, NULL), IP_OK);
+  unsetenv("TK_INTERPRET_THREADS");
+  kit_free(k);
 }
 
 int main(void) {
