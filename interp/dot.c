@@ -3,8 +3,8 @@
  * for k = 0, 1, ..., K - 1, the product and each sum rounded to the result's type.
  *
  * For f32, f64 and 32- or 64-bit integer results this runs as a blocked loop: operands
- * converted once to the result's machine type, then 4 rows by 8 columns of accumulators
- * held in registers while k runs. Blocking only chooses which elements advance together;
+ * converted once to the result's machine type, then 4 rows by two 16-byte vectors of
+ * columns (8 f32) of accumulators held in registers while k runs. Blocking only chooses which elements advance together;
  * each element still sees its k in order, one rounding per product and per sum, so the
  * result is bit for bit the scalar rule's (tests/unit/test_interp.c compares them; NaN
  * bits aside, which C leaves open). This relies on C's float arithmetic being IEEE single
