@@ -14,7 +14,9 @@
  *    tile ops an element: index math, mask, 2 loads, add, store), M output elements/s;
  *  - matmul: samples/matmul.tk at 512^3 (its default 128x128x64 tiles), seconds;
  *  - attention: bench/attention.tk, 8 heads of 512 x 64 f16, seconds.
- * Output: one line per figure, "workload  value unit  (threads, note)". Exits 1 if a
+ * Output: one line per figure, "workload  value unit  (threads; the rate per CPU second or
+ * the CPU seconds; note)": wall time is the figure, CPU time (all threads' together) shows
+ * what other load on the machine took from it. Exits 1 if a
  * matmul or attention result is off (against a C reference on a sample of rows).
  *
  * usage: interp-bench [--samples DIR] [--bench DIR] [--quick] [--only NAME] [--threads N]
@@ -85,30 +87,55 @@ static tk_kernel *compile_file(bench *b, const char *dir, const char *file, cons
   return k;
 }
 
-/* The seconds of a launch with `threads` threads (0: the default, every core): the best
- * of three (one with --quick), the machine being shared. */
-static double timed_launch(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n,
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Wall and process CPU seconds of a launch (CPU time is what the launch's threads ran,
+ * which other load on the machine inflates far less than the wall time). */
+typedef struct {
+  double wall, cpu;
+} timing;
+
+/* A launch with `threads` threads (0: the default, every core): the best of three (one
+ * with --quick), the machine being shared. */
+static timing timed_launch(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n,
                            int threads) {
   char v[16];
   snprintf(v, sizeof v, "%d", threads);
   if (threads) setenv("TK_INTERPRET_THREADS", v, 1);
   else unsetenv("TK_INTERPRET_THREADS");
-  double best = INFINITY;
+  timing best = {INFINITY, INFINITY};
   for (int run = 0; run < (b->quick ? 1 : 3); run++) {
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     check(b, tk_launch(k, g, NULL, args, n), "tk_launch");
-    best = fmin(best, now_s() - t0);
+    timing t = {now_s() - t0, cpu_s() - c0};
+    if (t.wall < best.wall) best = t;
   }
   return best;
 }
 
-static void report(const char *workload, double value, const char *unit, int threads,
-                   const char *note) {
-  char who[32];
-  if (threads) snprintf(who, sizeof who, "%d thread%s", threads, threads > 1 ? "s" : "");
-  else snprintf(who, sizeof who, "all cores");
-  printf("%-26s %10.3f %-12s (%s%s%s)\n", workload, value, unit, who, note ? ", " : "",
-         note ? note : "");
+static const char *who(int threads, char *buf, size_t n) {
+  if (threads) snprintf(buf, n, "%d thread%s", threads, threads > 1 ? "s" : "");
+  else snprintf(buf, n, "all cores");
+  return buf;
+}
+
+/* work per wall second (and per CPU second) in unit. */
+static void report_rate(const char *workload, double work, const char *unit, timing t,
+                        int threads, const char *note) {
+  char w[32];
+  printf("%-26s %9.3f %-9s (%s; %.3f per CPU second%s%s)\n", workload, work / t.wall, unit,
+         who(threads, w, sizeof w), work / t.cpu, note ? "; " : "", note ? note : "");
+  fflush(stdout);
+}
+
+static void report_time(const char *workload, timing t, int threads, const char *note) {
+  char w[32];
+  printf("%-26s %9.3f s         (%s; CPU %.3f s; %s)\n", workload, t.wall,
+         who(threads, w, sizeof w), t.cpu, note);
   fflush(stdout);
 }
 
@@ -141,11 +168,10 @@ static void bench_dot(bench *b, const char *in, const char *acc, int threads) {
   check(b, tk_malloc(b->ctx, &pc, (size_t)8 * M * N * 4), "tk_malloc");
   int reps = b->quick ? 16 : 128, progs = 8;
   tk_arg args[] = {tk_arg_ptr(pa), tk_arg_ptr(pb), tk_arg_ptr(pc), tk_arg_i32(reps)};
-  double t = timed_launch(b, k, (tk_grid){progs, 1, 1}, args, 4, threads);
-  double flops = 2.0 * M * N * K * reps * progs;
+  timing t = timed_launch(b, k, (tk_grid){progs, 1, 1}, args, 4, threads);
   char name[64];
   snprintf(name, sizeof name, "dot %s->%s 64^3", in, acc);
-  report(name, flops / t * 1e-9, "GFLOP/s", threads, NULL);
+  report_rate(name, 2e-9 * M * N * K * reps * progs, "GFLOP/s", t, threads, NULL);
   tk_free(b->ctx, pa), tk_free(b->ctx, pb), tk_free(b->ctx, pc);
   tk_module_destroy(m);
 }
@@ -170,10 +196,10 @@ static void bench_elementwise(bench *b, const char *t, size_t bytes, int threads
   check(b, tk_malloc(b->ctx, &px, (size_t)progs * B * bytes), "tk_malloc");
   check(b, tk_malloc(b->ctx, &py, (size_t)progs * B * bytes), "tk_malloc");
   tk_arg args[] = {tk_arg_ptr(px), tk_arg_ptr(py), tk_arg_i32(reps)};
-  double t_s = timed_launch(b, k, (tk_grid){progs, 1, 1}, args, 3, threads);
+  timing tm = timed_launch(b, k, (tk_grid){progs, 1, 1}, args, 3, threads);
   char name[64];
   snprintf(name, sizeof name, "elementwise %s mul+add", t);
-  report(name, 2.0 * B * reps * progs / t_s * 1e-6, "M elem/s", threads, NULL);
+  report_rate(name, 2e-6 * B * reps * progs, "M elem/s", tm, threads, NULL);
   tk_free(b->ctx, px), tk_free(b->ctx, py);
   tk_module_destroy(m);
 }
@@ -193,9 +219,9 @@ static void bench_vadd(bench *b, int threads) {
   tk_devptr px = upload(b, h, (size_t)n * 4), py = upload(b, h, (size_t)n * 4), pz;
   check(b, tk_malloc(b->ctx, &pz, (size_t)n * 4), "tk_malloc");
   tk_arg args[] = {tk_arg_ptr(px), tk_arg_ptr(py), tk_arg_ptr(pz), tk_arg_i32(n)};
-  double t = timed_launch(b, k, (tk_grid){(unsigned)(n / 1024), 1, 1}, args, 4, threads);
+  timing t = timed_launch(b, k, (tk_grid){(unsigned)(n / 1024), 1, 1}, args, 4, threads);
   check(b, tk_memcpy_dtoh(b->ctx, h, pz, sizeof *h), "tk_memcpy_dtoh");
-  report("vadd f32 2^22", n / t * 1e-6, "M elem/s", threads, "whole kernel, output elements");
+  report_rate("vadd f32 2^22", 1e-6 * n, "M elem/s", t, threads, "whole kernel, output elements");
   free(h);
   tk_free(b->ctx, px), tk_free(b->ctx, py), tk_free(b->ctx, pz);
   tk_module_destroy(m);
@@ -221,7 +247,7 @@ static void bench_matmul(bench *b, int threads) {
   check(b, tk_malloc(b->ctx, &pc, (size_t)n * n * 2), "tk_malloc");
   tk_arg args[] = {tk_arg_ptr(pa), tk_arg_ptr(pb), tk_arg_ptr(pc),
                    tk_arg_i32(n), tk_arg_i32(n), tk_arg_i32(n)};
-  double t = timed_launch(b, k, (tk_grid){n / 128, n / 128, 1}, args, 6, threads);
+  timing t = timed_launch(b, k, (tk_grid){n / 128, n / 128, 1}, args, 6, threads);
   _Float16 *hc = malloc((size_t)n * n * 2);
   check(b, tk_memcpy_dtoh(b->ctx, hc, pc, (size_t)n * n * 2), "tk_memcpy_dtoh");
   double err = 0;
@@ -232,8 +258,8 @@ static void bench_matmul(bench *b, int threads) {
       err = fmax(err, fabs((double)hc[i * n + j] - s));
     }
   char note[64];
-  snprintf(note, sizeof note, "%.2f GFLOP/s, max err %.2g", 2.0 * n * n * n / t * 1e-9, err);
-  report("matmul f16 512^3", t, "s", threads, note);
+  snprintf(note, sizeof note, "%.2f GFLOP/s, max err %.2g", 2.0 * n * n * n / t.wall * 1e-9, err);
+  report_time("matmul f16 512^3", t, threads, note);
   if (!(err < 0.05)) b->failed = 1; /* f16 results near 10: an ulp is 2^-7 */
   free(a), free(bb), free(ha), free(hb), free(hc);
   tk_free(b->ctx, pa), tk_free(b->ctx, pb), tk_free(b->ctx, pc);
@@ -252,7 +278,7 @@ static void bench_attention(bench *b, int threads) {
   float scale = 1.0f / sqrtf((float)D);
   tk_arg args[] = {tk_arg_ptr(pq), tk_arg_ptr(pk), tk_arg_ptr(pv), tk_arg_ptr(po),
                    tk_arg_i32(S), tk_arg_f32(scale)};
-  double t = timed_launch(b, k, (tk_grid){S / 64, H, 1}, args, 6, threads);
+  timing t = timed_launch(b, k, (tk_grid){S / 64, H, 1}, args, 6, threads);
   _Float16 *ho = malloc(n * 2);
   check(b, tk_memcpy_dtoh(b->ctx, ho, po, n * 2), "tk_memcpy_dtoh");
   double err = 0, p[S];
@@ -274,8 +300,9 @@ static void bench_attention(bench *b, int threads) {
       }
     }
   char note[64];
-  snprintf(note, sizeof note, "%.2f GFLOP/s, max err %.2g", 4.0 * H * S * S * D / t * 1e-9, err);
-  report("attention f16 8x512x64", t, "s", threads, note);
+  snprintf(note, sizeof note, "%.2f GFLOP/s, max err %.2g", 4.0 * H * S * S * D / t.wall * 1e-9,
+           err);
+  report_time("attention f16 8x512x64", t, threads, note);
   if (!(err < 1e-3)) b->failed = 1; /* averages of values in [-1, 1] rounded to f16 */
   free(q), free(kk), free(v), free(hq), free(hk), free(hv), free(ho);
   tk_free(b->ctx, pq), tk_free(b->ctx, pk), tk_free(b->ctx, pv), tk_free(b->ctx, po);
