@@ -4,11 +4,12 @@
  *
  * For f32, f64 and 32- or 64-bit integer results this runs as a blocked loop: operands
  * converted once to the result's machine type, then 4 rows by two 16-byte vectors of
- * columns (8 f32) of accumulators held in registers while k runs. Blocking only chooses which elements advance together;
- * each element still sees its k in order, one rounding per product and per sum, so the
- * result is bit for bit the scalar rule's (tests/unit/test_interp.c compares them; NaN
- * bits aside, which C leaves open). This relies on C's float arithmetic being IEEE single
- * or double (FLT_EVAL_METHOD 0, as on x86-64 and AArch64) and not fused (see STEP). */
+ * columns (8 f32) of accumulators held in registers while k runs. Blocking only chooses
+ * which elements advance together; each element still sees its k in order, one rounding
+ * per product and per sum, so the result is bit for bit the scalar rule's
+ * (tests/unit/test_interp.c compares them; NaN bits aside, which C leaves open). This
+ * relies on C's float arithmetic being IEEE single or double (FLT_EVAL_METHOD 0, as on
+ * x86-64 and AArch64) and not fused (see STEP). */
 #include "internal.h"
 
 typedef struct {

@@ -3,10 +3,11 @@
  * every dtype. Inline, because every f16 or bf16 op rounds through here and every load
  * and store decodes or encodes through here.
  *
- * f16 and bf16 against f32: free of libm. Each is exact (round to nearest even, overflow to infinity) and gives the same
- * value as ir_dtype_round on the float (tests/unit/test_interp.c checks every f16 and
- * bf16 value and the rounding boundaries between them). NaN is the caller's business:
- * the rounding functions keep a NaN as it is.
+ * f16 and bf16 against f32: free of libm. Each is exact (round to nearest even, overflow
+ * to infinity) and gives the same value as ir_dtype_round on the float
+ * (tests/unit/test_interp.c checks every f16 and bf16 value and the rounding boundaries
+ * between them). NaN is the caller's business: the rounding functions keep a NaN as it
+ * is.
  */
 #ifndef TK_INTERP_FORMAT_H
 #define TK_INTERP_FORMAT_H

@@ -137,7 +137,8 @@ ip_status ip_run_grid(ip_exec *x, const ip_code *body, uint64_t total, int threa
   }
   /* The caller's thread is worker 0; a thread that cannot start leaves its share to the
    * others. */
-  for (int t = 1; t < threads; t++) ws[t].started = pthread_create(&ws[t].tid, NULL, work, &ws[t]) == 0;
+  for (int t = 1; t < threads; t++)
+    ws[t].started = pthread_create(&ws[t].tid, NULL, work, &ws[t]) == 0;
   work(&ws[0]);
   for (int t = 1; t < threads; t++)
     if (ws[t].started) pthread_join(ws[t].tid, NULL);

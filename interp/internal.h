@@ -69,7 +69,7 @@ ip_code *ip_prepare(su_arena *a, const ir_func *f, int *nslots);
 ip_elem ip_int(tk_dtype dt, uint64_t bits);
 /* Rounds x to float type dt (nearest even; overflow to inf). */
 double ip_round(tk_dtype dt, double x);
-/* The same for a float x, fast: what every f32, f16 and bf16 op does with its result. */
+/* The same for a float x, inline: what every f32, f16 and bf16 op does with its result. */
 static inline double ip_round_float(tk_dtype dt, float x) {
   return dt == TK_F16 ? ip_round_f16(x) : dt == TK_BF16 ? ip_round_bf16(x) : x;
 }

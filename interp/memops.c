@@ -99,7 +99,8 @@ bool ip_run_memory(ip_exec *x, const ip_inst *in) {
   ip_val mask = has_mask ? IP_IN(x, in, mask_at) : ptr;
   bool typed = ip_typed_loops && (op->opc == IR_LOAD || op->opc == IR_STORE);
   ip_val r = {0};
-  if (op->nresults) *IP_OUT(x, in, 0) = r = (typed ? ip_val_out : ip_val_new)(x, op->results[0]->type);
+  if (op->nresults)
+    *IP_OUT(x, in, 0) = r = (typed ? ip_val_out : ip_val_new)(x, op->results[0]->type);
   if (typed) return typed_access(x, in, r, dt);
   for (int64_t i = 0; i < ptr.n; i++) {
     if (has_mask && !at(mask, i).u) {

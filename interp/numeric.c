@@ -3,6 +3,7 @@
  * their values. */
 #include "internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -17,7 +18,13 @@ ip_elem ip_int(tk_dtype dt, uint64_t bits) {
   return r;
 }
 
-double ip_round(tk_dtype dt, double x) { return ir_dtype_round(dt, x); }
+/* Most values rounded here are floats already (f32, f16 and bf16 ops compute in float):
+ * those take the bit-level path; any other double takes ir_dtype_round's. */
+double ip_round(tk_dtype dt, double x) {
+  if (dt != TK_F64 && fabs(x) <= FLT_MAX && (double)(float)x == x)
+    return ip_round_float(dt, (float)x);
+  return ir_dtype_round(dt, x);
+}
 
 ip_elem ip_decode(tk_dtype dt, const void *p) { return ip_decode_inline(dt, p); }
 
@@ -58,7 +65,7 @@ ip_elem ip_convert(tk_dtype from, tk_dtype to, ip_elem v) {
   ip_elem r = {.u = 0};
   if (ir_dtype_is_float(from)) {
     if (ir_dtype_is_float(to)) {
-      r.f = from == TK_F64 ? ip_round(to, v.f) : ip_round_float(to, (float)v.f);
+      r.f = ip_round(to, v.f);
       return r;
     }
     if (to == TK_I1) {
@@ -98,7 +105,7 @@ static ip_elem float_arith(ir_opcode op, tk_dtype dt, double x, double y) {
     case IR_FDIV: c = a / b; break; /* the exact quotient: the GPU's is within 2 ulp of it */
     default: SU_UNREACHABLE();
     }
-    r.f = ip_round_float(dt, c);
+    r.f = ip_round(dt, c);
     return r;
   }
   switch (op) {
@@ -208,7 +215,7 @@ ip_elem ip_math(ir_opcode op, tk_dtype dt, ip_elem x) {
     return r;
   }
   if (ir_dtype_is_float(dt)) {
-    r.f = ip_round_float(dt, math_f32(op, (float)x.f));
+    r.f = ip_round(dt, math_f32(op, (float)x.f));
     return r;
   }
   switch (op) {
@@ -225,7 +232,7 @@ ip_elem ip_fma(tk_dtype dt, ip_elem a, ip_elem b, ip_elem c) {
   if (dt == TK_F64)
     r.f = fma(a.f, b.f, c.f);
   else if (ir_dtype_is_float(dt))
-    r.f = ip_round_float(dt, fmaf((float)a.f, (float)b.f, (float)c.f));
+    r.f = ip_round(dt, fmaf((float)a.f, (float)b.f, (float)c.f));
   else
     r = ip_int(dt, a.u * b.u + c.u);
   return r;

@@ -1,8 +1,9 @@
 /* Typed loops for the hot elementwise (op, dtype) pairs and for sum / max / min reductions
- * and scans: one loop per pair instead of a dispatch per element. Each computes exactly what numeric.c's scalar rule computes for
- * every element, in the same float or integer operations (tests/unit/test_interp.c
- * compares them with ip_typed_loops off); a pair not covered here returns false and runs
- * through the scalar rules, so a new op needs nothing here. */
+ * and scans: one loop per pair instead of a dispatch per element. Each computes exactly
+ * what numeric.c's scalar rule computes for every element, in the same float or integer
+ * operations (tests/unit/test_interp.c compares them with ip_typed_loops off); a pair not
+ * covered here returns false and runs through the scalar rules, so a new op needs nothing
+ * here. */
 #include "internal.h"
 
 #include <math.h>

@@ -57,9 +57,10 @@ static bool same_value(double a, double b) {
 }
 
 static void check_round(tk_dtype dt, float f) {
-  double want = ir_dtype_round(dt, f), got = ip_round_float(dt, f);
-  if (!same_value(want, got)) fail_msg("%s rounding of %a: got %a, want %a", ir_dtype_name(dt),
-                                       (double)f, got, want);
+  double want = ir_dtype_round(dt, f), got = ip_round_float(dt, f), via = ip_round(dt, f);
+  if (!same_value(want, got) || !same_value(want, via))
+    fail_msg("%s rounding of %a: got %a (%a from ip_round), want %a", ir_dtype_name(dt),
+             (double)f, got, via, want);
 }
 
 static void test_float16_bits(void **state) {
@@ -100,6 +101,15 @@ static void test_float16_bits(void **state) {
     float f;
     memcpy(&f, &u, 4);
     check_round(TK_F16, f), check_round(TK_BF16, f), check_round(TK_F32, f);
+    /* A double that is no float goes the slow way, and must round once, from itself. */
+    double d;
+    memcpy(&d, &x, 8);
+    for (int t = 0; t < 3; t++) {
+      tk_dtype dt = t == 0 ? TK_F16 : t == 1 ? TK_BF16 : TK_F32;
+      assert_true(same_value(ip_round(dt, d), ir_dtype_round(dt, d)));
+      double near = (double)f * (1 + 0x1p-40);
+      assert_true(same_value(ip_round(dt, near), ir_dtype_round(dt, near)));
+    }
   }
 }
 
@@ -454,7 +464,8 @@ static void division_by_zero(ir_opcode opc, const char *name) {
   ir_value *lanes = arange(k, 16);
   ir_value *divisor = ir_binary(&k->b, IR_SUB, lanes, splat(k, z, ti));
   at_line(k, 5, 3);
-  ir_value *rem = ir_binary(&k->b, IR_REM, splat(k, ir_const_int(&k->b, S(k, TK_I32), 100), ti), divisor);
+  ir_value *hundred = splat(k, ir_const_int(&k->b, S(k, TK_I32), 100), ti);
+  ir_value *rem = ir_binary(&k->b, IR_REM, hundred, divisor);
   store(k, op2(k, IR_ADDPTR, tp, splat(k, o, tp), lanes), rem, NULL);
   ret(k);
   verify(k);
@@ -865,7 +876,8 @@ static void check_elementwise(ir_opcode opc, int64_t attr, tk_dtype ta, tk_dtype
     vals[i] = param(k, "x", i == 0 && ta == TK_PTR ? res : T(k, S(k, i ? tb : ta), NE, 0));
   ir_value *r = ir_build1(&k->b, opc, res, nops, vals);
   r->def->attr = attr;
-  for (uint64_t seed = 1; seed <= 8; seed++) check_op_typed(k, r->def, seed * 0x9e3779b97f4a7c15ull, what);
+  for (uint64_t seed = 1; seed <= 8; seed++)
+    check_op_typed(k, r->def, seed * 0x9e3779b97f4a7c15ull, what);
   kit_free(k);
 }
 
@@ -889,7 +901,8 @@ static void test_typed_elementwise(void **state) {
       check_elementwise(IR_CMP, pred, dt, dt, TK_I1, 2);
     check_elementwise(IR_SELECT, 0, TK_I1, dt, dt, 3);
     for (int to = 0; to < NDTYPES; to++) check_elementwise(IR_CAST, 0, dt, dt, all_dtypes[to], 1);
-    if (!ir_dtype_is_float(dt) && dt != TK_I1) check_elementwise(IR_ADDPTR, 0, TK_PTR, dt, TK_PTR, 2);
+    if (!ir_dtype_is_float(dt) && dt != TK_I1)
+      check_elementwise(IR_ADDPTR, 0, TK_PTR, dt, TK_PTR, 2);
   }
 }
 
@@ -916,7 +929,8 @@ static void test_typed_dot(void **state) {
       char what[96];
       snprintf(what, sizeof what, "dot %dx%dx%dx%d %s -> %s", d[0], d[1], d[2], d[3],
                ir_dtype_name(kinds[kd][0]), ir_dtype_name(kinds[kd][1]));
-      for (uint64_t seed = 1; seed <= 3; seed++) check_op_typed(k, r->def, seed * 0x2545f4914f6cdd1dull, what);
+      for (uint64_t seed = 1; seed <= 3; seed++)
+        check_op_typed(k, r->def, seed * 0x2545f4914f6cdd1dull, what);
       kit_free(k);
     }
 }
@@ -982,7 +996,8 @@ static void test_typed_reduce(void **state) {
           for (int axis = -1; axis < 3; axis++) {
             if (opc == 1 && (axis < 0 || outs[o] != in)) continue; /* scans keep the type */
             kit *k = kit_new("red");
-            const ir_type *ti = axis < 0 ? T(k, S(k, in), NE, 0) : ir_type_tile(k->m, S(k, in), 3, shape);
+            const ir_type *ti =
+                axis < 0 ? T(k, S(k, in), NE, 0) : ir_type_tile(k->m, S(k, in), 3, shape);
             int rshape[2], rr = 0;
             for (int a = 0; a < 3 && axis >= 0; a++)
               if (a != axis) rshape[rr++] = shape[a];
@@ -995,7 +1010,8 @@ static void test_typed_reduce(void **state) {
             char what[96];
             snprintf(what, sizeof what, "%s %d axis %d %s -> %s", opc ? "scan" : "reduce", kind,
                      axis, ir_dtype_name(in), ir_dtype_name(outs[o]));
-            for (uint64_t seed = 1; seed <= 2; seed++) check_op_typed(k, r->def, seed * 1234567, what);
+            for (uint64_t seed = 1; seed <= 2; seed++)
+              check_op_typed(k, r->def, seed * 1234567, what);
             kit_free(k);
           }
   }
@@ -1015,17 +1031,20 @@ static kit *build_copy(tk_dtype dt, bool misalign) {
   ir_value *zero = splat(k, ir_const_int(&k->b, i32, 0), ti);
   ir_value *m1 = ir_cmp_build(&k->b, IR_CMP_NE, low, zero);
   ir_value *m2 = ir_cmp_build(&k->b, IR_CMP_LT, offs, splat(k, ir_const_int(&k->b, i32, 50), ti));
-  ir_value *odd = ir_cmp_build(&k->b, IR_CMP_EQ, ir_binary(&k->b, IR_AND, offs, splat(k, ir_const_int(&k->b, i32, 1), ti)), zero);
+  ir_value *bit0 = ir_binary(&k->b, IR_AND, offs, splat(k, ir_const_int(&k->b, i32, 1), ti));
+  ir_value *odd = ir_cmp_build(&k->b, IR_CMP_EQ, bit0, zero);
   ir_value *ops[3] = {odd, op2(k, IR_ADDPTR, tp, splat(k, s0, tp), offs),
                       op2(k, IR_ADDPTR, tp, splat(k, s1, tp), offs)};
   ir_value *src = ir_build1(&k->b, IR_SELECT, tp, 3, ops);
   if (misalign) {
     const ir_type *tb = T(k, P(k, TK_U8), NE, 0);
-    ir_value *bytes = op2(k, IR_ADDPTR, tb, op1(k, IR_CAST, tb, src), splat(k, ir_const_int(&k->b, i32, 1), ti));
+    ir_value *one = splat(k, ir_const_int(&k->b, i32, 1), ti);
+    ir_value *bytes = op2(k, IR_ADDPTR, tb, op1(k, IR_CAST, tb, src), one);
     src = op1(k, IR_CAST, tp, bytes);
   }
   const ir_type *tv = T(k, S(k, dt), NE, 0);
-  ir_value *other = ir_dtype_is_float(dt) ? ir_const_float(&k->b, tv, -2.5) : ir_const_int(&k->b, tv, 1);
+  ir_value *other =
+      ir_dtype_is_float(dt) ? ir_const_float(&k->b, tv, -2.5) : ir_const_int(&k->b, tv, 1);
   at_line(k, 7, 9);
   ir_value *v = load(k, src, m1, other);
   store(k, op2(k, IR_ADDPTR, tp, splat(k, d, tp), offs), v, m2);
@@ -1055,7 +1074,8 @@ static void test_typed_memory(void **state) {
     }
     assert_memory_equal(got[0], got[1], bytes);
     /* Lanes 50.. keep d's bytes; lanes with i % 4 == 0 got `other`. */
-    assert_memory_equal(got[1] + 50 * (bytes / NE), d0 + 50 * (bytes / NE), bytes - 50 * (bytes / NE));
+    size_t kept = 50 * (bytes / NE);
+    assert_memory_equal(got[1] + kept, d0 + kept, bytes - kept);
 
     /* s0 of 37 elements: lane 38, the first active even lane (even lanes read s0) past
      * its end, faults. */
@@ -1099,15 +1119,16 @@ static kit *build_grid_kernel(void) {
     num[a] = ir_build1(&k->b, IR_NUM_PROGRAMS, i32, 0, NULL);
     pid[a]->def->attr = num[a]->def->attr = a;
   }
-  ir_value *l = ir_binary(&k->b, IR_ADD, pid[0], ir_binary(&k->b, IR_MUL, num[0],
-                          ir_binary(&k->b, IR_ADD, pid[1], ir_binary(&k->b, IR_MUL, num[1], pid[2]))));
+  ir_value *yz = ir_binary(&k->b, IR_ADD, pid[1], ir_binary(&k->b, IR_MUL, num[1], pid[2]));
+  ir_value *l = ir_binary(&k->b, IR_ADD, pid[0], ir_binary(&k->b, IR_MUL, num[0], yz));
   ir_op *pr = ir_build(&k->b, IR_PRINT, 1, &l, 0, NULL);
   pr->str = "id:";
   at_line(k, 4, 2);
   ir_value *ok = ir_cmp_build(&k->b, IR_CMP_NE, l, bad);
   ir_op *as = ir_build(&k->b, IR_ASSERT, 1, &ok, 0, NULL);
   as->str = "not the bad one";
-  store(k, op2(k, IR_ADDPTR, P(k, TK_I32), out, l), ir_binary(&k->b, IR_MUL, l, ir_const_int(&k->b, i32, 3)), NULL);
+  ir_value *three_l = ir_binary(&k->b, IR_MUL, l, ir_const_int(&k->b, i32, 3));
+  store(k, op2(k, IR_ADDPTR, P(k, TK_I32), out, l), three_l, NULL);
   ret(k);
   verify(k);
   return k;
