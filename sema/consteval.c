@@ -100,7 +100,7 @@ static bool fold_int(int op, tk_dtype d, int64_t x, int64_t y, int64_t *out, con
 }
 
 bool sema_fold_cdiv(tk_dtype d, sema_cval x, sema_cval y, sema_cval *out, const char **why) {
-  int64_t q, r;
+  int64_t q = 0, r = 0; /* set by fold_int when it succeeds; -O3 cannot see that */
   if (!fold_int(TOK_SLASH, d, x.i, y.i, &q, why) || !fold_int(TOK_PERCENT, d, x.i, y.i, &r, why))
     return false;
   bool up = r != 0 && (is_unsigned(d) || (r < 0) == (y.i < 0));
