@@ -247,8 +247,40 @@ int ir_param_div(const ir_func *f, int i);
 /* Records that parameter i (integer or pointer) is divisible by d, a power of two (1:
  * nothing known); the array is allocated in m's arena on first use. */
 void ir_func_set_param_div(ir_module *m, ir_func *f, int i, int d);
+/* Whether a parameter of type t can carry a divisibility fact: an integer other than i1,
+ * or a pointer. */
+bool ir_param_can_divide(const ir_type *t);
 /* Finds a kernel by name. */
 ir_func *ir_module_find(const ir_module *m, const char *name);
+
+/* ---- signatures ----------------------------------------------------------------------- */
+
+/* One parameter of a kernel as a caller sees it. */
+typedef struct {
+  const char *name;    /* the .tk name; "" when it has none */
+  tk_dtype type;       /* a scalar's dtype, or TK_PTR */
+  tk_dtype pointee;    /* a pointer's element dtype; TK_NDTYPE for a scalar or when unknown */
+  bool specializable;  /* ir_param_can_divide: the JIT may specialize on its divisibility */
+} ir_sig_param;
+
+/* What a caller must know of a kernel to launch it: its parameters, its compile-time
+ * parameters as bound, and its launch attributes. Derived once, by ir_func_signature, and
+ * read by everything that checks, packs or forwards arguments (libtk's launch checks and
+ * JIT, tkc --emit=c, the bindings). Kernels without IR (AOT PTX) get one from the PTX. */
+typedef struct {
+  const char *name;
+  ir_sig_param *params;
+  int nparams;
+  const ir_binding *consts; /* the compile-time parameters, bound */
+  int nconsts;
+  int num_warps, num_stages;
+} ir_signature;
+
+/* f's signature, allocated in a (names shared with f: a must not outlive f's module). */
+ir_signature *ir_func_signature(su_arena *a, const ir_func *f);
+/* Writes a parameter's type as the IR prints it ("i32", "ptr<f32>"; "ptr" when the pointee
+ * is unknown). */
+void ir_sig_param_print(su_buf *b, const ir_sig_param *p);
 
 /* Where new ops go: at the end of block, or before `before` when it is set. */
 typedef struct {

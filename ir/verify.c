@@ -433,7 +433,7 @@ static void check_param_facts(verifier *v, const ir_func *f) {
   for (int i = 0; i < f->body->nargs; i++) {
     int d = ir_param_div(f, i);
     const ir_type *t = f->body->args[i]->type;
-    bool fits = t->kind == IR_PTR || (t->kind == IR_SCALAR && ir_dtype_is_int(t->dtype) && t->dtype != TK_I1);
+    bool fits = ir_param_can_divide(t);
     if (d == 1 || (d > 1 && !(d & (d - 1)) && fits)) continue;
     su_loc loc = {v->src, 1, 0, f->loc.line, f->loc.col};
     su_error(v->d, loc, "kernel '%s': parameter %d has divisibility %d%s", f->name, i, d,

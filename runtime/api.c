@@ -175,20 +175,10 @@ static void kernels_from_ir(tk_module *m) {
   m->nkernels = ir->nfuncs;
   m->kernels = SU_NEW_ARRAY(m->arena, tk_kernel, ir->nfuncs);
   for (int i = 0; i < ir->nfuncs; i++) {
-    const ir_func *f = ir->funcs[i];
     tk_kernel *k = &m->kernels[i];
     k->module = m;
-    k->name = f->name;
-    k->ir = f;
-    k->num_warps = f->num_warps;
-    k->nparams = f->body->nargs;
-    k->params = SU_NEW_ARRAY(m->arena, rt_param, k->nparams);
-    for (int p = 0; p < k->nparams; p++) {
-      const ir_type *t = f->body->args[p]->type;
-      k->params[p].type = t->kind == IR_PTR ? TK_PTR : t->dtype;
-      k->params[p].pointee = t->kind == IR_PTR ? t->elem->dtype : TK_NDTYPE;
-      k->params[p].name = f->param_names && f->param_names[p] ? f->param_names[p] : "";
-    }
+    k->ir = ir->funcs[i];
+    k->sig = ir_func_signature(m->arena, k->ir);
   }
 }
 
@@ -312,13 +302,13 @@ tk_status tk_module_get_kernel(tk_module *m, const char *name, tk_kernel **out) 
   REQUIRE(m->ctx, name && out, "tk_module_get_kernel: %s is NULL", name ? "out" : "name");
   *out = NULL;
   for (int i = 0; i < m->nkernels; i++)
-    if (strcmp(m->kernels[i].name, name) == 0) {
+    if (strcmp(m->kernels[i].sig->name, name) == 0) {
       *out = &m->kernels[i];
       return TK_OK;
     }
   su_buf have = {0};
   for (int i = 0; i < m->nkernels; i++)
-    su_buf_printf(&have, "%s'%s'", i ? ", " : "", m->kernels[i].name);
+    su_buf_printf(&have, "%s'%s'", i ? ", " : "", m->kernels[i].sig->name);
   const char *mname = m->ir && m->ir->source_name ? m->ir->source_name : "PTX";
   tk_status s = rt_error(m->ctx, TK_ERR_NOT_FOUND, "no kernel '%s' in module '%s' (%s%s)", name,
                          mname, m->nkernels ? "it has " : "it has no kernels",
@@ -327,24 +317,29 @@ tk_status tk_module_get_kernel(tk_module *m, const char *name, tk_kernel **out) 
   return s;
 }
 
+/* Parameter i of k, or NULL when there is no such parameter. */
+static const ir_sig_param *param(const tk_kernel *k, int i) {
+  return k && i >= 0 && i < k->sig->nparams ? &k->sig->params[i] : NULL;
+}
+
 int tk_kernel_num_params(const tk_kernel *k) {
-  return k ? k->nparams : -1;
+  return k ? k->sig->nparams : -1;
 }
 
 tk_dtype tk_kernel_param_type(const tk_kernel *k, int i) {
-  return k && i >= 0 && i < k->nparams ? k->params[i].type : TK_NDTYPE;
+  return param(k, i) ? param(k, i)->type : TK_NDTYPE;
 }
 
 tk_dtype tk_kernel_param_pointee(const tk_kernel *k, int i) {
-  return k && i >= 0 && i < k->nparams ? k->params[i].pointee : TK_NDTYPE;
+  return param(k, i) ? param(k, i)->pointee : TK_NDTYPE;
 }
 
 const char *tk_kernel_param_name(const tk_kernel *k, int i) {
-  return k && i >= 0 && i < k->nparams ? k->params[i].name : NULL;
+  return param(k, i) ? param(k, i)->name : NULL;
 }
 
 int tk_kernel_num_threads(const tk_kernel *k) {
-  return k ? 32 * k->num_warps : -1;
+  return k ? 32 * k->sig->num_warps : -1;
 }
 
 /* ---- launching ------------------------------------------------------------------------ */
@@ -354,7 +349,7 @@ static const char *dtype_name(tk_dtype t) {
 }
 
 /* "i32", "*f32", or "pointer" when the pointee is unknown (AOT PTX). */
-static void param_type_text(su_buf *b, const rt_param *p) {
+static void param_type_text(su_buf *b, const ir_sig_param *p) {
   if (p->type != TK_PTR)
     su_buf_puts(b, dtype_name(p->type));
   else if (p->pointee != TK_NDTYPE)
@@ -383,26 +378,27 @@ static bool fits(const tk_arg *a) {
 }
 
 static tk_status check_args(tk_context *ctx, const tk_kernel *k, const tk_arg *args, int nargs) {
-  if (nargs != k->nparams)
-    return rt_error(ctx, TK_ERR_ARGS, "kernel '%s' expects %d argument%s, got %d", k->name,
-                    k->nparams, k->nparams == 1 ? "" : "s", nargs);
+  const ir_signature *sig = k->sig;
+  if (nargs != sig->nparams)
+    return rt_error(ctx, TK_ERR_ARGS, "kernel '%s' expects %d argument%s, got %d", sig->name,
+                    sig->nparams, sig->nparams == 1 ? "" : "s", nargs);
   for (int i = 0; i < nargs; i++) {
-    const rt_param *p = &k->params[i];
+    const ir_sig_param *p = &sig->params[i];
     if ((unsigned)args[i].type >= TK_NDTYPE)
       return rt_error(ctx, TK_ERR_ARGS, "argument %d of '%s' ('%s') has an invalid type field (%d)",
-                      i, k->name, p->name, (int)args[i].type);
+                      i, sig->name, p->name, (int)args[i].type);
     if (!type_accepts(k, p->type, args[i].type)) {
       const char *got = args[i].type == TK_PTR ? "pointer" : dtype_name(args[i].type);
       su_buf want = {0};
       param_type_text(&want, p);
       rt_error(ctx, TK_ERR_ARGS, "argument %d of '%s' ('%s') has type %s, but %s %s was passed",
-               i, k->name, p->name, want.data, strchr("if", got[0]) ? "an" : "a", got);
+               i, sig->name, p->name, want.data, strchr("if", got[0]) ? "an" : "a", got);
       su_buf_free(&want);
       return TK_ERR_ARGS;
     }
     if (!fits(&args[i]))
       return rt_error(ctx, TK_ERR_ARGS, "argument %d of '%s' ('%s') is %lld, which does not fit in %s",
-                      i, k->name, p->name, (long long)args[i].v.i, dtype_name(args[i].type));
+                      i, sig->name, p->name, (long long)args[i].v.i, dtype_name(args[i].type));
   }
   return TK_OK;
 }

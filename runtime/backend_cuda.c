@@ -264,16 +264,16 @@ static slot_kind slot_of(tk_dtype t) {
  * IR: AOT PTX has one variant). */
 static void setup_kernel(tk_module *m, tk_kernel *k) {
   cuda_kernel *ck = SU_NEW(m->arena, cuda_kernel);
-  ck->block = 32u * (unsigned)(k->num_warps > 0 ? k->num_warps : 4);
-  ck->nparams = k->nparams;
-  ck->kinds = SU_NEW_ARRAY(m->arena, uint8_t, k->nparams + 1);
-  ck->bits = SU_NEW_ARRAY(m->arena, uint64_t, k->nparams + 1);
-  ck->slots = SU_NEW_ARRAY(m->arena, uint64_t, k->nparams + 1);
-  ck->argv = SU_NEW_ARRAY(m->arena, void *, k->nparams + 1);
-  for (int i = 0; i < k->nparams; i++) {
-    ck->kinds[i] = (uint8_t)slot_of(k->params[i].type);
-    /* SLOT_BITS holds exactly the integers but i1, and pointers */
-    bool spec = k->ir && i < 64 && ck->kinds[i] == SLOT_BITS;
+  const ir_signature *sig = k->sig;
+  ck->block = 32u * (unsigned)(sig->num_warps > 0 ? sig->num_warps : 4);
+  ck->nparams = sig->nparams;
+  ck->kinds = SU_NEW_ARRAY(m->arena, uint8_t, sig->nparams + 1);
+  ck->bits = SU_NEW_ARRAY(m->arena, uint64_t, sig->nparams + 1);
+  ck->slots = SU_NEW_ARRAY(m->arena, uint64_t, sig->nparams + 1);
+  ck->argv = SU_NEW_ARRAY(m->arena, void *, sig->nparams + 1);
+  for (int i = 0; i < sig->nparams; i++) {
+    ck->kinds[i] = (uint8_t)slot_of(sig->params[i].type);
+    bool spec = k->ir && i < 64 && sig->params[i].specializable;
     ck->bits[i] = spec ? UINT64_C(1) << i : 0;
     ck->argv[i] = &ck->slots[i];
   }
@@ -295,23 +295,23 @@ static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const 
   cuda_state *st = state(ctx);
   cuda_kernel *ck = k->handle;
   cuda_variant v = {key, NULL, 0};
-  CUresult r = st->cu.ModuleGetFunction(&v.fn, mod, k->name);
+  CUresult r = st->cu.ModuleGetFunction(&v.fn, mod, k->sig->name);
   if (r != CUDA_SUCCESS) {
     su_buf b = {0};
     rt_cuda_describe(&st->cu, r, &b);
-    rt_error(ctx, TK_ERR_DRIVER, "kernel '%s' is missing from the loaded PTX (%s)", k->name,
+    rt_error(ctx, TK_ERR_DRIVER, "kernel '%s' is missing from the loaded PTX (%s)", k->sig->name,
              su_buf_str(&b));
     su_buf_free(&b);
     return TK_ERR_DRIVER;
   }
   int shmem = 0;
-  if (cg_ptx_shared_bytes(ptx, k->name, &shmem) && shmem > 0) {
+  if (cg_ptx_shared_bytes(ptx, k->sig->name, &shmem) && shmem > 0) {
     r = st->cu.FuncSetAttribute(v.fn, RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shmem);
     if (r != CUDA_SUCCESS) {
       su_buf b = {0};
       rt_cuda_describe(&st->cu, r, &b);
       rt_error(ctx, TK_ERR_DRIVER, "kernel '%s' needs %d bytes of shared memory, which the device refused (%s)",
-               k->name, shmem, su_buf_str(&b));
+               k->sig->name, shmem, su_buf_str(&b));
       su_buf_free(&b);
       return TK_ERR_DRIVER;
     }
@@ -439,7 +439,7 @@ static tk_status use_variant(tk_context *ctx, tk_kernel *k, uint64_t key) {
   ir_func *f = specialized(m->arena, k->ir, key);
   one.funcs = &f;
   one.nfuncs = one.capfuncs = 1;
-  rt_cache_key ckey = rt_cache_key_variant(&cm->base, k->name, key);
+  rt_cache_key ckey = rt_cache_key_variant(&cm->base, k->sig->name, key);
   su_buf ptx = {0};
   CUmodule mod = NULL;
   tk_status s = load_ptx_of(ctx, m, &one, &ckey, &ptx, &mod);
@@ -456,11 +456,14 @@ static void kernels_from_ptx(tk_module *m, const char *ptx, size_t len) {
   m->nkernels = n;
   for (int i = 0; i < n; i++) {
     tk_kernel *k = &m->kernels[i];
+    ir_signature *sig = SU_NEW(m->arena, ir_signature);
+    sig->name = es[i].name;
+    sig->params = es[i].params;
+    sig->nparams = es[i].nparams;
+    sig->num_warps = es[i].num_threads >= 32 ? es[i].num_threads / 32 : 4;
+    sig->num_stages = 1;
     k->module = m;
-    k->name = es[i].name;
-    k->params = es[i].params;
-    k->nparams = es[i].nparams;
-    k->num_warps = es[i].num_threads >= 32 ? es[i].num_threads / 32 : 4;
+    k->sig = sig;
   }
 }
 

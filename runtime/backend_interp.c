@@ -84,7 +84,7 @@ static tk_status interp_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void
                                const tk_arg *args, int nargs) {
   (void)stream; /* launches complete before returning */
   if (!k->ir)
-    return rt_error(ctx, TK_ERR_UNSUPPORTED, "kernel '%s' has no IR to interpret", k->name);
+    return rt_error(ctx, TK_ERR_UNSUPPORTED, "kernel '%s' has no IR to interpret", k->sig->name);
   su_buf why = {0};
   ip_status st = ip_launch(memory(ctx), k->module->ir, k->ir, grid, args, nargs, stdout, &why);
   if (st == IP_OK) {

@@ -68,7 +68,7 @@ static bool param_type(const lexer *l, tk_dtype *out) {
 }
 
 /* Parses one `.param …` up to (not including) the ',' or ')' after its name. */
-static bool parse_param(lexer *l, su_arena *a, rt_param *out) {
+static bool parse_param(lexer *l, su_arena *a, ir_sig_param *out) {
   if (!is(l, ".param")) return false;
   next(l);
   bool ptr = false, bytes = false;
@@ -104,6 +104,7 @@ static bool parse_param(lexer *l, su_arena *a, rt_param *out) {
   if (ptr && dt != TK_I64) return false;
   out->type = ptr ? TK_PTR : dt;
   out->pointee = TK_NDTYPE;
+  out->specializable = false;
   return true;
 }
 
@@ -118,7 +119,7 @@ static bool parse_entry(lexer *l, su_arena *a, rt_ptx_entry *e) {
   if (is(l, "(")) {
     next(l);
     while (ok && l->n > 0 && !is(l, ")")) {
-      rt_param *p = SU_NEW(a, rt_param);
+      ir_sig_param *p = SU_NEW(a, ir_sig_param);
       ok = parse_param(l, a, p);
       if (ok) su_vec_push(&params, p);
       if (is(l, ",")) next(l);
@@ -137,8 +138,8 @@ static bool parse_entry(lexer *l, su_arena *a, rt_ptx_entry *e) {
     if (is(l, ";")) next(l);
   }
   e->nparams = params.len;
-  e->params = SU_NEW_ARRAY(a, rt_param, params.len);
-  for (int i = 0; i < params.len; i++) e->params[i] = *(rt_param *)params.data[i];
+  e->params = SU_NEW_ARRAY(a, ir_sig_param, params.len);
+  for (int i = 0; i < params.len; i++) e->params[i] = *(ir_sig_param *)params.data[i];
   su_vec_free(&params);
   return ok;
 }

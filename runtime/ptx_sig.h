@@ -21,7 +21,7 @@
 
 typedef struct {
   const char *name;
-  rt_param *params;
+  ir_sig_param *params; /* never specializable: AOT PTX has one variant */
   int nparams;
   int num_threads; /* from .maxntid / .reqntid; 0 when absent */
 } rt_ptx_entry;

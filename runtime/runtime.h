@@ -17,23 +17,17 @@
 
 typedef struct rt_backend rt_backend;
 
-/* What a backend keeps per module: the IR (always: the signature and the interpreter
- * need it) and, on CUDA, the loaded module. */
-typedef struct {
-  tk_dtype type;     /* TK_PTR for pointers */
-  tk_dtype pointee;  /* for pointers; TK_NDTYPE otherwise */
-  const char *name;
-} rt_param;
-
+/* A kernel: its signature (from the IR, or read from the PTX of an AOT module), what
+ * launches are checked against and packed by. */
 struct tk_kernel {
   tk_module *module;
-  const char *name;
-  rt_param *params;
-  int nparams;
-  int num_warps;
+  const ir_signature *sig;
   const ir_func *ir;   /* NULL for kernels loaded from AOT PTX without IR */
-  void *handle;        /* backend's (CUfunction) */
+  void *handle;        /* backend's */
 };
+
+/* What a backend keeps per module: the IR (when compiled here: the interpreter runs it,
+ * the JIT specializes it) and, on CUDA, the loaded modules. */
 
 struct tk_module {
   tk_context *ctx;

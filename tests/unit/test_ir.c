@@ -591,6 +591,60 @@ static void test_parse_never_crashes(void **state) {
   su_arena_free(f->a);
 }
 
+/* ---- signatures --------------------------------------------------------------------- */
+
+/* The signature is read off the kernel once: names, dtypes, pointers and their pointees,
+ * which parameters can be specialized, bindings and launch attributes. */
+static void test_signature(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  ir_module *m = parse_text(f,
+      "module \"s.tk\"\n"
+      "kernel @k(%0 /*x*/: ptr<f16>, %1 /*n*/: i32, %2 /*flag*/: i1, %3 /*s*/: f32, "
+      "%4 /*u*/: u64) warps(8) stages(3) "
+      "bind(BLOCK = 256, EPS = 0.5) {\n  return\n}\n"
+      "kernel @empty() warps(4) stages(1) {\n  return\n}\n");
+  if (!m) fail_msg("parse failed: %s", f->d.first ? f->d.first->msg : "?");
+  ir_signature *s = ir_func_signature(f->a, m->funcs[0]);
+  assert_string_equal(s->name, "k");
+  assert_int_equal(s->nparams, 5);
+  static const struct { const char *name; tk_dtype type, pointee; bool spec; const char *text; } want[] = {
+      {"x", TK_PTR, TK_F16, true, "ptr<f16>"}, {"n", TK_I32, TK_NDTYPE, true, "i32"},
+      {"flag", TK_I1, TK_NDTYPE, false, "i1"}, {"s", TK_F32, TK_NDTYPE, false, "f32"},
+      {"u", TK_U64, TK_NDTYPE, true, "u64"}};
+  for (int i = 0; i < 5; i++) {
+    assert_string_equal(s->params[i].name, want[i].name);
+    assert_int_equal(s->params[i].type, want[i].type);
+    assert_int_equal(s->params[i].pointee, want[i].pointee);
+    assert_int_equal(s->params[i].specializable, want[i].spec);
+    assert_int_equal(s->params[i].specializable, ir_param_can_divide(m->funcs[0]->body->args[i]->type));
+    su_buf b = {0};
+    ir_sig_param_print(&b, &s->params[i]);
+    assert_string_equal(su_buf_str(&b), want[i].text);
+    su_buf_free(&b);
+  }
+  assert_int_equal(s->num_warps, 8);
+  assert_int_equal(s->num_stages, 3);
+  assert_int_equal(s->nconsts, 2);
+  assert_string_equal(s->consts[0].name, "BLOCK");
+  assert_int_equal(s->consts[0].ival, 256);
+  assert_true(s->consts[1].is_float && s->consts[1].fval == 0.5);
+  ir_signature *e = ir_func_signature(f->a, m->funcs[1]);
+  assert_int_equal(e->nparams, 0);
+  assert_int_equal(e->nconsts, 0);
+  /* a parameter without a name (built, not parsed) has "" */
+  ir_func *g = ir_func_new(m, "g", L(1, 1));
+  ir_func_add_param(m, g, NULL, f->pf32);
+  ir_signature *gs = ir_func_signature(f->a, g);
+  assert_string_equal(gs->params[0].name, "");
+  ir_sig_param unknown = {"p", TK_PTR, TK_NDTYPE, false};
+  su_buf b = {0};
+  ir_sig_param_print(&b, &unknown);
+  assert_string_equal(su_buf_str(&b), "ptr");
+  su_buf_free(&b);
+  su_arena_free(f->a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_types_interned_and_printed),
@@ -605,6 +659,7 @@ int main(void) {
       cmocka_unit_test(test_parse_errors_located),
       cmocka_unit_test(test_parse_deep_nesting),
       cmocka_unit_test(test_parse_never_crashes),
+      cmocka_unit_test(test_signature),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
