@@ -60,3 +60,14 @@ bool drv_lower(ir_module *m, const char *arch, const drv_options *o, su_diags *d
   po.only = NULL;
   return pass_run(m, &po, d);
 }
+
+ir_module *drv_compile(su_arena *a, const su_source *src, const drv_options *o, su_diags *d) {
+  ir_module *m = drv_frontend(a, src, o, d);
+  if (!m || d->nerrors || !drv_optimize(m, o, d) || d->nerrors) return NULL;
+  return m;
+}
+
+bool drv_codegen(const ir_module *m, const drv_options *o, cg_format f, su_buf *out, su_diags *d) {
+  cg_options co = {.arch = o->arch, .opt_level = o->opt_level, .libdevice = NULL};
+  return cg_emit(m, &co, f, out, d);
+}

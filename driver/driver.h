@@ -1,16 +1,22 @@
 /*
  * driver/ — runs the compiler's stages in order for tkc and libtk: source → AST → checked
- * AST → Tile IR (or .tkir text → Tile IR) → optimized IR → LLVM IR / PTX.
+ * AST → Tile IR (or .tkir text → Tile IR) → optimized IR → specialized IR → LLVM IR / PTX.
+ * It is the one compile path: tkc, libtk's JIT and the test harnesses call it, and none
+ * of them calls the stages (sema, passes, codegen) on its own.
  *
  * Contract:
  *  - Every stage reports user errors to the diagnostics and returns false/NULL; the caller
  *    prints or renders them. No stage exits the process.
  *  - A source whose name ends in ".tkir" is read as textual IR; anything else as .tk.
+ *  - Specialization (parameter facts: ir_func.param_div) changes what the target part of
+ *    the pipeline (drv_lower) and codegen may assume, never what the target-independent
+ *    part does: it is applied before drv_lower (or a drv_optimize with an arch).
  * Prefix: drv_.
  */
 #ifndef TK_DRIVER_H
 #define TK_DRIVER_H
 
+#include "../codegen/codegen.h"
 #include "../ir/ir.h"
 #include "../parser/ast.h"
 #include "../sema/sema.h"
@@ -45,6 +51,28 @@ bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d);
  * no arch): tiling and the GPU-level lowering, per its kernels' parameter facts. The
  * runtime calls it on a fresh copy per specialization (ir_func_clone). */
 bool drv_lower(ir_module *m, const char *arch, const drv_options *o, su_diags *d);
+/* drv_frontend then drv_optimize: the optimized module, or NULL on any error. */
+ir_module *drv_compile(su_arena *a, const su_source *src, const drv_options *o, su_diags *d);
+/* Generates code for every kernel of m (optimized, specialized as wanted) for o's arch and
+ * opt level: LLVM IR or PTX appended to out, NUL-terminated (see cg_emit). False after
+ * reporting to d (an unknown arch, a construct codegen cannot lower, no libdevice). */
+bool drv_codegen(const ir_module *m, const drv_options *o, cg_format f, su_buf *out, su_diags *d);
+
+/* ---- specialization (Triton's, on divisibility) ---------------------------------------- */
+
+/* tkc --specialize=LIST: LIST is "all" (every integer and pointer parameter of every
+ * kernel is a multiple of DRV_SPEC_DIV) or NAME[:D],... (each parameter called NAME, in
+ * every kernel having an integer or pointer one, is a multiple of D, a power of two,
+ * default DRV_SPEC_DIV; for a pointer: its address in bytes). Sets m's parameter facts;
+ * false with the reason in why (m then partly specialized) for an item with no name, a D
+ * that is no power of two, or a name no integer or pointer parameter has. */
+bool drv_specialize_list(ir_module *m, const char *list, su_arena *a, su_buf *why);
+/* The JIT's variant for a divisibility signature: a shallow copy of m (sharing its
+ * bodies, allocated in a) holding only `only` (NULL: every kernel), each kernel's
+ * specializable parameter i < 64 known a multiple of DRV_SPEC_DIV when bit i of bits is
+ * set, the others keeping their facts. */
+ir_module *drv_specialize(su_arena *a, const ir_module *m, const ir_func *only, uint64_t bits);
+enum { DRV_SPEC_DIV = 16 };
 
 /* Writes the roofline report of every kernel of m (after passes) for target arch (sm_80,
  * sm_90, sm_90a; NULL: sm_90a): per-program bytes and FLOPs, the bound they imply on the

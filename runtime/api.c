@@ -239,8 +239,8 @@ tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source
   su_source *src = su_source_new(m->arena, name ? name : "<source>", source ? source : "", len);
   su_diags d;
   su_diags_init(&d, m->arena, NULL);
-  m->ir = drv_frontend(m->arena, src, &o, &d);
-  if (!m->ir || d.nerrors || !drv_optimize(m->ir, &o, &d) || d.nerrors) {
+  m->ir = drv_compile(m->arena, src, &o, &d);
+  if (!m->ir) {
     tk_status s = compile_error(ctx, &d);
     su_arena_free(m->arena);
     return s;

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../codegen/codegen.h"
+#include "../driver/driver.h"
 #include "cache.h"
 #include "cuda.h"
 #include "ptx_sig.h"
@@ -343,22 +343,6 @@ static tk_status bind_all(tk_context *ctx, tk_module *m, CUmodule mod, const cha
   return TK_OK;
 }
 
-/* A shallow copy of f whose parameters with a bit set in key (setup_kernel's bits) are
- * known multiples of RT_SPEC_DIV: the IR codegen sees for that variant. */
-static ir_func *specialized(su_arena *a, const ir_func *f, uint64_t key) {
-  ir_func *g = SU_NEW(a, ir_func);
-  *g = *f;
-  int n = f->body->nargs;
-  g->param_div = SU_NEW_ARRAY(a, int, n ? n : 1);
-  for (int i = 0; i < n; i++) {
-    const ir_type *t = f->body->args[i]->type;
-    bool spec = i < 64 && (key >> i & 1) &&
-                (t->kind == IR_PTR || (ir_dtype_is_int(t->dtype) && t->dtype != TK_I1));
-    g->param_div[i] = spec ? RT_SPEC_DIV : ir_param_div(f, i);
-  }
-  return g;
-}
-
 /* The PTX of ir (a specialized copy of m's IR), from the cache under key (*hit) or from
  * codegen (then stored). */
 static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_module *ir,
@@ -367,10 +351,10 @@ static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_module *ir,
   cuda_module *cm = m->handle;
   *hit = cm->use_cache && rt_cache_get(&st->cache, key, ptx);
   if (*hit) return TK_OK;
-  cg_options cgo = {cm->arch, cm->opt_level, NULL};
+  drv_options o = {.arch = cm->arch, .opt_level = cm->opt_level};
   su_diags d;
   su_diags_init(&d, m->arena, NULL);
-  if (!cg_emit(ir, &cgo, CG_PTX, ptx, &d)) {
+  if (!drv_codegen(ir, &o, CG_PTX, ptx, &d)) {
     su_buf msg = {0};
     su_diags_render(&d, &msg);
     rt_error(ctx, TK_ERR_COMPILE, "%s", msg.len ? su_buf_str(&msg) : "code generation failed");
@@ -410,13 +394,11 @@ static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_op
   cm->opt_level = opts && opts->opt_level > 0 ? opts->opt_level : 3;
   cm->use_cache = !(opts && opts->no_cache);
   cm->base = rt_cache_key_compile(source, len, m->ir->source_name, opts, cm->arch);
-  ir_module all = *m->ir;
-  all.funcs = SU_NEW_ARRAY(m->arena, ir_func *, m->ir->nfuncs ? m->ir->nfuncs : 1);
-  for (int i = 0; i < m->ir->nfuncs; i++) all.funcs[i] = specialized(m->arena, m->ir->funcs[i], RT_SPEC_ALL);
+  const ir_module *all = drv_specialize(m->arena, m->ir, NULL, RT_SPEC_ALL);
   rt_cache_key key = rt_cache_key_variant(&cm->base, NULL, RT_SPEC_ALL);
   su_buf ptx = {0};
   CUmodule mod = NULL;
-  tk_status s = load_ptx_of(ctx, m, &all, &key, &ptx, &mod);
+  tk_status s = load_ptx_of(ctx, m, all, &key, &ptx, &mod);
   if (s == TK_OK) s = bind_all(ctx, m, mod, su_buf_str(&ptx), true);
   su_buf_free(&ptx);
   return s;
@@ -435,14 +417,11 @@ static tk_status use_variant(tk_context *ctx, tk_kernel *k, uint64_t key) {
     }
   tk_module *m = k->module;
   cuda_module *cm = m->handle;
-  ir_module one = *m->ir;
-  ir_func *f = specialized(m->arena, k->ir, key);
-  one.funcs = &f;
-  one.nfuncs = one.capfuncs = 1;
+  const ir_module *one = drv_specialize(m->arena, m->ir, k->ir, key);
   rt_cache_key ckey = rt_cache_key_variant(&cm->base, k->sig->name, key);
   su_buf ptx = {0};
   CUmodule mod = NULL;
-  tk_status s = load_ptx_of(ctx, m, &one, &ckey, &ptx, &mod);
+  tk_status s = load_ptx_of(ctx, m, one, &ckey, &ptx, &mod);
   if (s == TK_OK) s = add_variant(ctx, k, mod, su_buf_str(&ptx), key);
   su_buf_free(&ptx);
   return s;

@@ -10,7 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../codegen/codegen.h"
 #include "../driver/driver.h"
 #include "../passes/passes.h"
 
@@ -194,54 +193,13 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
   if (!o->input) usage_error("%s", "no input file");
 }
 
-static bool specializable(const ir_type *t) {
-  return t->kind == IR_PTR || (t->kind == IR_SCALAR && ir_dtype_is_int(t->dtype) && t->dtype != TK_I1);
-}
-
-/* Sets divisibility d on the integer and pointer parameters called name (NULL: all) of
- * every kernel; returns how many it set. */
-static int specialize_param(ir_module *m, const char *name, size_t len, int d) {
-  int n = 0;
-  for (int k = 0; k < m->nfuncs; k++) {
-    ir_func *f = m->funcs[k];
-    for (int i = 0; i < f->body->nargs; i++) {
-      const char *pn = f->param_names ? f->param_names[i] : NULL;
-      if (!specializable(f->body->args[i]->type)) continue;
-      if (name && (!pn || strlen(pn) != len || strncmp(pn, name, len))) continue;
-      ir_func_set_param_div(m, f, i, d);
-      n++;
-    }
-  }
-  return n;
-}
-
-/* Applies --specialize=NAME[:D],... (or all) to m's parameter facts; a name that no
- * integer or pointer parameter has, or a D that is no power of two, is a usage error. */
+/* Applies --specialize's list to m's parameter facts; a bad list is a usage error. */
 static void apply_specialize(const char *list, ir_module *m, su_arena *a) {
-  if (!strcmp(list, "all")) {
-    specialize_param(m, NULL, 0, 16);
-    return;
-  }
-  for (const char *s = list; *s;) {
-    size_t len = strcspn(s, ",");
-    const char *item = su_strndup(a, s, len);
-    const char *colon = strchr(item, ':');
-    size_t nlen = colon ? (size_t)(colon - item) : len;
-    long d = 16;
-    if (colon) {
-      char *end;
-      errno = 0;
-      d = strtol(colon + 1, &end, 10);
-      if (errno || *end || end == colon + 1 || d < 1 || d > (1L << 30) || (d & (d - 1)))
-        usage_error("--specialize: '%s' needs a power of two after ':'", item);
-    }
-    if (nlen == 0) usage_error("--specialize: '%s' has no parameter name", item);
-    if (!specialize_param(m, item, nlen, (int)d))
-      usage_error("--specialize: no kernel has an integer or pointer parameter '%s'",
-                  su_strndup(a, item, nlen));
-    s += len;
-    if (*s == ',') s++;
-  }
+  su_buf why = {0};
+  bool ok = drv_specialize_list(m, list, a, &why);
+  const char *msg = su_strdup(a, su_buf_str(&why));
+  su_buf_free(&why);
+  if (!ok) usage_error("--specialize: %s", msg);
 }
 
 /* Copies the define pointers into a flat array the driver takes. */
@@ -348,8 +306,7 @@ static int run(options *o, su_arena *a) {
       su_buf_free(&out);
       return 0;
     } else {
-      cg_options co = {.arch = o->drv.arch, .opt_level = o->drv.opt_level, .libdevice = NULL};
-      if (!cg_emit(m, &co, o->emit == EMIT_LLVM ? CG_LLVM_IR : CG_PTX, &out, &d)) status = 1;
+      if (!drv_codegen(m, &o->drv, o->emit == EMIT_LLVM ? CG_LLVM_IR : CG_PTX, &out, &d)) status = 1;
       if (!status && o->emit == EMIT_C) {
         const char *name = o->output ? o->output : default_output(a, o->input, "");
         su_buf h = {0}, c = {0};

@@ -126,10 +126,8 @@ bool gh_emit_ptx(const char *name, const char *text, const gh_defines *d, su_buf
   for (int i = 0; i < n; i++) defs[i] = (sema_define){d->name[i], d->value[i]};
   drv_options o = {.defines = defs, .ndefines = n, .opt_level = 3, .arch = "sm_90a"};
   su_source *src = su_source_new(a, name, text, strlen(text));
-  ir_module *m = drv_frontend(a, src, &o, &diags);
-  bool ok = m && !diags.nerrors && drv_optimize(m, &o, &diags) && !diags.nerrors;
-  ok = ok && cg_emit(m, &(cg_options){"sm_90a", 3, NULL}, CG_PTX, ptx, &diags) &&
-       !diags.nerrors;
+  ir_module *m = drv_compile(a, src, &o, &diags);
+  bool ok = m && drv_codegen(m, &o, CG_PTX, ptx, &diags) && !diags.nerrors;
   if (!ok) {
     su_buf msg = {0};
     su_diags_render(&diags, &msg);

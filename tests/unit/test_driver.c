@@ -1,0 +1,143 @@
+/* Unit tests of driver/, the one compile path: source to optimized IR (errors reported,
+ * never a module), code generation for the options' target, and both forms of
+ * specialization — tkc's lists by name and the JIT's variants by signature bits. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "driver/driver.h"
+
+static const char *const SRC =
+    "kernel scale<BLOCK: i32 = 1024>(x: *f32, y: *f32, n: i32, k: i64, s: f32, on: i1) {\n"
+    "    let o = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    store(y + o, load(x + o, o < n, 0.0) * s, o < n);\n"
+    "}\n"
+    "kernel other(x: *f16, n: i32) {\n"
+    "    store(x + arange(0, 16), zeros<f16>(16), arange(0, 16) < n);\n"
+    "}\n";
+
+typedef struct {
+  su_arena *a;
+  su_diags d;
+  ir_module *m;
+} fx;
+
+static void compile(fx *x, const char *src) {
+  x->a = su_arena_new();
+  su_diags_init(&x->d, x->a, NULL);
+  drv_options o = {.opt_level = 3};
+  su_source *s = su_source_new(x->a, "t.tk", src, strlen(src));
+  x->m = drv_compile(x->a, s, &o, &x->d);
+}
+
+/* The divisibility facts of kernel k's parameters, as "1,16,..." */
+static const char *facts(fx *x, const ir_module *m, int k) {
+  su_buf b = {0};
+  for (int i = 0; i < m->funcs[k]->body->nargs; i++)
+    su_buf_printf(&b, "%s%d", i ? "," : "", ir_param_div(m->funcs[k], i));
+  const char *s = su_strdup(x->a, su_buf_str(&b));
+  su_buf_free(&b);
+  return s;
+}
+
+static void test_compile_reports_errors(void **state) {
+  (void)state;
+  fx x;
+  compile(&x, SRC);
+  assert_non_null(x.m);
+  assert_int_equal(x.m->nfuncs, 2);
+  assert_int_equal(x.d.nerrors, 0);
+  su_arena_free(x.a);
+  compile(&x, "kernel k(x: *f32) {\n  store(x, 1.0)\n}\n");
+  assert_null(x.m);
+  assert_true(x.d.nerrors > 0);
+  su_arena_free(x.a);
+}
+
+static void test_specialize_list(void **state) {
+  (void)state;
+  fx x;
+  compile(&x, SRC);
+  su_buf why = {0};
+  assert_true(drv_specialize_list(x.m, "n,x:32", x.a, &why));
+  assert_string_equal(facts(&x, x.m, 0), "32,1,16,1,1,1");
+  assert_string_equal(facts(&x, x.m, 1), "32,16");
+  assert_true(drv_specialize_list(x.m, "all", x.a, &why));
+  assert_string_equal(facts(&x, x.m, 0), "16,16,16,16,1,1"); /* never f32 or i1 */
+  static const struct { const char *list, *why; } bad[] = {
+      {"s", "no kernel has an integer or pointer parameter 's'"},
+      {"n:12", "'n:12' needs a power of two after ':'"},
+      {"n:0", "'n:0' needs a power of two after ':'"},
+      {"n:", "'n:' needs a power of two after ':'"},
+      {":4", "':4' has no parameter name"},
+      {"n,nope:2", "no kernel has an integer or pointer parameter 'nope'"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    why.len = 0;
+    assert_false(drv_specialize_list(x.m, bad[i].list, x.a, &why));
+    assert_string_equal(su_buf_str(&why), bad[i].why);
+  }
+  su_buf_free(&why);
+  su_arena_free(x.a);
+}
+
+/* A JIT variant is a copy: the module it came from keeps its facts. */
+static void test_specialize_bits(void **state) {
+  (void)state;
+  fx x;
+  compile(&x, SRC);
+  ir_func_set_param_div(x.m, x.m->funcs[0], 1, 4); /* a fact the bits leave alone */
+  ir_module *all = drv_specialize(x.a, x.m, NULL, UINT64_MAX);
+  assert_int_equal(all->nfuncs, 2);
+  assert_string_equal(facts(&x, all, 0), "16,16,16,16,1,1");
+  assert_string_equal(facts(&x, all, 1), "16,16");
+  ir_module *some = drv_specialize(x.a, x.m, NULL, 1u << 0 | 1u << 3 | 1u << 4);
+  assert_string_equal(facts(&x, some, 0), "16,4,1,16,1,1");
+  ir_module *one = drv_specialize(x.a, x.m, x.m->funcs[1], 2);
+  assert_int_equal(one->nfuncs, 1);
+  assert_string_equal(one->funcs[0]->name, "other");
+  assert_string_equal(facts(&x, one, 0), "1,16");
+  assert_string_equal(facts(&x, x.m, 0), "1,4,1,1,1,1");
+  assert_string_equal(facts(&x, x.m, 1), "1,1");
+  assert_ptr_equal(one->funcs[0]->body, x.m->funcs[1]->body); /* shallow: bodies shared */
+  su_arena_free(x.a);
+}
+
+/* Code generation follows the options: the arch, and the variant's facts. */
+static void test_codegen(void **state) {
+  (void)state;
+  fx x;
+  compile(&x, SRC);
+  su_buf ptx = {0};
+  drv_options o = {.opt_level = 3, .arch = "sm_80"};
+  assert_true(drv_codegen(x.m, &o, CG_PTX, &ptx, &x.d));
+  assert_non_null(strstr(su_buf_str(&ptx), ".target sm_80"));
+  assert_null(strstr(su_buf_str(&ptx), "ld.global.v4"));
+  ptx.len = 0;
+  o.arch = "sm_90a";
+  assert_true(drv_codegen(drv_specialize(x.a, x.m, NULL, UINT64_MAX), &o, CG_PTX, &ptx, &x.d));
+  assert_non_null(strstr(su_buf_str(&ptx), ".target sm_90a"));
+  assert_non_null(strstr(su_buf_str(&ptx), "ld.global.v4"));
+  ptx.len = 0;
+  assert_true(drv_codegen(x.m, &o, CG_LLVM_IR, &ptx, &x.d));
+  assert_non_null(strstr(su_buf_str(&ptx), "nvptx64-nvidia-cuda"));
+  o.arch = "sm_12";
+  assert_false(drv_codegen(x.m, &o, CG_PTX, &ptx, &x.d));
+  assert_non_null(strstr(x.d.first->msg, "unknown GPU architecture 'sm_12'"));
+  su_buf_free(&ptx);
+  su_arena_free(x.a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_compile_reports_errors),
+      cmocka_unit_test(test_specialize_list),
+      cmocka_unit_test(test_specialize_bits),
+      cmocka_unit_test(test_codegen),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
