@@ -8,34 +8,16 @@
  *    except launch; a launch from a thread where it is not current fails with
  *    CUDA_ERROR_INVALID_CONTEXT, and only then is it made current and the launch retried,
  *    so the common path pays nothing for it.
- *  - A launch is the hot path (target: host cost within 15% of a bare cuLaunchKernel).
- *    Each kernel keeps one 8-byte slot per parameter and the driver's pointer array into
- *    those slots, both built at load time; a launch stores each argument into its slot
- *    (a conversion only for floats) and calls cuLaunchKernel once. The driver copies only
- *    the parameter's size from each slot, and on a little-endian host the low bytes of an
- *    integer slot are the integer truncated to that size, as the ABI wants.
- *  - Specialization (Triton's): a kernel is compiled per "divisibility signature" of its
- *    arguments, one bit per integer or pointer parameter (of the first 64) telling whether
- *    the argument is a multiple of 16 (a pointer: 16-byte aligned); codegen sees those
- *    facts on a shallow copy of the IR (ir_func.param_div) and vectorizes through them.
- *    The variant where every bit is set (sizes multiple of 16, aligned allocations) is
- *    compiled eagerly, for the whole module, at load; any other is compiled, for its
- *    kernel alone, on the first launch that needs it, through the same cache (the
- *    signature is part of the key), and loaded as a module of its own. A launch computes
- *    the signature while it stores the arguments (an AND and a compare per argument, no
- *    branch) and compares it with the variant in use: one branch on the common path.
- *  - AOT PTX kernels take their signatures from the PTX (ptx_sig.h), so their arguments
- *    are still counted and type-checked, with PTX's limits (no signedness, no pointee).
- *    They have no IR, hence a single variant.
+ *  - What is compiled when, and how launch arguments are packed and matched to a variant,
+ *    is the JIT's (jit.h); this file makes the driver calls: loading PTX, resolving and
+ *    configuring functions, launching.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../driver/driver.h"
-#include "cache.h"
 #include "cuda.h"
+#include "jit.h"
 #include "ptx_sig.h"
-#include "runtime.h"
 
 typedef struct {
   rt_cuda_api cu;
@@ -46,39 +28,12 @@ typedef struct {
   su_arena *arena;  /* for the state's own strings */
 } cuda_state;
 
-/* How an argument is stored into its slot. */
-typedef enum { SLOT_BITS, SLOT_BOOL, SLOT_F16, SLOT_BF16, SLOT_F32, SLOT_F64 } slot_kind;
-
-/* One compiled specialization of a kernel. */
-typedef struct {
-  uint64_t key; /* the divisibility signature it was compiled for */
-  CUfunction fn;
-  unsigned shmem; /* dynamic shared memory bytes (scratch above 48 KB), 0 when static */
-} cuda_variant;
-
-typedef struct {
-  uint64_t cur;   /* the signature of the variant in use, whose fn and shmem follow */
-  CUfunction fn;
-  unsigned shmem;
-  unsigned block; /* threads per program */
-  int nparams;
-  uint8_t *kinds;
-  uint64_t *bits; /* per parameter: its bit in the signature, 0 when it has none */
-  uint64_t *slots;
-  void **argv;    /* argv[i] == &slots[i] */
-  cuda_variant *variants; /* every variant loaded so far */
-  int nvariants, capvariants;
-} cuda_kernel;
-
 /* A module's driver state: its CUmodules (the one loaded with it, then one per variant
  * compiled at launch) and what compiling another variant needs. */
 typedef struct {
   CUmodule *mods;
   int nmods, capmods;
-  rt_cache_key base; /* rt_cache_key_compile of the source */
-  const char *arch;
-  int opt_level;
-  bool use_cache;
+  rt_jit_module jit;
 } cuda_module;
 
 static cuda_state *state(tk_context *ctx) { return ctx->state; }
@@ -248,54 +203,14 @@ static tk_status load_module(tk_context *ctx, tk_module *m, const char *ptx, CUm
   return TK_OK;
 }
 
-static slot_kind slot_of(tk_dtype t) {
-  switch (t) {
-  case TK_I1: return SLOT_BOOL;
-  case TK_F16: return SLOT_F16;
-  case TK_BF16: return SLOT_BF16;
-  case TK_F32: return SLOT_F32;
-  case TK_F64: return SLOT_F64;
-  default: return SLOT_BITS;
-  }
-}
-
-/* Precomputes k's launch layout: a slot per parameter, the driver's pointer array into
- * the slots, and the signature bit of each integer and pointer parameter (none without
- * IR: AOT PTX has one variant). */
-static void setup_kernel(tk_module *m, tk_kernel *k) {
-  cuda_kernel *ck = SU_NEW(m->arena, cuda_kernel);
-  const ir_signature *sig = k->sig;
-  ck->block = 32u * (unsigned)(sig->num_warps > 0 ? sig->num_warps : 4);
-  ck->nparams = sig->nparams;
-  ck->kinds = SU_NEW_ARRAY(m->arena, uint8_t, sig->nparams + 1);
-  ck->bits = SU_NEW_ARRAY(m->arena, uint64_t, sig->nparams + 1);
-  ck->slots = SU_NEW_ARRAY(m->arena, uint64_t, sig->nparams + 1);
-  ck->argv = SU_NEW_ARRAY(m->arena, void *, sig->nparams + 1);
-  for (int i = 0; i < sig->nparams; i++) {
-    ck->kinds[i] = (uint8_t)slot_of(sig->params[i].type);
-    bool spec = k->ir && i < 64 && sig->params[i].specializable;
-    ck->bits[i] = spec ? UINT64_C(1) << i : 0;
-    ck->argv[i] = &ck->slots[i];
-  }
-  k->handle = ck;
-}
-
-/* The signature where every parameter that has a bit is specialized. */
-static uint64_t full_key(const cuda_kernel *ck) {
-  uint64_t key = 0;
-  for (int i = 0; i < ck->nparams; i++) key |= ck->bits[i];
-  return key;
-}
-
-/* Resolves k's CUfunction in mod (loaded from ptx) as the variant for key, makes it the
- * one in use, and records it; a kernel whose scratch exceeds the 48 KB of static shared
- * memory is allowed its dynamic size here, once, so a launch stays one driver call. */
+/* Resolves k's CUfunction in mod (loaded from ptx) as the variant for key and makes it
+ * the one in use; a kernel whose scratch exceeds the 48 KB of static shared memory is
+ * allowed its dynamic size here, once, so a launch stays one driver call. */
 static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const char *ptx,
                              uint64_t key) {
   cuda_state *st = state(ctx);
-  cuda_kernel *ck = k->handle;
-  cuda_variant v = {key, NULL, 0};
-  CUresult r = st->cu.ModuleGetFunction(&v.fn, mod, k->sig->name);
+  CUfunction fn = NULL;
+  CUresult r = st->cu.ModuleGetFunction(&fn, mod, k->sig->name);
   if (r != CUDA_SUCCESS) {
     su_buf b = {0};
     rt_cuda_describe(&st->cu, r, &b);
@@ -306,7 +221,7 @@ static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const 
   }
   int shmem = 0;
   if (cg_ptx_shared_bytes(ptx, k->sig->name, &shmem) && shmem > 0) {
-    r = st->cu.FuncSetAttribute(v.fn, RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shmem);
+    r = st->cu.FuncSetAttribute(fn, RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shmem);
     if (r != CUDA_SUCCESS) {
       su_buf b = {0};
       rt_cuda_describe(&st->cu, r, &b);
@@ -315,19 +230,8 @@ static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const 
       su_buf_free(&b);
       return TK_ERR_DRIVER;
     }
-    v.shmem = (unsigned)shmem;
   }
-  if (ck->nvariants == ck->capvariants) {
-    int cap = ck->capvariants ? 2 * ck->capvariants : 2;
-    cuda_variant *nv = SU_NEW_ARRAY(k->module->arena, cuda_variant, cap);
-    if (ck->nvariants) memcpy(nv, ck->variants, sizeof *nv * (size_t)ck->nvariants);
-    ck->variants = nv;
-    ck->capvariants = cap;
-  }
-  ck->variants[ck->nvariants++] = v;
-  ck->cur = key;
-  ck->fn = v.fn;
-  ck->shmem = v.shmem;
+  rt_jit_add(k->module->arena, k->handle, key, fn, (unsigned)(shmem > 0 ? shmem : 0));
   return TK_OK;
 }
 
@@ -335,49 +239,38 @@ static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const 
  * signature `all` selects (every bit, or none). */
 static tk_status bind_all(tk_context *ctx, tk_module *m, CUmodule mod, const char *ptx, bool all) {
   for (int i = 0; i < m->nkernels; i++) {
-    setup_kernel(m, &m->kernels[i]);
-    uint64_t key = all ? full_key(m->kernels[i].handle) : 0;
+    m->kernels[i].handle = rt_jit_kernel_new(m->arena, &m->kernels[i]);
+    uint64_t key = all ? rt_jit_full_key(m->kernels[i].handle) : 0;
     tk_status s = add_variant(ctx, &m->kernels[i], mod, ptx, key);
     if (s != TK_OK) return s;
   }
   return TK_OK;
 }
 
-/* The PTX of ir (a specialized copy of m's IR), from the cache under key (*hit) or from
- * codegen (then stored). */
-static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_module *ir,
-                         const rt_cache_key *key, su_buf *ptx, bool *hit) {
-  cuda_state *st = state(ctx);
+/* The PTX of m's variant for key (of `only` alone, or of every kernel), through the JIT
+ * (*hit: from the cache). */
+static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_func *only, uint64_t key,
+                         su_buf *ptx, bool *hit) {
   cuda_module *cm = m->handle;
-  *hit = cm->use_cache && rt_cache_get(&st->cache, key, ptx);
-  if (*hit) return TK_OK;
-  drv_options o = {.arch = cm->arch, .opt_level = cm->opt_level};
-  su_diags d;
-  su_diags_init(&d, m->arena, NULL);
-  if (!drv_codegen(ir, &o, CG_PTX, ptx, &d)) {
-    su_buf msg = {0};
-    su_diags_render(&d, &msg);
-    rt_error(ctx, TK_ERR_COMPILE, "%s", msg.len ? su_buf_str(&msg) : "code generation failed");
-    su_buf_free(&msg);
-    return TK_ERR_COMPILE;
-  }
-  /* cg_emit's terminating NUL is not part of the entry: a hit is re-terminated below. */
-  while (ptx->len > 0 && ptx->data[ptx->len - 1] == '\0') ptx->len--;
-  if (cm->use_cache) rt_cache_put(&st->cache, key, ptx->data, ptx->len);
-  return TK_OK;
+  su_buf why = {0};
+  tk_status s = TK_OK;
+  if (!rt_jit_ptx(&cm->jit, m->arena, m->ir, only, key, ptx, hit, &why))
+    s = rt_error(ctx, TK_ERR_COMPILE, "%s", su_buf_str(&why));
+  su_buf_free(&why);
+  return s;
 }
 
 /* get_ptx, then loads the PTX into a new CUmodule of m (*mod). A cache entry the driver
  * rejects is evicted and rebuilt, once. */
-static tk_status load_ptx_of(tk_context *ctx, tk_module *m, const ir_module *ir,
-                             const rt_cache_key *key, su_buf *ptx, CUmodule *mod) {
+static tk_status load_ptx_of(tk_context *ctx, tk_module *m, const ir_func *only, uint64_t key,
+                             su_buf *ptx, CUmodule *mod) {
   bool hit;
-  tk_status s = get_ptx(ctx, m, ir, key, ptx, &hit);
+  tk_status s = get_ptx(ctx, m, only, key, ptx, &hit);
   if (s == TK_OK) s = load_module(ctx, m, su_buf_str(ptx), mod);
   if (s == TK_ERR_DRIVER && hit) {
-    rt_cache_evict(&state(ctx)->cache, key);
+    rt_jit_evict(&((cuda_module *)m->handle)->jit, only, key);
     ptx->len = 0;
-    s = get_ptx(ctx, m, ir, key, ptx, &hit);
+    s = get_ptx(ctx, m, only, key, ptx, &hit);
     if (s == TK_OK) s = load_module(ctx, m, su_buf_str(ptx), mod);
   }
   return s;
@@ -390,15 +283,11 @@ static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_op
   cuda_state *st = state(ctx);
   cuda_module *cm = SU_NEW(m->arena, cuda_module);
   m->handle = cm;
-  cm->arch = su_strdup(m->arena, opts && opts->arch ? opts->arch : st->arch);
-  cm->opt_level = opts && opts->opt_level > 0 ? opts->opt_level : 3;
-  cm->use_cache = !(opts && opts->no_cache);
-  cm->base = rt_cache_key_compile(source, len, m->ir->source_name, opts, cm->arch);
-  const ir_module *all = drv_specialize(m->arena, m->ir, NULL, RT_SPEC_ALL);
-  rt_cache_key key = rt_cache_key_variant(&cm->base, NULL, RT_SPEC_ALL);
+  rt_jit_module_init(&cm->jit, m->arena, opts, st->arch, &st->cache, source, len,
+                     m->ir->source_name);
   su_buf ptx = {0};
   CUmodule mod = NULL;
-  tk_status s = load_ptx_of(ctx, m, all, &key, &ptx, &mod);
+  tk_status s = load_ptx_of(ctx, m, NULL, RT_SPEC_ALL, &ptx, &mod);
   if (s == TK_OK) s = bind_all(ctx, m, mod, su_buf_str(&ptx), true);
   su_buf_free(&ptx);
   return s;
@@ -407,21 +296,10 @@ static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_op
 /* Makes k's variant for signature key the one in use, compiling and loading it (k alone)
  * the first time. */
 static tk_status use_variant(tk_context *ctx, tk_kernel *k, uint64_t key) {
-  cuda_kernel *ck = k->handle;
-  for (int i = 0; i < ck->nvariants; i++)
-    if (ck->variants[i].key == key) {
-      ck->cur = key;
-      ck->fn = ck->variants[i].fn;
-      ck->shmem = ck->variants[i].shmem;
-      return TK_OK;
-    }
-  tk_module *m = k->module;
-  cuda_module *cm = m->handle;
-  const ir_module *one = drv_specialize(m->arena, m->ir, k->ir, key);
-  rt_cache_key ckey = rt_cache_key_variant(&cm->base, k->sig->name, key);
+  if (rt_jit_use(k->handle, key)) return TK_OK;
   su_buf ptx = {0};
   CUmodule mod = NULL;
-  tk_status s = load_ptx_of(ctx, m, one, &ckey, &ptx, &mod);
+  tk_status s = load_ptx_of(ctx, k->module, k->ir, key, &ptx, &mod);
   if (s == TK_OK) s = add_variant(ctx, k, mod, su_buf_str(&ptx), key);
   su_buf_free(&ptx);
   return s;
@@ -468,75 +346,24 @@ static void cuda_unload(tk_context *ctx, tk_module *m) {
 
 /* ---- launching ----------------------------------------------------------------------- */
 
-/* f32 to IEEE half / bfloat16 bits, rounding to nearest even (NaN stays NaN). */
-static uint16_t to_f16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u, abs = x & 0x7fffffffu;
-  if (abs > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-  if (abs >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
-  if (abs < 0x38800000u) {                                    /* subnormal or zero */
-    float a;
-    memcpy(&a, &abs, 4);
-    /* Scaling by 2^24 puts the half subnormal's integer in the float's integer part;
-     * adding and subtracting rounds it to nearest even. */
-    float q = a * 16777216.0f;
-    uint32_t m = (uint32_t)q;
-    float rem = q - (float)m;
-    if (rem > 0.5f || (rem == 0.5f && (m & 1))) m++;
-    return (uint16_t)(sign | m);
-  }
-  uint32_t h = ((abs - 0x38000000u) >> 13);
-  uint32_t rest = abs & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
-  return (uint16_t)(sign | h);
-}
-
-static uint16_t to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return (uint16_t)(x >> 16);
-}
-
 static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,
                              const tk_arg *args, int nargs) {
-  cuda_kernel *ck = k->handle;
-  uint64_t *slot = ck->slots;
-  uint64_t key = 0; /* the divisibility signature, without a branch per argument */
-  (void)nargs; /* api.c checked it against ck->nparams */
-  for (int i = 0; i < ck->nparams; i++) {
-    switch ((slot_kind)ck->kinds[i]) {
-    case SLOT_BITS:
-      slot[i] = args[i].v.u;
-      key |= ck->bits[i] & (0 - (uint64_t)((args[i].v.u & (RT_SPEC_DIV - 1)) == 0));
-      break;
-    case SLOT_BOOL: slot[i] = args[i].v.i != 0; break;
-    case SLOT_F16: slot[i] = to_f16((float)args[i].v.f); break;
-    case SLOT_BF16: slot[i] = to_bf16((float)args[i].v.f); break;
-    case SLOT_F32: {
-      float f = (float)args[i].v.f;
-      uint32_t bits;
-      memcpy(&bits, &f, 4);
-      slot[i] = bits;
-      break;
-    }
-    case SLOT_F64: memcpy(&slot[i], &args[i].v.f, 8); break;
-    }
-  }
-  if (key != ck->cur) {
+  rt_jit_kernel *jk = k->handle;
+  (void)nargs; /* api.c checked it against the signature */
+  uint64_t key = rt_jit_pack(jk, args);
+  if (key != jk->cur) {
     tk_status s = use_variant(ctx, k, key);
     if (s != TK_OK) return s;
   }
   cuda_state *st = state(ctx);
   unsigned gx = grid.x ? grid.x : 1, gy = grid.y ? grid.y : 1, gz = grid.z ? grid.z : 1;
-  CUresult r = st->cu.LaunchKernel(ck->fn, gx, gy, gz, ck->block, 1, 1, ck->shmem, (CUstream)stream,
-                                   ck->argv, NULL);
+  CUfunction fn = jk->fn;
+  CUresult r = st->cu.LaunchKernel(fn, gx, gy, gz, jk->block, 1, 1, jk->shmem, (CUstream)stream,
+                                   jk->argv, NULL);
   if (r == CUDA_ERROR_INVALID_CONTEXT) { /* first launch from this thread */
     CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
-    r = st->cu.LaunchKernel(ck->fn, gx, gy, gz, ck->block, 1, 1, ck->shmem, (CUstream)stream,
-                            ck->argv, NULL);
+    r = st->cu.LaunchKernel(fn, gx, gy, gz, jk->block, 1, 1, jk->shmem, (CUstream)stream,
+                            jk->argv, NULL);
   }
   if (r != CUDA_SUCCESS) return fail(ctx, r, "cuLaunchKernel");
   return TK_OK;
@@ -546,7 +373,7 @@ CUfunction rt_cuda_kernel_function(const tk_kernel *k) {
   if (!k || !k->module || !k->module->ctx || k->module->ctx->be != &rt_cuda_backend ||
       !k->handle)
     return NULL;
-  return ((const cuda_kernel *)k->handle)->fn;
+  return ((const rt_jit_kernel *)k->handle)->fn;
 }
 
 const rt_backend rt_cuda_backend = {

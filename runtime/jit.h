@@ -1,0 +1,84 @@
+/*
+ * runtime/jit.h — libtk's JIT policy, apart from the CUDA driver calls (backend_cuda.c):
+ * what a module's variants are compiled with, which parameters a kernel is specialized
+ * on, the divisibility signature of a launch's arguments (computed while they are packed
+ * into the kernel's parameter slots), the variants compiled so far, and the PTX of a new
+ * one, from the disk cache or from driver/.
+ *
+ * Contract:
+ *  - Nothing here knows about CUDA: a variant's function is the backend's handle, opaque.
+ *  - A signature has bit i set when parameter i (< 64) is specializable (ir_sig_param) and
+ *    its argument a multiple of DRV_SPEC_DIV (a pointer: its address). A kernel without IR
+ *    (AOT PTX) has no bits: one variant, signature 0.
+ *  - The variant with every bit set (sizes multiple of 16, aligned allocations) is the one
+ *    compiled for the whole module at load; any other, for its kernel alone, on the first
+ *    launch with that signature, each under its own cache key (rt_cache_key_variant).
+ * Prefix: rt_jit_.
+ */
+#ifndef TK_RUNTIME_JIT_H
+#define TK_RUNTIME_JIT_H
+
+#include "../driver/driver.h"
+#include "cache.h"
+#include "runtime.h"
+
+/* What every variant of a module is compiled with, fixed when it is loaded. */
+typedef struct {
+  drv_options opts;      /* arch (resolved) and opt level */
+  rt_cache_key base;     /* rt_cache_key_compile of the source; variant keys extend it */
+  rt_cache *cache;       /* NULL: compile every variant, store none */
+} rt_jit_module;
+
+/* Fixes jm for a module compiled from source (len bytes, named name) with the API's opts
+ * (NULL: defaults) for arch; cache NULL, or opts asking for no cache, disables it. */
+void rt_jit_module_init(rt_jit_module *jm, su_arena *a, const tk_compile_options *opts,
+                        const char *arch, rt_cache *cache, const char *source,
+                        size_t len, const char *name);
+/* The PTX of m's variant for signature key, of the kernel `only` alone (NULL: every
+ * kernel, key RT_SPEC_ALL): from the cache (*hit), else specialized and compiled through
+ * the driver (then stored). Appended to ptx without its NUL (su_buf_str terminates it).
+ * False with the rendered diagnostics in why. */
+bool rt_jit_ptx(const rt_jit_module *jm, su_arena *a, const ir_module *m, const ir_func *only,
+                uint64_t key, su_buf *ptx, bool *hit, su_buf *why);
+/* Deletes the cache entry of that variant: the driver rejected its PTX, so the next
+ * rt_jit_ptx compiles it again. */
+void rt_jit_evict(const rt_jit_module *jm, const ir_func *only, uint64_t key);
+
+/* One compiled variant of a kernel. */
+typedef struct {
+  uint64_t key;
+  void *fn;       /* the backend's function handle */
+  unsigned shmem; /* dynamic shared memory bytes it needs at launch */
+} rt_jit_variant;
+
+/* A kernel's launch state: its parameter slots, the signature bit of each parameter, the
+ * variants loaded so far and the one in use (cur, fn, shmem: read on every launch). */
+typedef struct {
+  uint64_t cur;
+  void *fn;
+  unsigned shmem;
+  unsigned block; /* threads per program */
+  int nparams;
+  uint8_t *kinds;  /* how each argument is stored into its slot */
+  uint64_t *bits;  /* per parameter: its bit in the signature, 0 when it has none */
+  uint64_t *slots; /* one 8-byte slot per parameter */
+  void **argv;     /* argv[i] == &slots[i]: the driver's parameter array */
+  rt_jit_variant *variants;
+  int nvariants, capvariants;
+} rt_jit_kernel;
+
+/* k's launch state, in a (no variant yet). */
+rt_jit_kernel *rt_jit_kernel_new(su_arena *a, const tk_kernel *k);
+/* The signature with every bit k has set. */
+uint64_t rt_jit_full_key(const rt_jit_kernel *jk);
+/* Stores each argument (checked against the signature by the caller) into its slot as
+ * the kernel ABI wants it (integers and pointers as their bits, i1 as 0/1, floats
+ * converted to the parameter's type, f16/bf16 rounded to nearest even), and returns the
+ * arguments' divisibility signature: one AND and compare per argument, no branch. */
+uint64_t rt_jit_pack(rt_jit_kernel *jk, const tk_arg *args);
+/* Makes the recorded variant for key the one in use; false when none is recorded. */
+bool rt_jit_use(rt_jit_kernel *jk, uint64_t key);
+/* Records a new variant (in a) and makes it the one in use. */
+void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned shmem);
+
+#endif
