@@ -6,8 +6,6 @@
 
 #include <llvm-c/Analysis.h>
 
-static const char DEFAULT_ARCH[] = "sm_90a";
-
 static void set_target(cg_ctx *c, LLVMTargetMachineRef tm) {
   char *triple = LLVMGetTargetMachineTriple(tm);
   LLVMSetTarget(c->mod, triple);
@@ -30,10 +28,10 @@ static void verify(cg_ctx *c) {
   LLVMDisposeMessage(msg);
 }
 
-static int opt_level(const cg_options *o) { return o ? o->opt_level : 3; }
+static int opt_level(const cg_options *o) { return o ? o->opt_level : TG_DEFAULT_OPT_LEVEL; }
 
 static const char *arch_of(const cg_options *o) {
-  return o && o->arch ? o->arch : DEFAULT_ARCH;
+  return o && o->arch ? o->arch : TG_DEFAULT_ARCH;
 }
 
 static bool emit_module(cg_ctx *c, cg_unit *u, LLVMTargetMachineRef tm) {

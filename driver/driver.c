@@ -5,6 +5,15 @@
 
 #include "../passes/passes.h"
 
+void drv_options_init(drv_options *o) {
+  memset(o, 0, sizeof *o);
+  o->opt_level = TG_DEFAULT_OPT_LEVEL;
+  o->arch = TG_DEFAULT_ARCH;
+#ifndef NDEBUG
+  o->verify_each = true; /* debug builds check the IR after every pass */
+#endif
+}
+
 bool drv_is_ir_source(const su_source *src) {
   size_t n = strlen(src->name);
   return n >= 5 && strcmp(src->name + n - 5, ".tkir") == 0;

@@ -25,7 +25,7 @@ typedef struct {
   const sema_define *defines;
   int ndefines;
   int opt_level;            /* 0..3 */
-  const char *arch;         /* sm_80, sm_90, sm_90a (default) */
+  const char *arch;         /* sm_80, sm_90, sm_90a, ...; NULL: TG_DEFAULT_ARCH */
   bool verify_each;         /* verify the IR after every pass */
   bool print_after_all;
   const char *print_after;  /* comma-separated pass names, or NULL */
@@ -34,6 +34,9 @@ typedef struct {
   FILE *log;                /* where --print-after / --time-passes write (stderr if NULL) */
 } drv_options;
 
+/* Sets o to the defaults (target.h): no defines, TG_DEFAULT_OPT_LEVEL, TG_DEFAULT_ARCH,
+ * no pass tracing, the IR verified after every pass in debug builds (NDEBUG unset). */
+void drv_options_init(drv_options *o);
 /* True if the source is textual IR (by name). */
 bool drv_is_ir_source(const su_source *src);
 /* Parses src (.tk) into an AST; NULL only if nothing could be parsed is never the case:

@@ -102,7 +102,7 @@ typedef struct {
   const tk_define *defines;
   int ndefines;
   int opt_level;       /* 0..3; default (when the struct is zeroed) is treated as 3 */
-  const char *arch;    /* "sm_90a" when NULL */
+  const char *arch;    /* NULL: the device's (CUDA; see docs/api.md) */
   int no_cache;        /* 1: neither read nor write the on-disk cache */
 } tk_compile_options;
 

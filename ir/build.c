@@ -32,8 +32,8 @@ ir_func *ir_func_new(ir_module *m, const char *name, ir_loc loc) {
   f->name = su_strdup(m->arena, name);
   f->loc = loc;
   f->body = block_new(m, NULL);
-  f->num_warps = 4;
-  f->num_stages = 1;
+  f->num_warps = TG_DEFAULT_WARPS;
+  f->num_stages = TG_DEFAULT_STAGES;
   if (m->nfuncs == m->capfuncs) {
     int cap = m->capfuncs ? m->capfuncs * 2 : 4;
     ir_func **v = SU_NEW_ARRAY(m->arena, ir_func *, cap);

@@ -19,6 +19,7 @@
 
 #include "../include/tk.h"
 #include "../support/support.h"
+#include "../target/target.h"
 
 enum { IR_MAX_RANK = 4 };
 
@@ -238,7 +239,8 @@ struct ir_module {
 
 /* A new empty module whose memory lives in a. */
 ir_module *ir_module_new(su_arena *a, const char *source_name);
-/* Appends a kernel with an empty body (no params). num_warps defaults to 4, stages to 1. */
+/* Appends a kernel with an empty body (no params), with the default launch attributes
+ * (TG_DEFAULT_WARPS, TG_DEFAULT_STAGES). */
 ir_func *ir_func_new(ir_module *m, const char *name, ir_loc loc);
 /* Appends a parameter to the kernel and returns its value. */
 ir_value *ir_func_add_param(ir_module *m, ir_func *f, const char *name, const ir_type *t);

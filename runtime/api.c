@@ -185,11 +185,8 @@ static void kernels_from_ir(tk_module *m) {
 /* Fills the driver's options from the API's; false after reporting a bad field. */
 static bool driver_options(tk_context *ctx, su_arena *a, const tk_compile_options *opts,
                            drv_options *o) {
-  memset(o, 0, sizeof *o);
-  o->opt_level = 3;
-#ifndef NDEBUG
-  o->verify_each = true; /* debug builds check the IR after every pass, as tkc does */
-#endif
+  drv_options_init(o);
+  o->arch = NULL; /* the backend's: the device's architecture */
   if (!opts) return true;
   if (opts->ndefines < 0 || (opts->ndefines > 0 && !opts->defines)) {
     rt_error(ctx, TK_ERR_INVALID, "compile options: %d defines but no array", opts->ndefines);
@@ -246,7 +243,7 @@ tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source
     return s;
   }
   kernels_from_ir(m);
-  tk_status s = ctx->be->load_ir(ctx, m, opts, src->text, src->len);
+  tk_status s = ctx->be->load_ir(ctx, m, opts, &o, src->text, src->len);
   if (s != TK_OK) {
     module_release(m);
     return s;

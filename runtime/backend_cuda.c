@@ -279,11 +279,13 @@ static tk_status load_ptx_of(tk_context *ctx, tk_module *m, const ir_func *only,
 /* Compiles and loads the fully specialized variant of every kernel at once: the one the
  * common case (sizes multiple of 16, aligned allocations) launches. */
 static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
-                              const char *source, size_t len) {
+                              const drv_options *o, const char *source, size_t len) {
   cuda_state *st = state(ctx);
   cuda_module *cm = SU_NEW(m->arena, cuda_module);
   m->handle = cm;
-  rt_jit_module_init(&cm->jit, m->arena, opts, st->arch, &st->cache, source, len,
+  drv_options with = *o;
+  if (!with.arch) with.arch = st->arch;
+  rt_jit_module_init(&cm->jit, m->arena, opts, &with, &st->cache, source, len,
                      m->ir->source_name);
   su_buf ptx = {0};
   CUmodule mod = NULL;
@@ -317,8 +319,8 @@ static void kernels_from_ptx(tk_module *m, const char *ptx, size_t len) {
     sig->name = es[i].name;
     sig->params = es[i].params;
     sig->nparams = es[i].nparams;
-    sig->num_warps = es[i].num_threads >= 32 ? es[i].num_threads / 32 : 4;
-    sig->num_stages = 1;
+    sig->num_warps = es[i].num_threads >= 32 ? es[i].num_threads / 32 : TG_DEFAULT_WARPS;
+    sig->num_stages = TG_DEFAULT_STAGES;
     k->module = m;
     k->sig = sig;
   }

@@ -64,8 +64,8 @@ static tk_status interp_sync(tk_context *ctx) {
 
 /* The interpreter runs the module's IR as it is: nothing to load. */
 static tk_status interp_load_ir(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
-                                const char *source, size_t len) {
-  (void)ctx, (void)m, (void)opts, (void)source, (void)len;
+                                const drv_options *o, const char *source, size_t len) {
+  (void)ctx, (void)m, (void)opts, (void)o, (void)source, (void)len;
   return TK_OK;
 }
 

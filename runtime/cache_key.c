@@ -20,6 +20,8 @@
 #include "../codegen/codegen.h"
 #include "build_id.h"
 
+#include "../target/target.h"
+
 static const uint32_t K[64] = {
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
   0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -229,7 +231,7 @@ rt_cache_key rt_cache_key_compile_id(const rt_compiler_id *id, const char *sourc
   rt_key_field(&k, source, len);
   rt_key_str(&k, name);
   rt_key_str(&k, arch);
-  int opt = opts && opts->opt_level > 0 ? opts->opt_level : 3; /* zeroed options mean -O3 */
+  int opt = opts && opts->opt_level > 0 ? opts->opt_level : TG_DEFAULT_OPT_LEVEL; /* 0: default */
   rt_key_int(&k, opt);
   int nd = opts && opts->defines ? opts->ndefines : 0;
   rt_key_int(&k, nd);

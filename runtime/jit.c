@@ -23,11 +23,11 @@
 _Static_assert((int)RT_SPEC_DIV == (int)DRV_SPEC_DIV, "the cache keys and the driver disagree on the divisor");
 
 void rt_jit_module_init(rt_jit_module *jm, su_arena *a, const tk_compile_options *opts,
-                        const char *arch, rt_cache *cache, const char *source,
+                        const drv_options *o, rt_cache *cache, const char *source,
                         size_t len, const char *name) {
   memset(jm, 0, sizeof *jm);
-  jm->opts.arch = su_strdup(a, opts && opts->arch ? opts->arch : arch);
-  jm->opts.opt_level = opts && opts->opt_level > 0 ? opts->opt_level : 3;
+  jm->opts.arch = su_strdup(a, o->arch);
+  jm->opts.opt_level = o->opt_level;
   jm->cache = opts && opts->no_cache ? NULL : cache;
   jm->base = rt_cache_key_compile(source, len, name, opts, jm->opts.arch);
 }
@@ -77,7 +77,7 @@ static slot_kind slot_of(tk_dtype t) {
 rt_jit_kernel *rt_jit_kernel_new(su_arena *a, const tk_kernel *k) {
   const ir_signature *sig = k->sig;
   rt_jit_kernel *jk = SU_NEW(a, rt_jit_kernel);
-  jk->block = 32u * (unsigned)(sig->num_warps > 0 ? sig->num_warps : 4);
+  jk->block = 32u * (unsigned)(sig->num_warps > 0 ? sig->num_warps : TG_DEFAULT_WARPS);
   jk->nparams = sig->nparams;
   jk->kinds = SU_NEW_ARRAY(a, uint8_t, sig->nparams + 1);
   jk->bits = SU_NEW_ARRAY(a, uint64_t, sig->nparams + 1);

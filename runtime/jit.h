@@ -30,9 +30,10 @@ typedef struct {
 } rt_jit_module;
 
 /* Fixes jm for a module compiled from source (len bytes, named name) with the API's opts
- * (NULL: defaults) for arch; cache NULL, or opts asking for no cache, disables it. */
+ * (NULL allowed; they make the cache key), resolved into the driver options o (its arch
+ * set); cache NULL, or opts asking for no cache, disables the cache. */
 void rt_jit_module_init(rt_jit_module *jm, su_arena *a, const tk_compile_options *opts,
-                        const char *arch, rt_cache *cache, const char *source,
+                        const drv_options *o, rt_cache *cache, const char *source,
                         size_t len, const char *name);
 /* The PTX of m's variant for signature key, of the kernel `only` alone (NULL: every
  * kernel, key RT_SPEC_ALL): from the cache (*hit), else specialized and compiled through

@@ -11,6 +11,7 @@
 #ifndef TK_RUNTIME_H
 #define TK_RUNTIME_H
 
+#include "../driver/driver.h"
 #include "../include/tk.h"
 #include "../ir/ir.h"
 #include "../support/support.h"
@@ -49,9 +50,11 @@ struct rt_backend {
   tk_status (*htod)(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes);
   tk_status (*dtoh)(tk_context *ctx, void *dst, tk_devptr src, size_t bytes);
   tk_status (*sync)(tk_context *ctx);
-  /* Makes the compiled module runnable (CUDA: codegen + load PTX, through the cache). */
+  /* Makes the compiled module runnable (CUDA: codegen + load PTX, through the cache).
+   * opts are the caller's (NULL allowed), o the driver options they resolved to (o->arch
+   * NULL: the backend's own default). */
   tk_status (*load_ir)(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
-                       const char *source, size_t len);
+                       const drv_options *o, const char *source, size_t len);
   tk_status (*load_ptx)(tk_context *ctx, tk_module *m, const char *ptx, size_t len);
   void (*unload)(tk_context *ctx, tk_module *m);
   tk_status (*launch)(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,

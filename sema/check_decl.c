@@ -265,8 +265,8 @@ static void check_attrs(sema_ctx *c, ast_node *k, sema_kernel *info) {
 
 static void check_kernel(sema_ctx *c, ast_node *k) {
   sema_kernel *info = SU_NEW(c->a, sema_kernel);
-  info->warps = 4;
-  info->stages = 1;
+  info->warps = TG_DEFAULT_WARPS;
+  info->stages = TG_DEFAULT_STAGES;
   k->sema_ref = info;
   sema_scope_push(c);
   for (int i = 0; i < k->cparams.len; i++) bind_cparam(c, k->cparams.items[i]);

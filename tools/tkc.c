@@ -46,7 +46,7 @@ static void usage(FILE *f) {
           "                                 a load function and a typed launcher per kernel\n"
           "  -D NAME=VALUE        set a compile-time parameter (or the launch attributes\n"
           "                       'warps' and 'stages') for every kernel that has it\n"
-          "  --arch=ARCH          sm_80 | sm_90 | sm_90a (default sm_90a); '--arch ARCH' too\n"
+          "  --arch=ARCH          sm_80 | sm_90 | sm_90a (default %s); '--arch ARCH' too\n"
           "  --specialize=NAME[:D],...\n"
           "                       assume that the integer or pointer parameter NAME (in every\n"
           "                       kernel having one) is a multiple of D (a power of two,\n"
@@ -55,7 +55,7 @@ static void usage(FILE *f) {
           "                       for such arguments. '--specialize=all' assumes it of every\n"
           "                       integer and pointer parameter. Without it the kernels\n"
           "                       accept any argument (pointers aligned to their element)\n"
-          "  -O0 .. -O3           optimization level (default -O3; -O0 runs no IR pass)\n"
+          "  -O0 .. -O3           optimization level (default -O%d; -O0 runs no IR pass)\n"
           "  --passes=A,B         run exactly these IR passes, in order (for testing a pass)\n"
           "  --print-after-all    print the IR after every pass (to standard error)\n"
           "  --print-after=A,B    print the IR after the named passes\n"
@@ -70,7 +70,8 @@ static void usage(FILE *f) {
           "  --version            print the version\n"
           "  -h, --help           this text\n"
           "\n"
-          "Exit status: 0 success, 1 errors in the input, 2 usage error.\n");
+          "Exit status: 0 success, 1 errors in the input, 2 usage error.\n",
+          TG_DEFAULT_ARCH, TG_DEFAULT_OPT_LEVEL);
 }
 
 static _Noreturn void usage_error(const char *fmt, const char *arg) {
@@ -112,12 +113,8 @@ static void set_arch(options *o, const char *arch) {
 static void parse_args(options *o, su_arena *a, int argc, char **argv) {
   o->emit = EMIT_PTX;
   o->grid[0] = o->grid[1] = o->grid[2] = 1;
-  o->drv.opt_level = 3;
-  o->drv.arch = "sm_90a";
+  drv_options_init(&o->drv);
   o->drv.log = stderr;
-#ifndef NDEBUG
-  o->drv.verify_each = true;
-#endif
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;

@@ -132,12 +132,42 @@ static void test_codegen(void **state) {
   su_arena_free(x.a);
 }
 
+/* The defaults come from target.h, whoever asks: the driver's options, a kernel without
+ * launch attributes, codegen without an arch. */
+static void test_defaults(void **state) {
+  (void)state;
+  drv_options o;
+  memset(&o, 0xff, sizeof o);
+  drv_options_init(&o);
+  assert_int_equal(o.opt_level, TG_DEFAULT_OPT_LEVEL);
+  assert_string_equal(o.arch, TG_DEFAULT_ARCH);
+  assert_int_equal(o.ndefines, 0);
+  assert_null(o.defines);
+  assert_null(o.only_passes);
+#ifdef NDEBUG
+  assert_false(o.verify_each);
+#else
+  assert_true(o.verify_each);
+#endif
+  fx x;
+  compile(&x, SRC);
+  assert_int_equal(x.m->funcs[0]->num_warps, TG_DEFAULT_WARPS);
+  assert_int_equal(x.m->funcs[0]->num_stages, TG_DEFAULT_STAGES);
+  su_buf ptx = {0};
+  o.arch = NULL;
+  assert_true(drv_codegen(x.m, &o, CG_PTX, &ptx, &x.d));
+  assert_non_null(strstr(su_buf_str(&ptx), ".target " TG_DEFAULT_ARCH));
+  su_buf_free(&ptx);
+  su_arena_free(x.a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compile_reports_errors),
       cmocka_unit_test(test_specialize_list),
       cmocka_unit_test(test_specialize_bits),
       cmocka_unit_test(test_codegen),
+      cmocka_unit_test(test_defaults),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,7 +123,8 @@ static void test_variants(void **state) {
 static void test_ptx_through_cache(void **state) {
   fixture *f = *state;
   rt_jit_module jm;
-  rt_jit_module_init(&jm, f->a, NULL, "sm_90a", &f->cache, SRC, strlen(SRC), "vcopy.tk");
+  drv_options d = {.opt_level = 3, .arch = "sm_90a"};
+  rt_jit_module_init(&jm, f->a, NULL, &d, &f->cache, SRC, strlen(SRC), "vcopy.tk");
   assert_string_equal(jm.opts.arch, "sm_90a");
   assert_int_equal(jm.opts.opt_level, 3);
   su_buf all = {0}, why = {0};
@@ -151,7 +152,8 @@ static void test_ptx_through_cache(void **state) {
 
   rt_jit_module other;
   tk_compile_options o = {.opt_level = 2, .no_cache = 1};
-  rt_jit_module_init(&other, f->a, &o, "sm_90a", &f->cache, SRC, strlen(SRC), "vcopy.tk");
+  d.opt_level = 2;
+  rt_jit_module_init(&other, f->a, &o, &d, &f->cache, SRC, strlen(SRC), "vcopy.tk");
   assert_null(other.cache);
   assert_int_equal(other.opts.opt_level, 2);
   again.len = 0;
@@ -159,7 +161,8 @@ static void test_ptx_through_cache(void **state) {
   assert_int_equal(entries(f->dir), 2);
 
   o = (tk_compile_options){.arch = "sm_12"};
-  rt_jit_module_init(&other, f->a, &o, "sm_90a", NULL, SRC, strlen(SRC), "vcopy.tk");
+  d.arch = "sm_12";
+  rt_jit_module_init(&other, f->a, &o, &d, NULL, SRC, strlen(SRC), "vcopy.tk");
   assert_string_equal(other.opts.arch, "sm_12");
   assert_false(rt_jit_ptx(&other, f->a, f->m, NULL, RT_SPEC_ALL, &again, &hit, &why));
   assert_non_null(strstr(su_buf_str(&why), "unknown GPU architecture 'sm_12'"));
