@@ -10,7 +10,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
-enum { CG_GLOBAL_AS = 1, CG_SHARED_AS = 3, CG_WARP = 32, CG_VEC_BYTES = 16 };
+enum { CG_GLOBAL_AS = 1, CG_SHARED_AS = 3, CG_WARP = TG_WARP, CG_VEC_BYTES = TG_VEC_BYTES };
 
 /* How a value is spread over the CTA's threads, resolved from the IR layout (or from the
  * tiling pass's default when the IR has none). Every layout is a blocked base (rank brank)
@@ -56,6 +56,7 @@ typedef struct {
   su_arena *arena; /* scratch for this compilation */
   su_diags *diags;
   su_source *src;  /* stands for module->source_name in diagnostics */
+  const char *arch; /* the target: a row of target/targets.def */
   bool failed;     /* the current kernel hit an unsupported op */
   bool failed_any;
   LLVMContextRef llc;

@@ -68,6 +68,7 @@ void cg_compile_unit(cg_unit *u) {
   c.m = u->m;
   c.diags = u->diags;
   c.src = u->src;
+  c.arch = arch_of(u->o);
   c.arena = su_arena_new();
   c.llc = LLVMContextCreate();
   LLVMTargetMachineRef tm = cg_target_machine(arch_of(u->o), opt_level(u->o));

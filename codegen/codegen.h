@@ -62,7 +62,7 @@
 typedef enum { CG_LLVM_IR, CG_PTX } cg_format;
 
 typedef struct {
-  const char *arch;       /* "sm_80" | "sm_90" | "sm_90a" (default when NULL) */
+  const char *arch;       /* a row of target/targets.def; NULL: TG_DEFAULT_ARCH */
   int opt_level;          /* 0..3 */
   const char *libdevice;  /* path; NULL: $TK_LIBDEVICE, else $CUDA_HOME or /usr/local/cuda
                              + /nvvm/libdevice/libdevice.10.bc */

@@ -3,12 +3,13 @@
  * which reductions across warps, layout conversions and scans exchange values. Sizes are
  * known only once the kernel is emitted, so uses address the area through placeholders
  * (its base, the scratch's offset, the offset of the scratch's second half) replaced at
- * the end: by a static array when the kernel needs at most 48 KB (no launch attribute
- * needed), else by the module's dynamic buffer `tk_dyn_smem`, whose size the launcher
- * must pass (the ".tk.shared" lines after the PTX, read by cg_ptx_shared_bytes). With
- * buffers, the base is the first 1024-byte boundary of the area, found at run time (no
- * alignment of the dynamic buffer is promised beyond 16 bytes), and the area is 1024
- * bytes larger.
+ * the end: by a static array when the kernel needs at most the target's static shared
+ * memory (48 KB: no launch attribute needed), else by the module's dynamic buffer
+ * `tk_dyn_smem`, whose size the launcher must pass (the ".tk.shared" lines after the PTX,
+ * read by cg_ptx_shared_bytes). With buffers, the base is the first 1024-byte boundary of
+ * the area, found at run time (no alignment of the dynamic buffer is promised beyond 16
+ * bytes), and the area is 1024 bytes larger. A kernel needing more than a block may have
+ * on the target (target/targets.def) is warned about here, not only refused at launch.
  *
  * Why two halves: a use writes, waits at one barrier, then reads. The next use writes the
  * other half, so it cannot clobber values a slow thread is still reading; the use after
@@ -20,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { STATIC_LIMIT = 48 * 1024, BUF_ALIGN = 1024 };
+enum { BUF_ALIGN = 1024 };
 
 static LLVMTypeRef smem_ptr(cg_ctx *c) { return LLVMPointerTypeInContext(c->llc, CG_SHARED_AS); }
 
@@ -103,10 +104,20 @@ void cg_smem_end_kernel(cg_ctx *c) {
   int64_t total64 = c->smem_bufs ? c->smem_bufs + BUF_ALIGN + scratch : scratch;
   int total = total64 > INT32_MAX ? INT32_MAX : (int)total64;
   c->smem_total = total;
+  int static_limit = tg_smem_static(c->arch);
+  if (total > tg_smem_max(c->arch)) {
+    /* A warning, not an error: the PTX is still valid (ptxas takes it), and a kernel
+     * tuned for one target may be compiled for another on purpose; the launch fails. */
+    su_loc loc = {c->src, UINT32_MAX, 0, c->f->loc.line, c->f->loc.col};
+    su_warning(c->diags, loc, "kernel '%s' needs %d bytes of shared memory; %s allows at most "
+               "%d per block, so it cannot be launched there", c->f->name, total, c->arch,
+               tg_smem_max(c->arch));
+    su_note(c->diags, loc, "smaller tiles or fewer stages need less");
+  }
   LLVMValueRef buf;
   if (total == 0) {
     buf = LLVMConstNull(smem_ptr(c));
-  } else if (total <= STATIC_LIMIT) {
+  } else if (total <= static_limit) {
     char name[256];
     snprintf(name, sizeof name, "tk_smem_%s", c->f->name);
     LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(c->llc), (uint64_t)total);
@@ -122,7 +133,7 @@ void cg_smem_end_kernel(cg_ctx *c) {
   drop(c->smem_scratch, cg_i32(c, (int64_t)c->smem_bufs));
   drop(c->smem_half, cg_i32(c, c->smem_need));
   su_buf_printf(&c->shared_note, "// .tk.shared %s %d\n", c->f->name,
-                total > STATIC_LIMIT ? total : 0);
+                total > static_limit ? total : 0);
 }
 
 bool cg_ptx_shared_bytes(const char *ptx, const char *kernel, int *bytes) {

@@ -1,5 +1,5 @@
-/* The NVPTX target: target machine from the arch, libdevice linking, the optimization
- * pipeline, and PTX emission. */
+/* The NVPTX target: target machine from the arch (its row of target/targets.def),
+ * libdevice linking, the optimization pipeline, and PTX emission. */
 #include "cg.h"
 
 #include <llvm-c/BitReader.h>
@@ -11,10 +11,6 @@
 #include <string.h>
 
 static const char TRIPLE[] = "nvptx64-nvidia-cuda";
-/* PTX 8.0 is the oldest ISA that knows sm_90a; CUDA 12.0 drivers and later load it. */
-static const char FEATURES[] = "+ptx80";
-static const char *const ARCHES[] = {"sm_70", "sm_75", "sm_80", "sm_86", "sm_87",
-                                     "sm_89", "sm_90", "sm_90a"};
 
 /* LLVM's target registry is process-wide; registering once is the only global state. */
 static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
@@ -29,10 +25,12 @@ static void init_nvptx(void) {
 static su_loc no_loc(void) { return (su_loc){0}; }
 
 bool cg_check_arch(su_diags *d, const char *arch) {
-  for (size_t i = 0; i < sizeof ARCHES / sizeof *ARCHES; i++)
-    if (!strcmp(arch, ARCHES[i])) return true;
+  if (tg_find(arch)) return true;
+  su_buf names = {0};
+  tg_names(&names, ", ");
   su_error(d, no_loc(), "unknown GPU architecture '%s'", arch);
-  su_note(d, no_loc(), "expected sm_80, sm_90 or sm_90a (or sm_70..sm_89)");
+  su_note(d, no_loc(), "expected one of %s", su_buf_str(&names));
+  su_buf_free(&names);
   return false;
 }
 
@@ -47,7 +45,11 @@ LLVMTargetMachineRef cg_target_machine(const char *arch, int opt_level) {
   LLVMCodeGenOptLevel lv = opt_level <= 0   ? LLVMCodeGenLevelNone
                            : opt_level == 1 ? LLVMCodeGenLevelLess
                                             : LLVMCodeGenLevelDefault;
-  return LLVMCreateTargetMachine(t, TRIPLE, arch, FEATURES, lv, LLVMRelocDefault,
+  const tg_arch *row = tg_find(arch);
+  SU_ASSERT(row); /* cg_check_arch ran first */
+  char features[16];
+  snprintf(features, sizeof features, "+ptx%d", row->ptx);
+  return LLVMCreateTargetMachine(t, TRIPLE, arch, features, lv, LLVMRelocDefault,
                                  LLVMCodeModelDefault);
 }
 

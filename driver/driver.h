@@ -25,7 +25,7 @@ typedef struct {
   const sema_define *defines;
   int ndefines;
   int opt_level;            /* 0..3 */
-  const char *arch;         /* sm_80, sm_90, sm_90a, ...; NULL: TG_DEFAULT_ARCH */
+  const char *arch;         /* a row of target/targets.def; NULL: TG_DEFAULT_ARCH */
   bool verify_each;         /* verify the IR after every pass */
   bool print_after_all;
   const char *print_after;  /* comma-separated pass names, or NULL */
@@ -77,10 +77,10 @@ bool drv_specialize_list(ir_module *m, const char *list, su_arena *a, su_buf *wh
 ir_module *drv_specialize(su_arena *a, const ir_module *m, const ir_func *only, uint64_t bits);
 enum { DRV_SPEC_DIV = 16 };
 
-/* Writes the roofline report of every kernel of m (after passes) for target arch (sm_80,
- * sm_90, sm_90a; NULL: sm_90a): per-program bytes and FLOPs, the bound they imply on the
- * target's measured ceilings, and the predicted time for grid[0] x grid[1] x grid[2]
- * programs. See roofline.c for the counting rules. */
+/* Writes the roofline report of every kernel of m (after passes) for target arch (NULL:
+ * TG_DEFAULT_ARCH), which must have ceilings (tg_has_ceilings): per-program bytes and
+ * FLOPs, the bound they imply on the target's measured ceilings, and the predicted time
+ * for grid[0] x grid[1] x grid[2] programs. See roofline.c for the counting rules. */
 void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigned grid[3]);
 
 #endif

@@ -16,10 +16,10 @@
  *    run-time bounds is counted once and reported, since its trip count is not known.
  *  - `if`: the larger branch.
  * The bound is max(bytes / bandwidth, FLOPs / FLOP rate, tensor FLOPs / tensor rate) with
- * the measured ceilings of the target (docs/roofline.md says where they come from). */
+ * the measured ceilings of the target's row of target/targets.def (docs/roofline.md says
+ * where they come from). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "driver.h"
 
@@ -33,26 +33,6 @@ typedef struct {
 typedef struct {
   bool *dep;
 } pid_deps;
-
-/* The machine a target arch stands for: measured ceilings, not datasheet peaks. */
-typedef struct {
-  const char *arch, *machine;
-  double bw;       /* bytes/s, measured copy */
-  double flops;    /* f32 FLOP/s on CUDA cores */
-  double tc_flops; /* dense f16/bf16 tensor-core FLOP/s, measured */
-} target;
-
-static const target targets[] = {
-    {"sm_80", "A100-class (datasheet figures)", 1.9e12, 19.5e12, 312e12},
-    {"sm_90", "H200 (measured here)", 4.25e12, 65e12, 790e12},
-    {"sm_90a", "H200 (measured here)", 4.25e12, 65e12, 790e12},
-};
-
-static const target *find_target(const char *arch) {
-  for (size_t i = 0; i < sizeof targets / sizeof *targets; i++)
-    if (arch && !strcmp(arch, targets[i].arch)) return &targets[i];
-  return &targets[2];
-}
 
 static bool is_float(const ir_type *t) { return ir_dtype_is_float(ir_type_elem(t)->dtype); }
 
@@ -175,10 +155,11 @@ static void print_time(FILE *out, double s) {
 }
 
 void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigned grid[3]) {
-  const target *t = find_target(arch);
+  SU_ASSERT(tg_has_ceilings(arch));
+  const tg_arch *t = tg_find(arch);
   double programs = (double)grid[0] * grid[1] * grid[2];
   fprintf(out, "roofline on %s, %s: %.3g TB/s, %.3g TFLOP/s f32, %.3g TFLOP/s tensor\n",
-          t->arch, t->machine, t->bw / 1e12, t->flops / 1e12, t->tc_flops / 1e12);
+          t->name, t->machine, t->hbm_bw / 1e12, t->f32_flops / 1e12, t->tc_flops / 1e12);
   for (int i = 0; i < m->nfuncs; i++) {
     ir_func *f = m->funcs[i];
     pid_deps p = {calloc((size_t)ir_number_values(f) + 1, sizeof(bool))};
@@ -188,7 +169,7 @@ void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigne
     free(p.dep);
     /* Per-program figures; the shared bytes are spread over the grid for the bound. */
     double bytes = c.bytes + c.shared_bytes / programs;
-    double tb = bytes / t->bw, tf = c.flops / t->flops, tt = c.tc_flops / t->tc_flops;
+    double tb = bytes / t->hbm_bw, tf = c.flops / t->f32_flops, tt = c.tc_flops / t->tc_flops;
     double bound = tb > tf ? (tb > tt ? tb : tt) : (tf > tt ? tf : tt);
     const char *what = bound == tb ? "memory" : bound == tf ? "compute (f32)" : "compute (tensor cores)";
     double intensity = bytes > 0 ? (c.flops + c.tc_flops) / bytes : 0;

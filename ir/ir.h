@@ -227,8 +227,10 @@ typedef struct ir_func {
 struct ir_module {
   su_arena *arena;
   const char *source_name; /* the .tk file the locations refer to */
-  /* The GPU architecture the target-dependent passes lower for ("sm_90a"); NULL for a
-   * module that stays target-independent (the interpreter runs it). Not printed. */
+  /* The GPU architecture the target-dependent passes lower for ("sm_90a", a row of
+   * target/targets.def: they read it there, tg_has(m->arch, TG_TMA), tg_smem_max(m->arch));
+   * NULL for a module that stays target-independent (the interpreter runs it). Not
+   * printed. */
   const char *arch;
   ir_func **funcs;
   int nfuncs, capfuncs;

@@ -71,16 +71,10 @@ void pass_replace_op(ir_func *f, ir_op *op, ir_value *v) {
 }
 
 bool pass_has(const ir_module *m, pass_feature f) {
-  const char *a = m->arch;
-  if (!a) return false;
-  int cc = 0;
-  if (!strncmp(a, "sm_", 3)) cc = atoi(a + 3);
-  bool sm90a = !strcmp(a, "sm_90a");
-  switch (f) {
-  case PASS_MMA: case PASS_CP_ASYNC: return cc >= 80;
-  case PASS_WGMMA: case PASS_TMA: return sm90a;
-  }
-  return false;
+  static const unsigned bits[] = {
+      [PASS_MMA] = TG_MMA_SYNC, [PASS_CP_ASYNC] = TG_CP_ASYNC, [PASS_WGMMA] = TG_WGMMA,
+      [PASS_TMA] = TG_TMA};
+  return tg_has(m->arch, bits[f]);
 }
 
 bool pass_op_within(const ir_op *op, const ir_block *blk) {

@@ -33,10 +33,10 @@ ir_value *pass_const_float_before(ir_module *m, ir_op *op, const ir_type *t, dou
 /* Redirects every use of op's single result to v, then erases op. */
 void pass_replace_op(ir_func *f, ir_op *op, ir_value *v);
 
-/* ---- the target (until the target table lands: m->arch by name) ---- */
+/* ---- the target (its row of target/targets.def) ---- */
 typedef enum { PASS_MMA, PASS_CP_ASYNC, PASS_WGMMA, PASS_TMA } pass_feature;
-/* Whether the module's target (m->arch; none when NULL) has the feature, as the lowering
- * passes use it: mma.sync and cp.async from sm_80, wgmma and TMA on sm_90a. */
+/* Whether the module's target (m->arch; none when NULL) has the feature: the table's
+ * TG_MMA_SYNC, TG_CP_ASYNC (sm_80 on), TG_WGMMA (sm_90a), TG_TMA (sm_90 on). */
 bool pass_has(const ir_module *m, pass_feature f);
 
 /* ---- slices ---- */

@@ -10,6 +10,7 @@
  *    fault), prints and asserts are never removed, reordered or duplicated (stripmine
  *    alone re-runs and reorders loads, under the rules of stripmine.c); an op that may
  *    fault at run time (integer division) is never evaluated where the program would not.
+ *  - A pass that depends on the target reads it from the table: tg_*(m->arch) (target.h).
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
  *    fixed point with a bound), licm, canonicalize again, stripmine; then, when the module
  *    has a target (ir_module.arch), the target part: tiling, persist, swpipe, lower_dot,

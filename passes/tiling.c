@@ -31,7 +31,7 @@
 
 #include <string.h>
 
-enum { WARP = 32, VEC_BYTES = 16, DEFAULT_VEC = 4 };
+enum { WARP = TG_WARP, VEC_BYTES = TG_VEC_BYTES, DEFAULT_VEC = 4 };
 
 static int clampi(int x, int lo, int hi) { return x < lo ? lo : x > hi ? hi : x; }
 

@@ -186,7 +186,9 @@ static void kernels_from_ir(tk_module *m) {
 static bool driver_options(tk_context *ctx, su_arena *a, const tk_compile_options *opts,
                            drv_options *o) {
   drv_options_init(o);
-  o->arch = NULL; /* the backend's: the device's architecture */
+  /* Compiled without a target: the interpreter runs that IR, and the JIT lowers and
+   * generates each variant for the arch load_ir is given. */
+  o->arch = NULL;
   if (!opts) return true;
   if (opts->ndefines < 0 || (opts->ndefines > 0 && !opts->defines)) {
     rt_error(ctx, TK_ERR_INVALID, "compile options: %d defines but no array", opts->ndefines);
@@ -194,6 +196,14 @@ static bool driver_options(tk_context *ctx, su_arena *a, const tk_compile_option
   }
   if (opts->opt_level < 0 || opts->opt_level > 3) {
     rt_error(ctx, TK_ERR_INVALID, "compile options: opt_level %d is not in 0..3", opts->opt_level);
+    return false;
+  }
+  if (opts->arch && !tg_find(opts->arch)) {
+    su_buf names = {0};
+    tg_names(&names, ", ");
+    rt_error(ctx, TK_ERR_INVALID, "compile options: unknown arch '%s' (expected one of %s)",
+             opts->arch, su_buf_str(&names));
+    su_buf_free(&names);
     return false;
   }
   sema_define *defs = SU_NEW_ARRAY(a, sema_define, opts->ndefines);
@@ -207,7 +217,6 @@ static bool driver_options(tk_context *ctx, su_arena *a, const tk_compile_option
   o->defines = defs;
   o->ndefines = opts->ndefines;
   if (opts->opt_level) o->opt_level = opts->opt_level;
-  o->arch = opts->arch;
   return true;
 }
 
@@ -243,7 +252,9 @@ tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source
     return s;
   }
   kernels_from_ir(m);
-  tk_status s = ctx->be->load_ir(ctx, m, opts, &o, src->text, src->len);
+  drv_options target = o;
+  target.arch = opts && opts->arch ? opts->arch : ctx->arch;
+  tk_status s = ctx->be->load_ir(ctx, m, opts, &target, src->text, src->len);
   if (s != TK_OK) {
     module_release(m);
     return s;

@@ -23,7 +23,6 @@ typedef struct {
   rt_cuda_api cu;
   CUdevice dev;
   CUcontext pctx;
-  const char *arch; /* the device's PTX target, the default when options name none */
   rt_cache cache;
   su_arena *arena;  /* for the state's own strings */
 } cuda_state;
@@ -58,15 +57,6 @@ static tk_status fail(tk_context *ctx, CUresult r, const char *what) {
 #define CHECK(ctx, call, what) \
   do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) return fail((ctx), r_, (what)); } while (0)
 
-/* The PTX target for a compute capability: sm_90a where wgmma exists (9.0 exactly:
- * arch-specific PTX does not run on later parts), sm_90 above it (forward compatible
- * through the driver's JIT), sm_80 for Ampere and Ada. */
-static const char *arch_of(int major, int minor) {
-  if (major == 9 && minor == 0) return "sm_90a";
-  if (major >= 9) return "sm_90";
-  return "sm_80";
-}
-
 static tk_status cuda_init(tk_context *ctx, int device) {
   cuda_state *st = calloc(1, sizeof *st);
   if (!st) return rt_error(ctx, TK_ERR_MEMORY, "out of host memory");
@@ -78,6 +68,7 @@ static tk_status cuda_init(tk_context *ctx, int device) {
     return TK_ERR_NO_DEVICE;
   }
   ctx->state = st;
+  tk_status s = TK_ERR_NO_DEVICE;
   int count = 0;
   CUresult r = st->cu.Init(0);
   if (r == CUDA_SUCCESS) r = st->cu.DeviceGetCount(&count);
@@ -96,21 +87,34 @@ static tk_status cuda_init(tk_context *ctx, int device) {
       r = st->cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, st->dev);
     if (r == CUDA_SUCCESS)
       r = st->cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, st->dev);
-    if (r == CUDA_SUCCESS) {
-      st->arch = arch_of(major, minor);
+    /* The newest target the device runs (tg_for_cc): sm_90a on 9.0 exactly, since
+     * arch-specific PTX does not run on later parts, and sm_90 above it, forward
+     * compatible through the driver's JIT. */
+    const tg_arch *t = r == CUDA_SUCCESS ? tg_for_cc(major, minor) : NULL;
+    if (t) {
+      ctx->arch = t->name;
       st->arena = su_arena_new();
       rt_cache_open(&st->cache, st->arena, NULL);
       su_buf_free(&why);
       return TK_OK;
     }
-    fail(ctx, r, "creating the CUDA context");
+    if (r != CUDA_SUCCESS) {
+      fail(ctx, r, "creating the CUDA context");
+    } else {
+      su_buf names = {0};
+      tg_names(&names, ", ");
+      s = rt_error(ctx, TK_ERR_UNSUPPORTED,
+                   "CUDA device %d has compute capability %d.%d, older than every target tk "
+                   "compiles for (%s)", device, major, minor, su_buf_str(&names));
+      su_buf_free(&names);
+    }
     if (st->pctx) st->cu.DevicePrimaryCtxRelease(st->dev);
   }
   su_buf_free(&why);
   rt_cuda_unload(&st->cu);
   free(st);
   ctx->state = NULL;
-  return TK_ERR_NO_DEVICE;
+  return s;
 }
 
 static void cuda_shutdown(tk_context *ctx) {
@@ -283,9 +287,7 @@ static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_op
   cuda_state *st = state(ctx);
   cuda_module *cm = SU_NEW(m->arena, cuda_module);
   m->handle = cm;
-  drv_options with = *o;
-  if (!with.arch) with.arch = st->arch;
-  rt_jit_module_init(&cm->jit, m->arena, opts, &with, &st->cache, source, len,
+  rt_jit_module_init(&cm->jit, m->arena, opts, o, &st->cache, source, len,
                      m->ir->source_name);
   su_buf ptx = {0};
   CUmodule mod = NULL;

@@ -51,8 +51,8 @@ struct rt_backend {
   tk_status (*dtoh)(tk_context *ctx, void *dst, tk_devptr src, size_t bytes);
   tk_status (*sync)(tk_context *ctx);
   /* Makes the compiled module runnable (CUDA: codegen + load PTX, through the cache).
-   * opts are the caller's (NULL allowed), o the driver options they resolved to (o->arch
-   * NULL: the backend's own default). */
+   * opts are the caller's (NULL allowed), o the driver options they resolved to, with the
+   * arch to generate for (the options', else ctx->arch). */
   tk_status (*load_ir)(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
                        const drv_options *o, const char *source, size_t len);
   tk_status (*load_ptx)(tk_context *ctx, tk_module *m, const char *ptx, size_t len);
@@ -64,6 +64,8 @@ struct rt_backend {
 struct tk_context {
   tk_backend kind;
   const rt_backend *be;
+  const char *arch;   /* what modules compile for when the options name none: the
+                         device's (CUDA), set by init; NULL on the interpreter */
   void *state;        /* the backend's */
   su_buf err;         /* last error message */
   tk_module *modules;

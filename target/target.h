@@ -1,15 +1,25 @@
 /*
- * target/ — what tk compiles for, as plain data every stage may read: the defaults a
- * compilation takes when told nothing.
+ * target/ — what tk compiles for, as plain data every stage may read: the GPU
+ * architectures (one table, targets.def: PTX version, compute capability, features,
+ * shared-memory and register limits, measured ceilings) and the defaults a compilation
+ * takes when told nothing.
  *
  * Contract:
- *  - This is the one place these defaults are decided; tkc, libtk, the IR (a kernel
- *    without launch attributes) and codegen read them from here.
- *  - Nothing here knows about CUDA or LLVM.
+ *  - targets.def is the one list of architectures and the one place each fact about one
+ *    is written; tkc's --arch and --help, libtk's arch checks and device mapping, codegen,
+ *    the roofline and the passes read it through this header.
+ *  - These defaults are decided here and nowhere else.
+ *  - Nothing here knows about CUDA or LLVM. The queries take an arch name ("sm_90a"), as
+ *    ir_module.arch and the options carry it; for NULL (no target: target-independent IR)
+ *    or a name not in the table, tg_find is NULL, tg_has false and the limits 0.
  * Prefix: tg_ / TG_.
  */
 #ifndef TK_TARGET_H
 #define TK_TARGET_H
+
+#include <stdbool.h>
+
+#include "../support/support.h"
 
 /* -O level of tkc and of libtk when the options leave it 0. */
 #define TG_DEFAULT_OPT_LEVEL 3
@@ -18,5 +28,53 @@
 /* The launch attributes of a kernel without @launch(warps = …, stages = …). */
 #define TG_DEFAULT_WARPS 4
 #define TG_DEFAULT_STAGES 1
+
+/* Facts every architecture of the table shares (a column once one differs): threads per
+ * warp, and the widest global-memory access in bytes. */
+enum { TG_WARP = 32, TG_VEC_BYTES = 16 };
+
+/* What an architecture has. */
+enum {
+  TG_MMA_SYNC = 1 << 0,   /* mma.sync m16n8k{8,16,32} (f16, bf16, tf32, i8) and ldmatrix */
+  TG_CP_ASYNC = 1 << 1,   /* cp.async global → shared */
+  TG_TMA = 1 << 2,        /* cp.async.bulk(.tensor): the Tensor Memory Accelerator */
+  TG_CLUSTERS = 1 << 3,   /* thread-block clusters, distributed shared memory */
+  TG_WGMMA = 1 << 4,      /* wgmma.mma_async (sm_90a only) */
+  TG_SETMAXNREG = 1 << 5, /* setmaxnreg (sm_90a only) */
+};
+
+/* One row of targets.def. */
+typedef struct {
+  const char *name;
+  int cc;         /* compute capability, major * 10 + minor */
+  bool specific;  /* arch-specific ("a"): runs on exactly cc */
+  int ptx;        /* PTX ISA version emitted, major * 10 + minor */
+  unsigned features;
+  int smem_static, smem_block, smem_sm; /* bytes */
+  int regs_sm, regs_thread;
+  int sms;        /* of `machine`; 0: none */
+  double hbm_bw, f32_flops, tc_flops; /* bytes/s, FLOP/s; 0: unknown */
+  const char *machine;
+} tg_arch;
+
+/* The row named name, or NULL when the table has none (or name is NULL). */
+const tg_arch *tg_find(const char *name);
+/* The rows, in table order (*n of them). */
+const tg_arch *tg_archs(int *n);
+/* The architecture to compile for on a device of compute capability major.minor: the
+ * newest row it runs (an arch-specific row only on its exact cc, preferred there), or
+ * NULL when the device is older than every row. */
+const tg_arch *tg_for_cc(int major, int minor);
+/* Whether arch has every feature in the mask. */
+bool tg_has(const char *arch, unsigned features);
+/* Shared memory: static (what a kernel gets without asking), the most one block may
+ * have, and per SM; bytes. */
+int tg_smem_static(const char *arch);
+int tg_smem_max(const char *arch);
+int tg_smem_sm(const char *arch);
+/* Whether arch has measured (or datasheet) ceilings for the roofline. */
+bool tg_has_ceilings(const char *arch);
+/* Appends the table's names to b, separated by sep ("sm_80, sm_86, ..."). */
+void tg_names(su_buf *b, const char *sep);
 
 #endif

@@ -28,6 +28,8 @@ typedef struct {
 } options;
 
 static void usage(FILE *f) {
+  su_buf archs = {0};
+  tg_names(&archs, " | ");
   fprintf(f,
           "usage: tkc FILE.tk|FILE.tkir [options]\n"
           "\n"
@@ -46,7 +48,8 @@ static void usage(FILE *f) {
           "                                 a load function and a typed launcher per kernel\n"
           "  -D NAME=VALUE        set a compile-time parameter (or the launch attributes\n"
           "                       'warps' and 'stages') for every kernel that has it\n"
-          "  --arch=ARCH          sm_80 | sm_90 | sm_90a (default %s); '--arch ARCH' too\n"
+          "  --arch=ARCH          %s\n"
+          "                       (default %s); '--arch ARCH' too\n"
           "  --specialize=NAME[:D],...\n"
           "                       assume that the integer or pointer parameter NAME (in every\n"
           "                       kernel having one) is a multiple of D (a power of two,\n"
@@ -67,11 +70,13 @@ static void usage(FILE *f) {
           "                       the predicted time; no code is written\n"
           "  --grid=X[,Y[,Z]]     the grid the --roofline prediction is for (default 1)\n"
           "  --list-passes        list the IR passes\n"
+          "  --list-archs         list the architectures (the target table's rows)\n"
           "  --version            print the version\n"
           "  -h, --help           this text\n"
           "\n"
           "Exit status: 0 success, 1 errors in the input, 2 usage error.\n",
-          TG_DEFAULT_ARCH, TG_DEFAULT_OPT_LEVEL);
+          su_buf_str(&archs), TG_DEFAULT_ARCH, TG_DEFAULT_OPT_LEVEL);
+  su_buf_free(&archs);
 }
 
 static _Noreturn void usage_error(const char *fmt, const char *arg) {
@@ -104,9 +109,14 @@ static bool set_emit(options *o, const char *kind) {
   return false;
 }
 
-static void set_arch(options *o, const char *arch) {
-  if (strcmp(arch, "sm_80") && strcmp(arch, "sm_90") && strcmp(arch, "sm_90a"))
-    usage_error("unknown --arch '%s' (expected sm_80, sm_90 or sm_90a)", arch);
+static void set_arch(options *o, su_arena *a, const char *arch) {
+  if (!tg_find(arch)) {
+    su_buf names = {0};
+    tg_names(&names, ", ");
+    const char *list = su_strdup(a, su_buf_str(&names));
+    su_buf_free(&names);
+    usage_error("%s", su_fmt(a, "unknown --arch '%s' (expected one of %s)", arch, list));
+  }
   o->drv.arch = arch;
 }
 
@@ -127,6 +137,12 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
     } else if (!strcmp(s, "--list-passes")) {
       for (const char *const *p = pass_names(); *p; p++) printf("%s\n", *p);
       exit(0);
+    } else if (!strcmp(s, "--list-archs")) {
+      su_buf names = {0};
+      tg_names(&names, "\n");
+      printf("%s\n", su_buf_str(&names));
+      su_buf_free(&names);
+      exit(0);
     } else if (!strcmp(s, "-o")) {
       if (!next) usage_error("%s needs an argument", s);
       o->output = next;
@@ -145,10 +161,10 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
     } else if (!strncmp(s, "-D", 2)) {
       add_define(o, a, s + 2);
     } else if (!strncmp(s, "--arch=", 7)) {
-      set_arch(o, s + 7);
+      set_arch(o, a, s + 7);
     } else if (!strcmp(s, "--arch")) {
       if (!next) usage_error("%s needs an argument", s);
-      set_arch(o, next);
+      set_arch(o, a, next);
       i++;
     } else if (!strncmp(s, "--specialize=", 13)) {
       if (!s[13]) usage_error("%s needs NAME[:D],... or all", s);
@@ -188,6 +204,9 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
     }
   }
   if (!o->input) usage_error("%s", "no input file");
+  if (o->emit == EMIT_ROOFLINE && !tg_has_ceilings(o->drv.arch))
+    usage_error("--roofline: the target table has no ceilings for %s (add them to "
+                "target/targets.def)", o->drv.arch);
 }
 
 /* Applies --specialize's list to m's parameter facts; a bad list is a usage error. */

@@ -5,7 +5,8 @@
  * GPU. Memory is host memory; a launch runs nothing and records what it was given.
  *
  * Knobs for tests (exported, found with dlsym): fake_cuda_set_devices(n) sets how many
- * devices cuDeviceGetCount reports; fake_cuda_last_launch() returns the last launch;
+ * devices cuDeviceGetCount reports; fake_cuda_set_cc(major, minor) their compute
+ * capability (9.0 unless set); fake_cuda_last_launch() returns the last launch;
  * fake_cuda_loads() counts the modules loaded and fake_cuda_last_ptx() is the last one's
  * text. Each load gets its own module and function handles, so that a test can tell which
  * load a launch ran.
@@ -33,7 +34,10 @@ static int mod_tokens[TOKENS], fn_tokens[TOKENS];
 static int nloads;
 static char last_ptx[1 << 16];
 
+static int cc_major = 9, cc_minor = 0;
+
 void fake_cuda_set_devices(int n) { ndevices = n; }
+void fake_cuda_set_cc(int major, int minor) { cc_major = major, cc_minor = minor; }
 const fake_launch *fake_cuda_last_launch(void) { return &last; }
 int fake_cuda_loads(void) { return nloads; }
 const char *fake_cuda_last_ptx(void) { return last_ptx; }
@@ -50,7 +54,7 @@ CUresult cuDeviceGet(int *d, int i) { *d = i; return i < ndevices ? 0 : 101; }
 CUresult cuDeviceGetName(char *s, int n, int d) { (void)d; strncpy(s, "fake", (size_t)n); return 0; }
 CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
   (void)d;
-  *v = attr == 75 ? 9 : 0; /* compute capability 9.0 */
+  *v = attr == 75 ? cc_major : attr == 76 ? cc_minor : 0; /* compute capability */
   return 0;
 }
 CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx_token; return 0; }

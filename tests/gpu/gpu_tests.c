@@ -820,6 +820,43 @@ static void test_fake_cache_rejected_entry(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+/* The device's compute capability picks the arch from the target table: an Ampere part
+ * other than 8.0 gets its own, a device older than every target is refused (and AUTO
+ * falls back to the interpreter); an arch in the options overrides the device's. */
+static void test_fake_arch_from_device(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  const char *path = getenv("TK_FAKE_LIBCUDA");
+  if (!path || !*path) skip();
+  void *knobs = dlopen(path, RTLD_NOW | RTLD_LOCAL); /* held open: the knob must last */
+  assert_non_null(knobs);
+  void (*set_cc)(int, int);
+  void *sym = fake_sym(knobs, "fake_cuda_set_cc");
+  memcpy(&set_cc, &sym, sizeof sym);
+  set_cc(8, 6);
+  tk_context *ctx = fake_context(&lib, dir);
+  tk_module *m;
+  assert_int_equal(tk_module_compile(ctx, &m, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", NULL), TK_OK);
+  assert_non_null(strstr(fake_last_ptx(lib), ".target sm_86"));
+  tk_compile_options o = {.arch = "sm_80"};
+  assert_int_equal(tk_module_compile(ctx, &m, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", &o), TK_OK);
+  assert_non_null(strstr(fake_last_ptx(lib), ".target sm_80"));
+  set_cc(7, 5);
+  setenv("TK_LIBCUDA", path, 1);
+  tk_context *old = NULL;
+  assert_int_equal(tk_context_create(&old, &(tk_context_options){TK_BACKEND_CUDA, 0}),
+                   TK_ERR_UNSUPPORTED);
+  assert_non_null(strstr(tk_last_error(NULL), "compute capability 7.5, older than every target"));
+  assert_int_equal(tk_context_create(&old, NULL), TK_OK);
+  assert_int_equal(tk_context_backend(old), TK_BACKEND_INTERP);
+  tk_context_destroy(old);
+  unsetenv("TK_LIBCUDA");
+  set_cc(9, 0);
+  fake_done(ctx, lib, dir);
+  dlclose(knobs);
+}
+
 /* ---- host-only tests (run everywhere) ------------------------------------------------ */
 
 static void test_no_driver_is_no_device(void **state) {
@@ -892,6 +929,7 @@ int main(void) {
     cmocka_unit_test(test_fake_specialization),
     cmocka_unit_test(test_fake_cache_other_builds),
     cmocka_unit_test(test_fake_cache_rejected_entry),
+    cmocka_unit_test(test_fake_arch_from_device),
   };
   enum { NCASES = sizeof cases / sizeof cases[0] };
   struct CMUnitTest dev[NCASES + 4] = {

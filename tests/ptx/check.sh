@@ -1,8 +1,8 @@
 #!/bin/sh
-# Compiles every .tk file of a folder (the samples, or tests/kernels) with tkc for sm_80,
-# sm_90 and sm_90a and assembles the PTX with ptxas. A file that uses what the GPU back end
-# does not support yet (none today) is skipped, saying so; any other tkc or ptxas failure
-# fails the test.
+# Compiles every .tk file of a folder (the samples, or tests/kernels) with tkc for every
+# architecture of the target table (tkc --list-archs) and assembles the PTX with ptxas. A
+# file that uses what the GPU back end does not support yet (none today) is skipped,
+# saying so; any other tkc or ptxas failure fails the test.
 # Usage: check.sh TKC DIR   (ptxas: $TK_PTXAS, else $CUDA_HOME/bin or /usr/local/cuda/bin)
 # Exit: 0 pass, 1 failure, 77 (meson's skip) when ptxas is absent.
 set -u
@@ -15,10 +15,11 @@ if [ ! -x "$ptxas" ]; then
 fi
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
+archs=$("$tkc" --list-archs) || { echo "FAIL: tkc --list-archs"; exit 1; }
 fail=0 pass=0 skip=0
 for src in "$samples"/*.tk; do
   name=$(basename "$src" .tk)
-  for arch in sm_80 sm_90 sm_90a; do
+  for arch in $archs; do
     out="$tmp/$name.$arch.ptx"
     if ! "$tkc" "$src" --emit=ptx --arch "$arch" -o "$out" 2>"$tmp/err"; then
       if grep -q "not supported yet by the GPU back end" "$tmp/err"; then

@@ -227,6 +227,21 @@ static void test_compile_failures(void **state) {
   tk_context_destroy(ctx);
 }
 
+/* An arch is checked against the target table on every backend, before compiling. */
+static void test_compile_arch(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  tk_module *m = NULL;
+  tk_compile_options o = {.arch = "sm_75"};
+  assert_int_equal(tk_module_compile(ctx, &m, vadd_src, strlen(vadd_src), "v.tk", &o), TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "compile options: unknown arch 'sm_75' (expected one of sm_80, ");
+  contains(tk_last_error(ctx), "sm_90a)");
+  assert_null(m);
+  o.arch = "sm_86";
+  assert_int_equal(tk_module_compile(ctx, &m, vadd_src, strlen(vadd_src), "v.tk", &o), TK_OK);
+  tk_context_destroy(ctx);
+}
+
 static void test_runtime_fault(void **state) {
   (void)state;
   tk_context *ctx = interp();
@@ -259,6 +274,7 @@ int main(void) {
       cmocka_unit_test(test_kernel_signature),
       cmocka_unit_test(test_launch_and_arguments),
       cmocka_unit_test(test_compile_failures),
+      cmocka_unit_test(test_compile_arch),
       cmocka_unit_test(test_runtime_fault),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

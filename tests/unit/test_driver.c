@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -161,6 +162,46 @@ static void test_defaults(void **state) {
   su_arena_free(x.a);
 }
 
+/* Codegen checks a kernel's shared memory against what a block may have on the target: a
+ * 256x128 f32 transpose stages 128 KB, more than sm_86's 99 KB (a warning: it would not
+ * launch there), less than sm_90's 227 KB. */
+static void test_target_limits(void **state) {
+  (void)state;
+  static const char *const src = "kernel t(x: *f32, y: *f32) {\n"
+                                 "    let r = arange(0, 256);\n"
+                                 "    let c = arange(0, 128);\n"
+                                 "    let v = load(x + r[:, None] * 128 + c[None, :]);\n"
+                                 "    store(y + c[:, None] * 256 + r[None, :], trans(v));\n"
+                                 "}\n";
+  int bytes = 0;
+  for (int i = 0; i < 2; i++) {
+    fx x;
+    compile(&x, src);
+    assert_non_null(x.m);
+    drv_options o = {.opt_level = 3, .arch = i ? "sm_86" : "sm_90"};
+    assert_true(drv_lower(x.m, o.arch, &o, &x.d));
+    su_buf ptx = {0};
+    if (!i) {
+      assert_true(drv_codegen(x.m, &o, CG_PTX, &ptx, &x.d));
+      assert_true(cg_ptx_shared_bytes(su_buf_str(&ptx), "t", &bytes));
+      assert_true(bytes > tg_smem_max("sm_86") && bytes <= tg_smem_max("sm_90"));
+    } else {
+      assert_true(drv_codegen(x.m, &o, CG_PTX, &ptx, &x.d)); /* valid PTX, a warning */
+      assert_int_equal(x.d.nerrors, 0);
+      char want[160];
+      snprintf(want, sizeof want,
+               "kernel 't' needs %d bytes of shared memory; sm_86 allows at most %d per block, "
+               "so it cannot be launched there", bytes, 99 * 1024);
+      assert_non_null(x.d.first);
+      assert_int_equal(x.d.first->sev, SU_WARNING);
+      assert_string_equal(x.d.first->msg, want);
+      assert_int_equal(x.d.first->loc.line, 1);
+    }
+    su_buf_free(&ptx);
+    su_arena_free(x.a);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compile_reports_errors),
@@ -168,6 +209,7 @@ int main(void) {
       cmocka_unit_test(test_specialize_bits),
       cmocka_unit_test(test_codegen),
       cmocka_unit_test(test_defaults),
+      cmocka_unit_test(test_target_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,65 @@
+/* The target table (targets.def) and its queries. */
+#include "target.h"
+
+#include <string.h>
+
+static const tg_arch table[] = {
+#define TG_ROW(name, cc, specific, ptx, features, smem_static, smem_block, smem_sm, regs_sm,  \
+               regs_thread, sms, hbm_bw, f32_flops, tc_flops, machine)                       \
+  {#name, cc, specific, ptx, features, smem_static, smem_block, smem_sm, regs_sm, regs_thread, \
+   sms, hbm_bw, f32_flops, tc_flops, machine},
+#include "targets.def"
+#undef TG_ROW
+};
+enum { NARCHS = sizeof table / sizeof *table };
+
+const tg_arch *tg_find(const char *name) {
+  for (int i = 0; name && i < NARCHS; i++)
+    if (!strcmp(name, table[i].name)) return &table[i];
+  return NULL;
+}
+
+const tg_arch *tg_archs(int *n) {
+  *n = NARCHS;
+  return table;
+}
+
+const tg_arch *tg_for_cc(int major, int minor) {
+  int cc = major * 10 + minor;
+  const tg_arch *best = NULL;
+  for (int i = 0; i < NARCHS; i++) {
+    const tg_arch *t = &table[i];
+    if (t->cc > cc || (t->specific && t->cc != cc)) continue;
+    if (!best || t->cc > best->cc || (t->cc == best->cc && t->specific)) best = t;
+  }
+  return best;
+}
+
+bool tg_has(const char *arch, unsigned features) {
+  const tg_arch *t = tg_find(arch);
+  return t && (t->features & features) == features;
+}
+
+int tg_smem_static(const char *arch) {
+  const tg_arch *t = tg_find(arch);
+  return t ? t->smem_static : 0;
+}
+
+int tg_smem_max(const char *arch) {
+  const tg_arch *t = tg_find(arch);
+  return t ? t->smem_block : 0;
+}
+
+int tg_smem_sm(const char *arch) {
+  const tg_arch *t = tg_find(arch);
+  return t ? t->smem_sm : 0;
+}
+
+bool tg_has_ceilings(const char *arch) {
+  const tg_arch *t = tg_find(arch);
+  return t && t->hbm_bw > 0 && t->f32_flops > 0 && t->tc_flops > 0;
+}
+
+void tg_names(su_buf *b, const char *sep) {
+  for (int i = 0; i < NARCHS; i++) su_buf_printf(b, "%s%s", i ? sep : "", table[i].name);
+}
