@@ -25,7 +25,9 @@ typedef struct {
   const sema_define *defines;
   int ndefines;
   int opt_level;            /* 0..3 */
-  const char *arch;         /* a row of target/targets.def; NULL: TG_DEFAULT_ARCH */
+  const char *arch;         /* the target, a row of target/targets.def; NULL: none (the
+                               passes stay target-independent; codegen assumes
+                               TG_DEFAULT_ARCH) */
   bool verify_each;         /* verify the IR after every pass */
   bool print_after_all;
   const char *print_after;  /* comma-separated pass names, or NULL */
@@ -51,8 +53,8 @@ ir_module *drv_frontend(su_arena *a, const su_source *src, const drv_options *o,
  * option named an unknown pass. */
 bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d);
 /* Runs the target part of the pipeline for arch over m (optimized by drv_optimize with
- * no arch): tiling and the GPU-level lowering, per its kernels' parameter facts. The
- * runtime calls it on a fresh copy per specialization (ir_func_clone). */
+ * no arch): tiling and the GPU-level lowering, per its kernels' parameter facts.
+ * drv_variant calls it on a fresh copy per specialization (ir_func_clone). */
 bool drv_lower(ir_module *m, const char *arch, const drv_options *o, su_diags *d);
 /* drv_frontend then drv_optimize: the optimized module, or NULL on any error. */
 ir_module *drv_compile(su_arena *a, const su_source *src, const drv_options *o, su_diags *d);
@@ -73,12 +75,22 @@ bool drv_specialize_list(ir_module *m, const char *list, su_arena *a, su_buf *wh
 /* The JIT's variant for a divisibility signature: a shallow copy of m (sharing its
  * bodies, allocated in a) holding only `only` (NULL: every kernel), each kernel's
  * specializable parameter i < 64 known a multiple of DRV_SPEC_DIV when bit i of bits is
- * set, the others keeping their facts. */
+ * set, the others keeping their facts. What libtk generates today: m as optimized
+ * without a target, not lowered (see drv_variant). */
 ir_module *drv_specialize(su_arena *a, const ir_module *m, const ir_func *only, uint64_t bits);
+/* The same variant made ready for the target: deep copies (ir_func_clone, in m's arena)
+ * with those facts, lowered for o->arch (drv_lower: tiling, and the tensor-core paths
+ * whose TMA and cp.async choices read the facts). m itself is left as it was (what the
+ * interpreter runs). NULL after reporting to d when a pass leaves invalid IR. The JIT is
+ * to call it once the runtime honours the launch contract such code may need (hidden
+ * tensor maps, a persistent grid, producer warps: codegen.h, cg_abi); until then its
+ * variants are drv_specialize's. */
+ir_module *drv_variant(ir_module *m, const ir_func *only, uint64_t bits, const drv_options *o,
+                       su_diags *d);
 enum { DRV_SPEC_DIV = 16 };
 
-/* Writes the roofline report of every kernel of m (after passes) for target arch (NULL:
- * TG_DEFAULT_ARCH), which must have ceilings (tg_has_ceilings): per-program bytes and
+/* Writes the roofline report of every kernel of m (after passes) for target arch, which
+ * must have ceilings in the table (tg_has_ceilings): per-program bytes and
  * FLOPs, the bound they imply on the target's measured ceilings, and the predicted time
  * for grid[0] x grid[1] x grid[2] programs. See roofline.c for the counting rules. */
 void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigned grid[3]);

@@ -1,6 +1,7 @@
-/* Specialization on divisibility (Triton's): the facts codegen may assume of a kernel's
- * integer and pointer arguments, set by name for tkc --specialize and by signature bits
- * for the JIT's variants. Both end in the same parameter facts (ir_func.param_div). */
+/* Specialization on divisibility (Triton's): the facts the lowering passes and codegen
+ * may assume of a kernel's integer and pointer arguments, set by name for tkc
+ * --specialize and by signature bits for the JIT's variants. Both end in the same
+ * parameter facts (ir_func.param_div), set before the target part of the pipeline. */
 #include "driver.h"
 
 #include <errno.h>
@@ -58,26 +59,52 @@ bool drv_specialize_list(ir_module *m, const char *list, su_arena *a, su_buf *wh
   return true;
 }
 
-/* A shallow copy of f whose specializable parameters with a bit set in bits are known
- * multiples of DRV_SPEC_DIV. */
+/* Whether bit i of bits makes parameter i of f a known multiple of DRV_SPEC_DIV. */
+static bool spec_bit(const ir_func *f, int i, uint64_t bits) {
+  return i < 64 && (bits >> i & 1) && ir_param_can_divide(f->body->args[i]->type);
+}
+
+/* A shallow copy of f whose parameters spec_bit selects are known multiples of
+ * DRV_SPEC_DIV. */
 static ir_func *specialized(su_arena *a, const ir_func *f, uint64_t bits) {
   ir_func *g = SU_NEW(a, ir_func);
   *g = *f;
   int n = f->body->nargs;
   g->param_div = SU_NEW_ARRAY(a, int, n ? n : 1);
-  for (int i = 0; i < n; i++) {
-    bool spec = i < 64 && (bits >> i & 1) && ir_param_can_divide(f->body->args[i]->type);
-    g->param_div[i] = spec ? DRV_SPEC_DIV : ir_param_div(f, i);
-  }
+  for (int i = 0; i < n; i++) g->param_div[i] = spec_bit(f, i, bits) ? DRV_SPEC_DIV : ir_param_div(f, i);
+  return g;
+}
+
+/* A copy of m holding only `only` (NULL: every kernel) made by copy(a, f, bits). */
+static ir_module *variant_of(su_arena *a, const ir_module *m, const ir_func *only, uint64_t bits,
+                             ir_func *(*copy)(su_arena *, ir_module *, const ir_func *, uint64_t)) {
+  ir_module *v = SU_NEW(a, ir_module);
+  *v = *m; /* the same arena and type tables */
+  v->nfuncs = v->capfuncs = only ? 1 : m->nfuncs;
+  v->funcs = SU_NEW_ARRAY(a, ir_func *, v->nfuncs ? v->nfuncs : 1);
+  for (int k = 0; k < v->nfuncs; k++) v->funcs[k] = copy(a, v, only ? only : m->funcs[k], bits);
+  return v;
+}
+
+static ir_func *shallow(su_arena *a, ir_module *v, const ir_func *f, uint64_t bits) {
+  (void)v;
+  return specialized(a, f, bits);
+}
+
+static ir_func *deep(su_arena *a, ir_module *v, const ir_func *f, uint64_t bits) {
+  (void)a;
+  ir_func *g = ir_func_clone(v, f);
+  for (int i = 0; i < g->body->nargs; i++)
+    if (spec_bit(f, i, bits)) ir_func_set_param_div(v, g, i, DRV_SPEC_DIV);
   return g;
 }
 
 ir_module *drv_specialize(su_arena *a, const ir_module *m, const ir_func *only, uint64_t bits) {
-  ir_module *v = SU_NEW(a, ir_module);
-  *v = *m;
-  v->nfuncs = only ? 1 : m->nfuncs;
-  v->capfuncs = v->nfuncs;
-  v->funcs = SU_NEW_ARRAY(a, ir_func *, v->nfuncs ? v->nfuncs : 1);
-  for (int i = 0; i < v->nfuncs; i++) v->funcs[i] = specialized(a, only ? only : m->funcs[i], bits);
-  return v;
+  return variant_of(a, m, only, bits, shallow);
+}
+
+ir_module *drv_variant(ir_module *m, const ir_func *only, uint64_t bits, const drv_options *o,
+                       su_diags *d) {
+  ir_module *v = variant_of(m->arena, m, only, bits, deep);
+  return drv_lower(v, o->arch, o, d) ? v : NULL;
 }

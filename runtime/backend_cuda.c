@@ -258,7 +258,7 @@ static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_func *only, uin
   cuda_module *cm = m->handle;
   su_buf why = {0};
   tk_status s = TK_OK;
-  if (!rt_jit_ptx(&cm->jit, m->arena, m->ir, only, key, ptx, hit, &why))
+  if (!rt_jit_ptx(&cm->jit, m->ir, only, key, ptx, hit, &why))
     s = rt_error(ctx, TK_ERR_COMPILE, "%s", su_buf_str(&why));
   su_buf_free(&why);
   return s;

@@ -14,7 +14,10 @@
  *    argument, no branch) and compared with the variant in use by the backend: one
  *    branch on the common path.
  *  - Codegen sees a variant's facts on a shallow copy of the IR (drv_specialize) and
- *    vectorizes through them; the module's IR itself is never changed.
+ *    vectorizes through them; the module's IR itself is never changed. The copy is not
+ *    lowered for the target (drv_variant would): lowered code may need hidden tensor-map
+ *    and grid arguments and producer warps at launch (codegen.h, cg_abi), which this
+ *    runtime does not pass yet.
  */
 #include "jit.h"
 
@@ -26,8 +29,10 @@ void rt_jit_module_init(rt_jit_module *jm, su_arena *a, const tk_compile_options
                         const drv_options *o, rt_cache *cache, const char *source,
                         size_t len, const char *name) {
   memset(jm, 0, sizeof *jm);
+  jm->opts = *o;
+  jm->opts.defines = NULL; /* used up by the front end */
+  jm->opts.ndefines = 0;
   jm->opts.arch = su_strdup(a, o->arch);
-  jm->opts.opt_level = o->opt_level;
   jm->cache = opts && opts->no_cache ? NULL : cache;
   jm->base = rt_cache_key_compile(source, len, name, opts, jm->opts.arch);
 }
@@ -37,14 +42,14 @@ static rt_cache_key variant_key(const rt_jit_module *jm, const ir_func *only, ui
   return rt_cache_key_variant(&jm->base, only ? only->name : NULL, key);
 }
 
-bool rt_jit_ptx(const rt_jit_module *jm, su_arena *a, const ir_module *m, const ir_func *only,
-                uint64_t key, su_buf *ptx, bool *hit, su_buf *why) {
+bool rt_jit_ptx(const rt_jit_module *jm, ir_module *m, const ir_func *only, uint64_t key,
+                su_buf *ptx, bool *hit, su_buf *why) {
   rt_cache_key ck = variant_key(jm, only, key);
   *hit = jm->cache && rt_cache_get(jm->cache, &ck, ptx);
   if (*hit) return true;
   su_diags d;
-  su_diags_init(&d, a, NULL);
-  if (!drv_codegen(drv_specialize(a, m, only, key), &jm->opts, CG_PTX, ptx, &d)) {
+  su_diags_init(&d, m->arena, NULL);
+  if (!drv_codegen(drv_specialize(m->arena, m, only, key), &jm->opts, CG_PTX, ptx, &d)) {
     su_diags_render(&d, why);
     if (!why->len) su_buf_puts(why, "code generation failed");
     return false;

@@ -24,7 +24,7 @@
 
 /* What every variant of a module is compiled with, fixed when it is loaded. */
 typedef struct {
-  drv_options opts;      /* arch (resolved) and opt level */
+  drv_options opts;      /* the target (resolved), opt level and pass checks */
   rt_cache_key base;     /* rt_cache_key_compile of the source; variant keys extend it */
   rt_cache *cache;       /* NULL: compile every variant, store none */
 } rt_jit_module;
@@ -36,11 +36,12 @@ void rt_jit_module_init(rt_jit_module *jm, su_arena *a, const tk_compile_options
                         const drv_options *o, rt_cache *cache, const char *source,
                         size_t len, const char *name);
 /* The PTX of m's variant for signature key, of the kernel `only` alone (NULL: every
- * kernel, key RT_SPEC_ALL): from the cache (*hit), else specialized and compiled through
- * the driver (then stored). Appended to ptx without its NUL (su_buf_str terminates it).
+ * kernel, key RT_SPEC_ALL; m optimized without a target): from the cache (*hit), else
+ * specialized and compiled through the driver (drv_specialize, drv_codegen: the copy
+ * lives in m's arena), then stored. Appended to ptx without its NUL (su_buf_str terminates it).
  * False with the rendered diagnostics in why. */
-bool rt_jit_ptx(const rt_jit_module *jm, su_arena *a, const ir_module *m, const ir_func *only,
-                uint64_t key, su_buf *ptx, bool *hit, su_buf *why);
+bool rt_jit_ptx(const rt_jit_module *jm, ir_module *m, const ir_func *only, uint64_t key,
+                su_buf *ptx, bool *hit, su_buf *why);
 /* Deletes the cache entry of that variant: the driver rejected its PTX, so the next
  * rt_jit_ptx compiles it again. */
 void rt_jit_evict(const rt_jit_module *jm, const ir_func *only, uint64_t key);

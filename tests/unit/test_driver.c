@@ -1,6 +1,7 @@
 /* Unit tests of driver/, the one compile path: source to optimized IR (errors reported,
  * never a module), code generation for the options' target, and both forms of
- * specialization — tkc's lists by name and the JIT's variants by signature bits. */
+ * specialization — tkc's lists by name and the JIT's variants by signature bits, each
+ * lowered for its target on a copy. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,25 +87,56 @@ static void test_specialize_list(void **state) {
   su_arena_free(x.a);
 }
 
-/* A JIT variant is a copy: the module it came from keeps its facts. */
-static void test_specialize_bits(void **state) {
+static void note_layout(ir_op *op, void *ctx) {
+  for (int i = 0; i < op->nresults; i++) *(int *)ctx += op->results[i]->type->layout != NULL;
+}
+
+/* How many op results of m have a thread layout (the tiling pass ran). */
+static int layouts(const ir_module *m) {
+  int n = 0;
+  for (int k = 0; k < m->nfuncs; k++) ir_walk(m->funcs[k]->body, note_layout, &n);
+  return n;
+}
+
+/* A variant is a copy with the signature's facts — deep and lowered for the arch
+ * (drv_variant), or shallow (drv_specialize) — and the module it came from keeps its
+ * facts and stays target-independent. */
+static void test_variants(void **state) {
   (void)state;
   fx x;
   compile(&x, SRC);
+  assert_null(x.m->arch);
+  assert_int_equal(layouts(x.m), 0);
   ir_func_set_param_div(x.m, x.m->funcs[0], 1, 4); /* a fact the bits leave alone */
-  ir_module *all = drv_specialize(x.a, x.m, NULL, UINT64_MAX);
+  drv_options o = {.opt_level = 3, .arch = "sm_90a", .verify_each = true};
+  ir_module *all = drv_variant(x.m, NULL, UINT64_MAX, &o, &x.d);
+  assert_non_null(all);
   assert_int_equal(all->nfuncs, 2);
+  assert_string_equal(all->arch, "sm_90a");
+  assert_true(layouts(all) > 0);
   assert_string_equal(facts(&x, all, 0), "16,16,16,16,1,1");
   assert_string_equal(facts(&x, all, 1), "16,16");
-  ir_module *some = drv_specialize(x.a, x.m, NULL, 1u << 0 | 1u << 3 | 1u << 4);
+  assert_true(all->funcs[0]->body != x.m->funcs[0]->body);
+  ir_module *some = drv_variant(x.m, NULL, 1u << 0 | 1u << 3 | 1u << 4, &o, &x.d);
   assert_string_equal(facts(&x, some, 0), "16,4,1,16,1,1");
-  ir_module *one = drv_specialize(x.a, x.m, x.m->funcs[1], 2);
+  ir_module *one = drv_variant(x.m, x.m->funcs[1], 2, &o, &x.d);
   assert_int_equal(one->nfuncs, 1);
   assert_string_equal(one->funcs[0]->name, "other");
   assert_string_equal(facts(&x, one, 0), "1,16");
   assert_string_equal(facts(&x, x.m, 0), "1,4,1,1,1,1");
   assert_string_equal(facts(&x, x.m, 1), "1,1");
-  assert_ptr_equal(one->funcs[0]->body, x.m->funcs[1]->body); /* shallow: bodies shared */
+  assert_null(x.m->arch);
+  assert_int_equal(layouts(x.m), 0);
+  assert_true(ir_verify(x.m, &x.d) && ir_verify(all, &x.d) && ir_verify(one, &x.d));
+  /* the unlowered variant the JIT generates today: the same facts on a shallow copy */
+  ir_module *flat = drv_specialize(x.a, x.m, NULL, 1u << 0 | 1u << 3 | 1u << 4);
+  assert_string_equal(facts(&x, flat, 0), "16,4,1,16,1,1");
+  assert_ptr_equal(flat->funcs[0]->body, x.m->funcs[0]->body);
+  assert_null(flat->arch);
+  ir_module *flat1 = drv_specialize(x.a, x.m, x.m->funcs[1], 2);
+  assert_int_equal(flat1->nfuncs, 1);
+  assert_string_equal(facts(&x, flat1, 0), "1,16");
+  assert_string_equal(facts(&x, x.m, 0), "1,4,1,1,1,1");
   su_arena_free(x.a);
 }
 
@@ -120,7 +152,7 @@ static void test_codegen(void **state) {
   assert_null(strstr(su_buf_str(&ptx), "ld.global.v4"));
   ptx.len = 0;
   o.arch = "sm_90a";
-  assert_true(drv_codegen(drv_specialize(x.a, x.m, NULL, UINT64_MAX), &o, CG_PTX, &ptx, &x.d));
+  assert_true(drv_codegen(drv_variant(x.m, NULL, UINT64_MAX, &o, &x.d), &o, CG_PTX, &ptx, &x.d));
   assert_non_null(strstr(su_buf_str(&ptx), ".target sm_90a"));
   assert_non_null(strstr(su_buf_str(&ptx), "ld.global.v4"));
   ptx.len = 0;
@@ -206,7 +238,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compile_reports_errors),
       cmocka_unit_test(test_specialize_list),
-      cmocka_unit_test(test_specialize_bits),
+      cmocka_unit_test(test_variants),
       cmocka_unit_test(test_codegen),
       cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_target_limits),

@@ -129,23 +129,23 @@ static void test_ptx_through_cache(void **state) {
   assert_int_equal(jm.opts.opt_level, 3);
   su_buf all = {0}, why = {0};
   bool hit = true;
-  assert_true(rt_jit_ptx(&jm, f->a, f->m, NULL, RT_SPEC_ALL, &all, &hit, &why));
+  assert_true(rt_jit_ptx(&jm, f->m, NULL, RT_SPEC_ALL, &all, &hit, &why));
   assert_false(hit);
   assert_non_null(strstr(su_buf_str(&all), "ld.global.v4"));
   assert_int_equal(entries(f->dir), 1);
   su_buf ragged = {0};
-  assert_true(rt_jit_ptx(&jm, f->a, f->m, f->k.ir, 1u << 0 | 1u << 1, &ragged, &hit, &why));
+  assert_true(rt_jit_ptx(&jm, f->m, f->k.ir, 1u << 0 | 1u << 1, &ragged, &hit, &why));
   assert_null(strstr(su_buf_str(&ragged), "global.v4"));
   assert_int_equal(entries(f->dir), 2);
   su_buf again = {0};
-  assert_true(rt_jit_ptx(&jm, f->a, f->m, NULL, RT_SPEC_ALL, &again, &hit, &why));
+  assert_true(rt_jit_ptx(&jm, f->m, NULL, RT_SPEC_ALL, &again, &hit, &why));
   assert_true(hit);
   assert_string_equal(su_buf_str(&again), su_buf_str(&all));
   assert_int_equal(entries(f->dir), 2);
   rt_jit_evict(&jm, NULL, RT_SPEC_ALL); /* as when the driver rejects the entry */
   assert_int_equal(entries(f->dir), 1);
   again.len = 0;
-  assert_true(rt_jit_ptx(&jm, f->a, f->m, NULL, RT_SPEC_ALL, &again, &hit, &why));
+  assert_true(rt_jit_ptx(&jm, f->m, NULL, RT_SPEC_ALL, &again, &hit, &why));
   assert_false(hit);
   assert_string_equal(su_buf_str(&again), su_buf_str(&all));
   assert_int_equal(entries(f->dir), 2);
@@ -157,14 +157,14 @@ static void test_ptx_through_cache(void **state) {
   assert_null(other.cache);
   assert_int_equal(other.opts.opt_level, 2);
   again.len = 0;
-  assert_true(rt_jit_ptx(&other, f->a, f->m, NULL, RT_SPEC_ALL, &again, &hit, &why));
+  assert_true(rt_jit_ptx(&other, f->m, NULL, RT_SPEC_ALL, &again, &hit, &why));
   assert_int_equal(entries(f->dir), 2);
 
   o = (tk_compile_options){.arch = "sm_12"};
   d.arch = "sm_12";
   rt_jit_module_init(&other, f->a, &o, &d, NULL, SRC, strlen(SRC), "vcopy.tk");
   assert_string_equal(other.opts.arch, "sm_12");
-  assert_false(rt_jit_ptx(&other, f->a, f->m, NULL, RT_SPEC_ALL, &again, &hit, &why));
+  assert_false(rt_jit_ptx(&other, f->m, NULL, RT_SPEC_ALL, &again, &hit, &why));
   assert_non_null(strstr(su_buf_str(&why), "unknown GPU architecture 'sm_12'"));
   su_buf_free(&all);
   su_buf_free(&ragged);
