@@ -148,6 +148,7 @@ typedef struct {
   int nwork, head;
   int untiled;             /* tile values the IR gave no layout */
   const ir_op **access;    /* by value id: an access whose pointer tile it is, or NULL */
+  bool *held;              /* by value id: not to be laid out yet (see pass_tiling) */
   ir_op **ops;             /* every op, in pre-order */
   int nops;
   int vec;
@@ -155,6 +156,15 @@ typedef struct {
 } tiler;
 
 static bool is_tile(const ir_value *v) { return v && v->type->kind == IR_TILE; }
+
+/* Holds v and the pure tile computation it comes from (see pass_tiling). */
+static void hold(tiler *t, const ir_value *v) {
+  if (!is_tile(v) || t->held[v->id]) return;
+  t->held[v->id] = true;
+  const ir_op *d = v->def;
+  if (d && (ir_op_info(d->opc)->traits & IR_PURE) && !d->nregions)
+    for (int i = 0; i < d->noperands; i++) hold(t, d->operands[i]);
+}
 
 static bool is_access(const ir_op *op) {
   return op->opc == IR_LOAD || op->opc == IR_STORE || op->opc == IR_ATOMIC || op->opc == IR_ATOMIC_CAS;
@@ -169,7 +179,7 @@ static const ir_layout *anchor(tiler *t, const ir_type *ty) {
 static bool keeps_vectors(tiler *t, const ir_op *op, const ir_layout *l);
 
 static void set(tiler *t, const ir_value *v, const ir_layout *l) {
-  if (!is_tile(v) || !l || t->lay[v->id] || l->rank != v->type->rank) return;
+  if (!is_tile(v) || !l || t->lay[v->id] || l->rank != v->type->rank || t->held[v->id]) return;
   /* A pointer tile can be reached around its access (an addptr of a shared arange). */
   if (t->access[v->id] && !keeps_vectors(t, t->access[v->id], l)) return;
   t->lay[v->id] = l;
@@ -547,6 +557,7 @@ bool pass_tiling(ir_module *m, ir_func *f) {
   t.nusers = SU_NEW_ARRAY(t.a, int, t.n + 1);
   t.work = SU_NEW_ARRAY(t.a, const ir_value *, t.n + 1);
   t.access = SU_NEW_ARRAY(t.a, const ir_op *, t.n + 1);
+  t.held = SU_NEW_ARRAY(t.a, bool, t.n + 1);
   t.vec = pass_tiling_vec(f);
   build_users(&t);
 
@@ -561,6 +572,18 @@ bool pass_tiling(ir_module *m, ir_func *f) {
    * (`rm[:, None] < M` after CSE), would narrow every load of the K loop and its staging
    * to 4 bytes; seeded as well, they keep their 16-byte vectors, and the epilogue
    * converts the few row or column vectors it shares with them, once. */
+  /* What the operand loads compute their addresses and masks from is held back while the
+   * dot results spread: an epilogue that computes a while (bias, gelu) before its store
+   * would otherwise be reached sooner from a load's anchor, through the row offsets and
+   * masks both share, and the store (and its whole value) would meet the accumulator in
+   * a conversion through shared memory; the other way round, the accumulator's layout
+   * would reach into the loads' masks. Released, the loads anchor; the epilogue converts
+   * the row and column vectors it shares with them. */
+  for (int i = 0; i < t.nops; i++) {
+    ir_op *op = t.ops[i];
+    if (op->opc == IR_LOAD && is_tile(op->operands[0]) && feeds_operand(&t, op->results[0], OPERAND_DEPTH))
+      for (int j = 0; j < op->noperands; j++) hold(&t, op->operands[j]);
+  }
   for (int i = 0; i < t.nops; i++) {
     ir_op *op = t.ops[i];
     const ir_type *r = op->opc == IR_DOT ? op->results[0]->type : NULL;
@@ -572,6 +595,8 @@ bool pass_tiling(ir_module *m, ir_func *f) {
       pass_tiling_mma(r->shape[0], r->shape[1], f->num_warps, &l);
     set(&t, op->results[0], ir_layout_intern(m, &l));
   }
+  drain(&t);
+  memset(t.held, 0, sizeof(bool) * (size_t)(t.n + 1));
   for (int i = 0; i < t.nops; i++) {
     ir_op *op = t.ops[i];
     if (op->opc == IR_LOAD && is_tile(op->operands[0]) && feeds_operand(&t, op->results[0], OPERAND_DEPTH))
