@@ -23,6 +23,7 @@ typedef struct {
   rt_cuda_api cu;
   CUdevice dev;
   CUcontext pctx;
+  int sms;          /* multiprocessors: a persistent kernel's grid */
   rt_cache cache;
   su_arena *arena;  /* for the state's own strings */
 } cuda_state;
@@ -91,6 +92,9 @@ static tk_status cuda_init(tk_context *ctx, int device) {
      * arch-specific PTX does not run on later parts, and sm_90 above it, forward
      * compatible through the driver's JIT. */
     const tg_arch *t = r == CUDA_SUCCESS ? tg_for_cc(major, minor) : NULL;
+    /* a persistent kernel runs one program per multiprocessor */
+    if (t && st->cu.DeviceGetAttribute(&st->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, st->dev) != CUDA_SUCCESS)
+      st->sms = 1;
     if (t) {
       ctx->arch = t->name;
       st->arena = su_arena_new();
@@ -235,7 +239,12 @@ static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const 
       return TK_ERR_DRIVER;
     }
   }
-  rt_jit_add(k->module->arena, k->handle, key, fn, (unsigned)(shmem > 0 ? shmem : 0));
+  cg_abi abi;
+  if (!cg_ptx_abi(ptx, k->sig->name, &abi)) {
+    rt_error(ctx, TK_ERR_DRIVER, "kernel '%s': the PTX's launch contract (.tk.abi) is malformed", k->sig->name);
+    return TK_ERR_DRIVER;
+  }
+  rt_jit_add(k->module->arena, k->handle, key, fn, (unsigned)(shmem > 0 ? shmem : 0), &abi);
   return TK_OK;
 }
 
@@ -321,6 +330,12 @@ static void kernels_from_ptx(tk_module *m, const char *ptx, size_t len) {
     sig->name = es[i].name;
     sig->params = es[i].params;
     sig->nparams = es[i].nparams;
+    /* the hidden arguments of tk's own PTX are the launch's business, not the caller's */
+    cg_abi abi;
+    if (cg_ptx_abi(ptx, es[i].name, &abi)) {
+      int hidden = abi.ntmaps + (abi.persistent ? 3 : 0);
+      if (hidden <= sig->nparams) sig->nparams -= hidden;
+    }
     sig->num_warps = es[i].num_threads >= 32 ? es[i].num_threads / 32 : TG_DEFAULT_WARPS;
     sig->num_stages = TG_DEFAULT_STAGES;
     k->module = m;
@@ -361,13 +376,32 @@ static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *
   }
   cuda_state *st = state(ctx);
   unsigned gx = grid.x ? grid.x : 1, gy = grid.y ? grid.y : 1, gz = grid.z ? grid.z : 1;
+  rt_hidden *h = jk->hidden;
+  if (h) {
+    su_buf why = {0};
+    bool ok = rt_hidden_build(&st->cu, h, jk->slots, k->sig, &why);
+    if (!ok) {
+      rt_error(ctx, TK_ERR_DRIVER, "kernel '%s': %s", k->sig->name, su_buf_str(&why));
+      su_buf_free(&why);
+      return TK_ERR_DRIVER;
+    }
+    if (h->abi.persistent) {
+      /* one program per SM, looping over the grid asked for */
+      h->grid[0] = gx;
+      h->grid[1] = gy;
+      h->grid[2] = gz;
+      uint64_t total = (uint64_t)gx * gy * gz, sms = st->sms > 0 ? (uint64_t)st->sms : 1;
+      gx = (unsigned)(total < sms ? total : sms);
+      gy = gz = 1;
+    }
+  }
   CUfunction fn = jk->fn;
   CUresult r = st->cu.LaunchKernel(fn, gx, gy, gz, jk->block, 1, 1, jk->shmem, (CUstream)stream,
-                                   jk->argv, NULL);
+                                   jk->cur_argv, NULL);
   if (r == CUDA_ERROR_INVALID_CONTEXT) { /* first launch from this thread */
     CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
     r = st->cu.LaunchKernel(fn, gx, gy, gz, jk->block, 1, 1, jk->shmem, (CUstream)stream,
-                            jk->argv, NULL);
+                            jk->cur_argv, NULL);
   }
   if (r != CUDA_SUCCESS) return fail(ctx, r, "cuLaunchKernel");
   return TK_OK;

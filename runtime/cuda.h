@@ -49,8 +49,9 @@ typedef enum {
   CU_JIT_LOG_VERBOSE = 12
 } CUjit_option;
 
-/* CUdevice_attribute: the two that name the architecture. */
+/* CUdevice_attribute: the two that name the architecture, and the SM count. */
 enum {
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 };

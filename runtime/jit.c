@@ -13,11 +13,13 @@
  *  - The signature is computed while the arguments are stored (an AND and a compare per
  *    argument, no branch) and compared with the variant in use by the backend: one
  *    branch on the common path.
- *  - Codegen sees a variant's facts on a shallow copy of the IR (drv_specialize) and
- *    vectorizes through them; the module's IR itself is never changed. The copy is not
- *    lowered for the target (drv_variant would): lowered code may need hidden tensor-map
- *    and grid arguments and producer warps at launch (codegen.h, cg_abi), which this
- *    runtime does not pass yet.
+ *  - Each variant is lowered for the target on a deep copy of the IR that carries the
+ *    signature's facts (drv_variant): the TMA and cp.async choices read them, and the
+ *    module's IR (what the interpreter runs) is never changed. Its PTX states the launch
+ *    contract (codegen.h, cg_abi): threads per program, tensor maps built from the
+ *    arguments, a persistent grid. A variant keeps its own parameter array: the slots,
+ *    then the hidden arguments; the backend builds those (tmap.c) before each launch
+ *    that needs them, which for the same arguments is a compare.
  */
 #include "jit.h"
 
@@ -49,7 +51,8 @@ bool rt_jit_ptx(const rt_jit_module *jm, ir_module *m, const ir_func *only, uint
   if (*hit) return true;
   su_diags d;
   su_diags_init(&d, m->arena, NULL);
-  if (!drv_codegen(drv_specialize(m->arena, m, only, key), &jm->opts, CG_PTX, ptx, &d)) {
+  ir_module *v = drv_variant(m, only, key, &jm->opts, &d);
+  if (!v || !drv_codegen(v, &jm->opts, CG_PTX, ptx, &d)) {
     su_diags_render(&d, why);
     if (!why->len) su_buf_puts(why, "code generation failed");
     return false;
@@ -82,7 +85,7 @@ static slot_kind slot_of(tk_dtype t) {
 rt_jit_kernel *rt_jit_kernel_new(su_arena *a, const tk_kernel *k) {
   const ir_signature *sig = k->sig;
   rt_jit_kernel *jk = SU_NEW(a, rt_jit_kernel);
-  jk->block = 32u * (unsigned)(sig->num_warps > 0 ? sig->num_warps : TG_DEFAULT_WARPS);
+  jk->block = jk->base_block = 32u * (unsigned)(sig->num_warps > 0 ? sig->num_warps : TG_DEFAULT_WARPS);
   jk->nparams = sig->nparams;
   jk->kinds = SU_NEW_ARRAY(a, uint8_t, sig->nparams + 1);
   jk->bits = SU_NEW_ARRAY(a, uint64_t, sig->nparams + 1);
@@ -94,6 +97,7 @@ rt_jit_kernel *rt_jit_kernel_new(su_arena *a, const tk_kernel *k) {
     jk->bits[i] = spec ? UINT64_C(1) << i : 0;
     jk->argv[i] = &jk->slots[i];
   }
+  jk->cur_argv = jk->argv;
   return jk;
 }
 
@@ -103,18 +107,26 @@ uint64_t rt_jit_full_key(const rt_jit_kernel *jk) {
   return key;
 }
 
+static void use(rt_jit_kernel *jk, const rt_jit_variant *v) {
+  jk->cur = v->key;
+  jk->fn = v->fn;
+  jk->shmem = v->shmem;
+  jk->block = v->block;
+  jk->hidden = v->hidden;
+  jk->cur_argv = v->argv;
+}
+
 bool rt_jit_use(rt_jit_kernel *jk, uint64_t key) {
   for (int i = 0; i < jk->nvariants; i++)
     if (jk->variants[i].key == key) {
-      jk->cur = key;
-      jk->fn = jk->variants[i].fn;
-      jk->shmem = jk->variants[i].shmem;
+      use(jk, &jk->variants[i]);
       return true;
     }
   return false;
 }
 
-void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned shmem) {
+void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned shmem,
+                const cg_abi *abi) {
   if (jk->nvariants == jk->capvariants) {
     int cap = jk->capvariants ? 2 * jk->capvariants : 2;
     rt_jit_variant *nv = SU_NEW_ARRAY(a, rt_jit_variant, cap);
@@ -122,10 +134,24 @@ void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned
     jk->variants = nv;
     jk->capvariants = cap;
   }
-  jk->variants[jk->nvariants++] = (rt_jit_variant){key, fn, shmem};
-  jk->cur = key;
-  jk->fn = fn;
-  jk->shmem = shmem;
+  rt_jit_variant v = {key, fn, shmem, jk->base_block, NULL, jk->argv};
+  if (abi && abi->threads > 0) v.block = (unsigned)abi->threads;
+  if (abi && (abi->ntmaps || abi->persistent)) {
+    /* the parameter slots, then the maps, then the grid: their own array */
+    /* the maps are 64-byte aligned, as a CUtensorMap is; the arena promises less */
+    char *raw = SU_NEW_ARRAY(a, char, sizeof(rt_hidden) + 64);
+    rt_hidden *h = (rt_hidden *)(raw + (64 - (uintptr_t)raw % 64) % 64);
+    memset(h, 0, sizeof *h);
+    h->abi = *abi;
+    int n = jk->nparams, total = n + abi->ntmaps + (abi->persistent ? 3 : 0);
+    v.argv = SU_NEW_ARRAY(a, void *, total);
+    for (int i = 0; i < n; i++) v.argv[i] = &jk->slots[i];
+    for (int i = 0; i < abi->ntmaps; i++) v.argv[n + i] = &h->maps[i];
+    for (int i = 0; abi->persistent && i < 3; i++) v.argv[n + abi->ntmaps + i] = &h->grid[i];
+    v.hidden = h;
+  }
+  jk->variants[jk->nvariants++] = v;
+  use(jk, &jk->variants[jk->nvariants - 1]);
 }
 
 /* f32 to IEEE half / bfloat16 bits, rounding to nearest even (NaN stays NaN). */

@@ -21,6 +21,7 @@
 #include "../driver/driver.h"
 #include "cache.h"
 #include "runtime.h"
+#include "tmap.h"
 
 /* What every variant of a module is compiled with, fixed when it is loaded. */
 typedef struct {
@@ -46,11 +47,16 @@ bool rt_jit_ptx(const rt_jit_module *jm, ir_module *m, const ir_func *only, uint
  * rt_jit_ptx compiles it again. */
 void rt_jit_evict(const rt_jit_module *jm, const ir_func *only, uint64_t key);
 
-/* One compiled variant of a kernel. */
+/* One compiled variant of a kernel. A lowered variant may take hidden arguments after
+ * the parameters (codegen.h, cg_abi): then `hidden` holds them and argv points at the
+ * parameter slots followed by them. */
 typedef struct {
   uint64_t key;
   void *fn;       /* the backend's function handle */
   unsigned shmem; /* dynamic shared memory bytes it needs at launch */
+  unsigned block; /* threads per program */
+  rt_hidden *hidden; /* NULL: no hidden arguments */
+  void **argv;
 } rt_jit_variant;
 
 /* A kernel's launch state: its parameter slots, the signature bit of each parameter, the
@@ -59,7 +65,10 @@ typedef struct {
   uint64_t cur;
   void *fn;
   unsigned shmem;
-  unsigned block; /* threads per program */
+  unsigned block; /* threads per program, of the variant in use */
+  unsigned base_block; /* 32 * warps: a variant's when its PTX states none */
+  rt_hidden *hidden; /* of the variant in use (NULL: none) */
+  void **cur_argv;   /* of the variant in use: argv, or one with the hidden arguments */
   int nparams;
   uint8_t *kinds;  /* how each argument is stored into its slot */
   uint64_t *bits;  /* per parameter: its bit in the signature, 0 when it has none */
@@ -80,7 +89,9 @@ uint64_t rt_jit_full_key(const rt_jit_kernel *jk);
 uint64_t rt_jit_pack(rt_jit_kernel *jk, const tk_arg *args);
 /* Makes the recorded variant for key the one in use; false when none is recorded. */
 bool rt_jit_use(rt_jit_kernel *jk, uint64_t key);
-/* Records a new variant (in a) and makes it the one in use. */
-void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned shmem);
+/* Records a new variant (in a) whose launch contract is abi (NULL: none, as for PTX from
+ * elsewhere) and makes it the one in use. */
+void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned shmem,
+                const cg_abi *abi);
 
 #endif

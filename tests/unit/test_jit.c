@@ -106,9 +106,9 @@ static void test_variants(void **state) {
   rt_jit_kernel *jk = rt_jit_kernel_new(f->a, &f->k);
   assert_false(rt_jit_use(jk, 0));
   int a, b, c;
-  rt_jit_add(f->a, jk, 7, &a, 0);
-  rt_jit_add(f->a, jk, 0, &b, 0);
-  rt_jit_add(f->a, jk, 5, &c, 65536); /* past the first growth */
+  rt_jit_add(f->a, jk, 7, &a, 0, NULL);
+  rt_jit_add(f->a, jk, 0, &b, 0, NULL);
+  rt_jit_add(f->a, jk, 5, &c, 65536, NULL); /* past the first growth */
   assert_true(jk->cur == 5 && jk->fn == &c && jk->shmem == 65536);
   assert_true(rt_jit_use(jk, 7));
   assert_true(jk->cur == 7 && jk->fn == &a && jk->shmem == 0);
@@ -116,6 +116,35 @@ static void test_variants(void **state) {
   assert_ptr_equal(jk->fn, &b);
   assert_false(rt_jit_use(jk, 1));
   assert_ptr_equal(jk->fn, &b); /* a miss changes nothing */
+  assert_null(jk->hidden);
+  assert_ptr_equal(jk->cur_argv, jk->argv);
+}
+
+/* A variant whose launch contract has tensor maps and a persistent grid gets its own
+ * parameter array: the slots, then a map each, then the grid; its block is the
+ * contract's; switching back to a plain variant restores the plain array. */
+static void test_hidden_arguments(void **state) {
+  fixture *f = *state;
+  rt_jit_kernel *jk = rt_jit_kernel_new(f->a, &f->k);
+  int a, b;
+  cg_abi abi = {.threads = 384, .persistent = true, .warp_spec = true, .ntmaps = 2};
+  rt_jit_add(f->a, jk, 3, &a, 1000, &abi);
+  assert_non_null(jk->hidden);
+  assert_int_equal(jk->block, 384);
+  int n = jk->nparams;
+  for (int i = 0; i < n; i++) assert_ptr_equal(jk->cur_argv[i], &jk->slots[i]);
+  assert_ptr_equal(jk->cur_argv[n], &jk->hidden->maps[0]);
+  assert_ptr_equal(jk->cur_argv[n + 1], &jk->hidden->maps[1]);
+  for (int i = 0; i < 3; i++) assert_ptr_equal(jk->cur_argv[n + 2 + i], &jk->hidden->grid[i]);
+  assert_true(((uintptr_t)&jk->hidden->maps[1]) % 64 == 0); /* CUtensorMap's alignment */
+  unsigned plain = 32u * (unsigned)f->k.sig->num_warps;
+  rt_jit_add(f->a, jk, 0, &b, 0, NULL);
+  assert_null(jk->hidden);
+  assert_ptr_equal(jk->cur_argv, jk->argv);
+  assert_int_equal(jk->block, plain);
+  assert_true(rt_jit_use(jk, 3));
+  assert_int_equal(jk->block, 384);
+  assert_non_null(jk->hidden);
 }
 
 /* Each variant is compiled once and stored under its own key; a second module of the same
@@ -176,6 +205,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_bits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pack, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_hidden_arguments, setup, teardown),
       cmocka_unit_test_setup_teardown(test_variants, setup, teardown),
       cmocka_unit_test_setup_teardown(test_ptx_through_cache, setup, teardown),
   };

@@ -1,0 +1,117 @@
+/* The launch contract codegen writes after the PTX (codegen.h, cg_abi) and reads back:
+ * a warp-specialized persistent kernel with two tensor maps, a plain kernel, PTX from
+ * elsewhere, malformed notes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "codegen/codegen.h"
+
+static const char WS[] =
+    "module \"abi.tk\"\n"
+    "kernel @ws(%a: ptr<f16> {div = 16}, %b: ptr<f16> {div = 16}, %M: i32, %N: i32, %K: i32 {div = 16}) "
+    "warps(8) stages(2) persistent {\n"
+    "  %big = const 2147483647 : i32\n"
+    "  %ta = tensor_map %a, %M, %K, %K {box = [128, 64], swizzle = 128} : tmap\n"
+    "  %tb = tensor_map %b, %big, %K, %N, %N, %N {box = [1, 64, 64], swizzle = 128} : tmap\n"
+    "  %A = smem_alloc : smem<2x128x64xf16, #shared<swizzle=128, order=[1,0]>>\n"
+    "  %full = mbar_alloc {count = 1} : mbar<2>\n"
+    "  warp_spec {producer_warps = 4, regs = [232, 40]} {\n"
+    "    %z = const 0 : i32\n"
+    "    mbar_wait %full, %z, %z\n"
+    "    yield\n"
+    "  } {\n"
+    "    %z2 = const 0 : i32\n"
+    "    mbar_expect %full, %z2 {bytes = 16384}\n"
+    "    tma_load %ta, %A, %z2, %full, %z2, %z2, %z2\n"
+    "    yield\n"
+    "  }\n"
+    "  return\n"
+    "}\n"
+    "kernel @plain(%x: ptr<f32>) warps(4) stages(1) {\n"
+    "  return\n"
+    "}\n";
+
+static char *ptx_of(su_arena *a, const char *text) {
+  su_source *src = su_source_new(a, "abi.tkir", text, strlen(text));
+  su_diags d;
+  su_diags_init(&d, a, stderr);
+  ir_module *m = ir_parse(a, src, &d);
+  assert_non_null(m);
+  assert_true(ir_verify(m, &d));
+  su_buf out = {0};
+  cg_options o = {"sm_90a", 3, NULL};
+  assert_true(cg_emit(m, &o, CG_PTX, &out, &d));
+  char *s = su_strdup(a, su_buf_str(&out));
+  su_buf_free(&out);
+  return s;
+}
+
+static void test_round_trip(void **state) {
+  (void)state;
+  su_arena *a = su_arena_new();
+  char *ptx = ptx_of(a, WS);
+  cg_abi abi;
+  assert_true(cg_ptx_abi(ptx, "ws", &abi));
+  assert_int_equal(abi.threads, 384); /* 8 warps and the 4 producers */
+  assert_true(abi.persistent);
+  assert_int_equal(abi.ntmaps, 2);
+  const cg_tmap *t = &abi.tmaps[0];
+  assert_int_equal(t->dtype, TK_F16);
+  assert_int_equal(t->rank, 2);
+  assert_int_equal(t->base, 0);
+  assert_int_equal(t->dims[0].param, 2);  /* %M */
+  assert_int_equal(t->dims[1].param, 4);  /* %K */
+  assert_int_equal(t->strides[0].param, 4);
+  assert_int_equal(t->box[0], 128);
+  assert_int_equal(t->box[1], 64);
+  assert_int_equal(t->swizzle, 128);
+  t = &abi.tmaps[1];
+  assert_int_equal(t->rank, 3);
+  assert_int_equal(t->base, 1);
+  assert_int_equal(t->dims[0].param, -1); /* a constant extent */
+  assert_true(t->dims[0].value == 2147483647);
+  assert_int_equal(t->strides[0].param, 3);
+  assert_int_equal(t->strides[1].param, 3);
+  assert_int_equal(t->box[0], 1);
+  /* the hidden arguments follow the parameters in the entry */
+  assert_non_null(strstr(ptx, ".param .align 64 .b8 ws_param_5[128]"));
+  assert_non_null(strstr(ptx, ".param .align 64 .b8 ws_param_6[128]"));
+  assert_non_null(strstr(ptx, ".param .u32 ws_param_9"));
+  assert_non_null(strstr(ptx, "cvta.param"));
+  /* a kernel that needs nothing hidden says so */
+  assert_true(cg_ptx_abi(ptx, "plain", &abi));
+  assert_int_equal(abi.threads, 128);
+  assert_false(abi.persistent);
+  assert_int_equal(abi.ntmaps, 0);
+  su_arena_free(a);
+}
+
+static void test_other_ptx_and_bad_notes(void **state) {
+  (void)state;
+  cg_abi abi;
+  assert_true(cg_ptx_abi(".visible .entry k() { ret; }", "k", &abi));
+  assert_int_equal(abi.threads, 0); /* unknown: PTX from elsewhere */
+  assert_false(cg_ptx_abi("// .tk.abi k threads=99999 persistent=0 tmaps=0\n", "k", &abi));
+  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=1\n", "k", &abi));
+  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=1\n"
+                          "// .tk.tmap k 0 f16 base=%0 dims=%1 strides= box=999 swizzle=0\n", "k", &abi));
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=1\n"
+                         "// .tk.tmap k 0 f32 base=%0 dims=%1 strides= box=32 swizzle=0\n", "k", &abi));
+  assert_int_equal(abi.tmaps[0].box[0], 32);
+  /* another kernel's notes are not this one's */
+  assert_true(cg_ptx_abi("// .tk.abi kk threads=384 persistent=1 tmaps=0\n", "k", &abi));
+  assert_int_equal(abi.threads, 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_other_ptx_and_bad_notes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
