@@ -382,8 +382,8 @@ static const mm_case MM_CASES[] = {
 
 /* The configurations tried, the fastest kept (tk's autotuning is issue 11): BM, BN, BK,
  * warps, stages. */
-static const int MM_CFG[][5] = {{128, 256, 64, 8, 4}, {128, 256, 64, 8, 3}, {128, 128, 64, 8, 4},
-                                {128, 128, 64, 8, 5}, {256, 128, 64, 8, 3}};
+static const int MM_CFG[][5] = {{128, 256, 64, 8, 4}, {128, 256, 64, 8, 3}, {128, 256, 32, 8, 6},
+                                {128, 128, 64, 8, 4}, {256, 128, 64, 8, 3}};
 
 static float mm_to_f32(bool bf, uint16_t u) { return bf ? bf16_bits_to_f32(u) : f16_bits_to_f32(u); }
 

@@ -239,6 +239,12 @@ void cg_ptx_mbar_expect(cg_ctx *c, LLVMValueRef bar, int bytes);
  * coordinates (innermost first) into shared address dst, completing on barrier bar. */
 void cg_ptx_tma_load(cg_ctx *c, int rank, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef bar,
                      const LLVMValueRef *inner_first);
+/* A TMA box copy out of shared address src to map at the coordinates (innermost first),
+ * in the issuing thread's current bulk group; the group's commit and its wait (for the
+ * reads of shared memory only: the buffer may then be written again). */
+void cg_ptx_tma_store(cg_ctx *c, int rank, LLVMValueRef src, LLVMValueRef map, const LLVMValueRef *inner_first);
+void cg_ptx_bulk_commit(cg_ctx *c);
+void cg_ptx_bulk_wait(cg_ctx *c, int pending);
 void cg_ptx_fence_async(cg_ctx *c);
 void cg_ptx_setmaxnreg(cg_ctx *c, bool inc, int regs);
 void cg_ptx_wgmma_fence(cg_ctx *c);

@@ -1,7 +1,8 @@
 /* The GPU level's memory ops: shared buffers (smem_alloc) and their swizzled addressing,
  * mbarriers (mbar_alloc, mbar_wait, mbar_arrive, mbar_expect), copies into buffers
- * (tma_load, cp_async and its commit/wait, smem_store) and out of them (smem_load), and the
- * barrier and async-proxy fence that order them. docs/ir.md, "GPU level", is the contract
+ * (tma_load, cp_async and its commit/wait, smem_store) and out of them (smem_load,
+ * tma_store and its bulk commit/wait), and the barrier and async-proxy fence that order
+ * them. docs/ir.md, "GPU level", is the contract
  * each follows. Ops that one thread issues for the CTA run on thread 0, or on the one
  * thread of a warp_spec producer. */
 #include "cg.h"
@@ -245,12 +246,14 @@ static void emit_mbar_expect(cg_ctx *c, const ir_op *op) {
  * first element; with a swizzle, that is the start of a chunk row (the box's inner extent
  * is one chunk), and the TMA engine's address-based swizzle matches docs/ir.md's formula
  * because slots start at 1024-byte boundaries. */
-static void emit_tma_load(cg_ctx *c, const ir_op *op) {
+static void emit_tma(cg_ctx *c, const ir_op *op) {
+  bool load = op->opc == IR_TMA_LOAD;
+  int first = load ? 5 : 3;
   const ir_value *map = op->operands[0], *buf = op->operands[1];
   const ir_op *def = map->def;
-  int rank = buf->type->rank - 1, ncoords = op->noperands - 5, outer = ncoords - rank;
+  int rank = buf->type->rank - 1, ncoords = op->noperands - first, outer = ncoords - rank;
   LLVMValueRef base = cg_slot_base(c, buf, cg_slot(c, op->operands[2], 0));
-  LLVMValueRef bar = bar_addr(c, op->operands[3], op->operands[4]);
+  LLVMValueRef bar = load ? bar_addr(c, op->operands[3], op->operands[4]) : NULL;
   LLVMValueRef one = elected(c);
   LLVMBasicBlockRef join = one ? cg_if_begin(c, one) : NULL;
   int nbox[IR_MAX_RANK], total = 1;
@@ -269,12 +272,26 @@ static void emit_tma_load(cg_ctx *c, const ir_op *op) {
     /* the map's dims innermost first: the slot's (moved to this box), then the others */
     for (int i = 0; i < ncoords; i++) {
       int d = ncoords - 1 - i;
-      LLVMValueRef coord = cg_slot(c, op->operands[5 + d], 0);
+      LLVMValueRef coord = cg_slot(c, op->operands[first + d], 0);
       inner_first[i] = d >= outer ? LLVMBuildAdd(c->b, coord, at[d - outer], "") : coord;
     }
-    LLVMValueRef dst = cg_shared_addr(c, byte_at(c, base, cg_slot_offset(c, buf->type, at)));
-    cg_ptx_tma_load(c, ncoords, dst, cg_slot(c, map, 0), bar, inner_first);
+    LLVMValueRef box = cg_shared_addr(c, byte_at(c, base, cg_slot_offset(c, buf->type, at)));
+    if (load)
+      cg_ptx_tma_load(c, ncoords, box, cg_slot(c, map, 0), bar, inner_first);
+    else
+      cg_ptx_tma_store(c, ncoords, box, cg_slot(c, map, 0), inner_first);
   }
+  if (join) cg_if_end(c, join);
+}
+
+/* commit and wait of the issuing thread's bulk groups: the thread that issued them */
+static void emit_bulk(cg_ctx *c, const ir_op *op) {
+  LLVMValueRef one = elected(c);
+  LLVMBasicBlockRef join = one ? cg_if_begin(c, one) : NULL;
+  if (op->opc == IR_BULK_COMMIT)
+    cg_ptx_bulk_commit(c);
+  else
+    cg_ptx_bulk_wait(c, (int)op->attr);
   if (join) cg_if_end(c, join);
 }
 
@@ -287,7 +304,8 @@ void cg_emit_async(cg_ctx *c, const ir_op *op) {
   case IR_MBAR_WAIT: emit_mbar_wait(c, op); return;
   case IR_MBAR_ARRIVE: emit_mbar_arrive(c, op); return;
   case IR_MBAR_EXPECT: emit_mbar_expect(c, op); return;
-  case IR_TMA_LOAD: emit_tma_load(c, op); return;
+  case IR_TMA_LOAD: case IR_TMA_STORE: emit_tma(c, op); return;
+  case IR_BULK_COMMIT: case IR_BULK_WAIT: emit_bulk(c, op); return;
   case IR_CP_ASYNC: emit_cp_async(c, op); return;
   case IR_CP_ASYNC_COMMIT: cg_intrinsic(c, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0); return;
   case IR_CP_ASYNC_WAIT: {

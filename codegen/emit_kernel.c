@@ -111,6 +111,7 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
     return;
   case IR_SMEM_ALLOC: case IR_SMEM_STORE: case IR_SMEM_LOAD: case IR_MBAR_ALLOC:
   case IR_MBAR_WAIT: case IR_MBAR_ARRIVE: case IR_MBAR_EXPECT: case IR_TMA_LOAD:
+  case IR_TMA_STORE: case IR_BULK_COMMIT: case IR_BULK_WAIT:
   case IR_CP_ASYNC: case IR_CP_ASYNC_COMMIT: case IR_CP_ASYNC_WAIT: case IR_BARRIER:
   case IR_FENCE_ASYNC:
     cg_emit_async(c, op);

@@ -89,6 +89,32 @@ void cg_ptx_tma_load(cg_ctx *c, int rank, LLVMValueRef dst, LLVMValueRef map, LL
   su_buf_free(&cons);
 }
 
+void cg_ptx_tma_store(cg_ctx *c, int rank, LLVMValueRef src, LLVMValueRef map, const LLVMValueRef *inner_first) {
+  SU_ASSERT(rank >= 1 && rank <= 5);
+  su_buf text = {0}, cons = {0};
+  su_buf_printf(&text, "cp.async.bulk.tensor.%dd.global.shared::cta.bulk_group [$1, {", rank);
+  su_buf_puts(&cons, "r,l");
+  LLVMValueRef args[2 + 5] = {src, map};
+  for (int i = 0; i < rank; i++) {
+    su_buf_printf(&text, "%s$%d", i ? ", " : "", 2 + i);
+    su_buf_puts(&cons, ",r");
+    args[2 + i] = inner_first[i];
+  }
+  su_buf_puts(&text, "}], [$0];");
+  su_buf_puts(&cons, ",~{memory}");
+  cg_asm(c, NULL, su_buf_str(&text), su_buf_str(&cons), args, 2 + rank);
+  su_buf_free(&text);
+  su_buf_free(&cons);
+}
+
+void cg_ptx_bulk_commit(cg_ctx *c) { cg_asm(c, NULL, "cp.async.bulk.commit_group;", "~{memory}", NULL, 0); }
+
+void cg_ptx_bulk_wait(cg_ctx *c, int pending) {
+  char text[64];
+  snprintf(text, sizeof text, "cp.async.bulk.wait_group.read %d;", pending);
+  cg_asm(c, NULL, text, "~{memory}", NULL, 0);
+}
+
 void cg_ptx_fence_async(cg_ctx *c) {
   cg_asm(c, NULL, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
 }

@@ -65,6 +65,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_MBAR_ALLOC: return &count;
   case IR_MBAR_EXPECT: return &bytes;
   case IR_CP_ASYNC_WAIT:
+  case IR_BULK_WAIT:
   case IR_WGMMA_WAIT: return &pending;
   case IR_WARP_SPEC: return &wspec;
   case IR_GRID_SIZE: return &axis;

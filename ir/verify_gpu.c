@@ -15,6 +15,7 @@ bool ir_verify_gpu_counts(const ir_op *op, int *lo, int *hi) {
   switch (op->opc) {
   case IR_TENSOR_MAP: *lo = 2, *hi = 2 * IR_MAX_RANK; return true;
   case IR_TMA_LOAD: *lo = 6, *hi = 5 + IR_MAX_RANK; return true; /* one coordinate per map dim */
+  case IR_TMA_STORE: *lo = 4, *hi = 3 + IR_MAX_RANK; return true;
   case IR_CP_ASYNC: *lo = 3, *hi = 4; return true;
   case IR_WGMMA: *lo = 4, *hi = 5; return true;
   case IR_WGMMA_WAIT: *lo = 1, *hi = 1 << 30; return true;
@@ -73,15 +74,18 @@ static void check_tensor_map(verifier *v, const ir_op *op, bool top) {
   if (op->ints[r - 1] * eb % 16) ir_verr(v, op, "inner box of %d bytes is not a multiple of 16", op->ints[r - 1] * eb);
 }
 
-static void check_tma_load(verifier *v, const ir_op *op) {
+/* tma_load (tmap, buf, slot, bars, index, coords) and tma_store (tmap, buf, slot, coords). */
+static void check_tma(verifier *v, const ir_op *op) {
+  bool load = op->opc == IR_TMA_LOAD;
+  int first = load ? 5 : 3;
   if (!want_kind(v, op, 0, IR_TMAP, "a tensor map") || !want_kind(v, op, 1, IR_SMEM, "a shared buffer") ||
-      !want_kind(v, op, 3, IR_MBAR, "barriers"))
+      (load && !want_kind(v, op, 3, IR_MBAR, "barriers")))
     return;
   want_i32(v, op, 2, "the slot");
-  want_i32(v, op, 4, "the barrier index");
+  if (load) want_i32(v, op, 4, "the barrier index");
   const ir_type *buf = op->operands[1]->type;
-  int rank = buf->rank - 1, ncoords = op->noperands - 5;
-  for (int i = 5; i < op->noperands; i++) want_i32(v, op, i, "a coordinate");
+  int rank = buf->rank - 1, ncoords = op->noperands - first;
+  for (int i = first; i < op->noperands; i++) want_i32(v, op, i, "a coordinate");
   const ir_op *map = op->operands[0]->def;
   if (!map || map->opc != IR_TENSOR_MAP || map->nints != ncoords || ncoords < rank) {
     ir_verr(v, op, "takes one coordinate per dim of its tensor_map, which has at least the slot's rank");
@@ -149,7 +153,7 @@ static void check_producer(verifier *v, const ir_block *blk) {
       if (op->results[i]->type->kind == IR_TILE)
         ir_verr(v, op, "the producer of a warp_spec runs on one thread and holds no tiles");
     switch (op->opc) {
-    case IR_BARRIER: case IR_WGMMA: case IR_MMA: case IR_MBAR_ARRIVE: case IR_CP_ASYNC:
+    case IR_BARRIER: case IR_WGMMA: case IR_MMA: case IR_MBAR_ARRIVE: case IR_CP_ASYNC: case IR_TMA_STORE:
     case IR_SMEM_LOAD: case IR_SMEM_STORE: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:
       ir_verr(v, op, "cannot stand in the producer of a warp_spec (one thread)");
       break;
@@ -199,8 +203,13 @@ bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
     if (op->opc == IR_MBAR_EXPECT && (op->attr < 1 || op->attr >= (1 << 20)))
       ir_verr(v, op, "expected bytes %lld not in [1, 2^20)", (long long)op->attr);
     return true;
-  case IR_TMA_LOAD:
-    check_tma_load(v, op);
+  case IR_TMA_LOAD: case IR_TMA_STORE:
+    check_tma(v, op);
+    return true;
+  case IR_BULK_COMMIT:
+    return true;
+  case IR_BULK_WAIT:
+    if (op->attr < 0 || op->attr > 7) ir_verr(v, op, "pending groups %lld not in [0, 7]", (long long)op->attr);
     return true;
   case IR_CP_ASYNC: {
     if (!want_kind(v, op, 0, IR_SMEM, "a shared buffer")) return true;

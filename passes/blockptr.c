@@ -1,5 +1,6 @@
-/* Block-pointer recognition: whether a tile load reads a rectangular block of a strided
- * tensor, as a TMA box copy would, and if so that tensor's description. Used by swpipe.
+/* Block-pointer recognition: whether a tile load reads (a store writes) a rectangular
+ * block of a strided tensor, as a TMA box copy would, and if so that tensor's
+ * description. Used by swpipe and tmastore.
  *
  * The pointer tile is decomposed, through addptr, broadcast, expand_dims, splat, add,
  * mul by a uniform scalar, integer casts and arange, into
@@ -207,7 +208,9 @@ static form decompose(ctx *c, ir_value *v) {
     break;
   }
   case IR_BROADCAST:
-    /* not note_index: a dim's index stays the expression before the broadcast */
+  case IR_CONVERT_LAYOUT:
+    /* not note_index: a dim's index stays the expression before the broadcast (a layout
+     * changes no value) */
     return decompose(c, op->operands[0]);
   case IR_ADD:
     f = add_forms(c, decompose(c, op->operands[0]), decompose(c, op->operands[1]));
@@ -244,7 +247,7 @@ static form decompose_ptr(ctx *c, ir_value *p, ir_value **base) {
     *base = s;
     return f;
   }
-  if (op->opc == IR_BROADCAST) return decompose_ptr(c, op->operands[0], base);
+  if (op->opc == IR_BROADCAST || op->opc == IR_CONVERT_LAYOUT) return decompose_ptr(c, op->operands[0], base);
   if (op->opc == IR_ADDPTR) {
     form a = decompose_ptr(c, op->operands[0], base);
     if (!a.ok) return FAIL;
@@ -254,7 +257,7 @@ static form decompose_ptr(ctx *c, ir_value *p, ir_value **base) {
 }
 
 static ir_value *strip_broadcast(ir_value *v) {
-  while (v->def && v->def->opc == IR_BROADCAST) v = v->def->operands[0];
+  while (v->def && (v->def->opc == IR_BROADCAST || v->def->opc == IR_CONVERT_LAYOUT)) v = v->def->operands[0];
   return v;
 }
 
@@ -278,10 +281,13 @@ static bool read_mask(const form *f, ir_value *mask, ir_value **bound) {
 
 bool pass_block_of(ir_module *m, ir_op *load, pass_block *out) {
   memset(out, 0, sizeof *out);
+  bool store = load->opc == IR_STORE;
+  SU_ASSERT(store || load->opc == IR_LOAD);
+  int mask_at = store ? 2 : 1;
   ir_value *p = load->operands[0];
   const ir_type *t = p->type;
   if (t->kind != IR_TILE || t->rank > 2) return false;
-  if (load->noperands == 3 && !pass_const_eq(load->operands[2], 0)) return false;
+  if (!store && load->noperands == 3 && !pass_const_eq(load->operands[2], 0)) return false;
   ctx c = {m, {m, load->parent, load, load->loc}};
   ir_value *base = NULL;
   form f = decompose_ptr(&c, p, &base);
@@ -293,7 +299,7 @@ bool pass_block_of(ir_module *m, ir_op *load, pass_block *out) {
   for (int d = 0; d < r - 1; d++)
     if (f.has[d] && !is_param_or_const(f.s[d])) return false;
   ir_value *bound[IR_MAX_RANK] = {0};
-  if (load->noperands >= 2 && !read_mask(&f, load->operands[1], bound)) return false;
+  if (load->noperands > mask_at && !read_mask(&f, load->operands[mask_at], bound)) return false;
   if (f.nq + r > IR_MAX_RANK) return false;
   /* tensor dims: the uniform terms (box 1), then the tile's dims */
   int n = 0;
@@ -317,4 +323,50 @@ bool pass_block_of(ir_module *m, ir_op *load, pass_block *out) {
   out->rank = n;
   out->base = base;
   return true;
+}
+
+int pass_swizzle_for(int inner_bytes) {
+  return inner_bytes >= 128 ? 128 : inner_bytes >= 64 ? 64 : inner_bytes >= 32 ? 32 : 0;
+}
+
+/* An alignment the launch guarantees: a constant's own, a parameter's facts. */
+static int64_t known_div(const ir_func *f, const ir_value *v) {
+  if (v->def && v->def->opc == IR_CONST) {
+    int64_t x = v->def->cval.i;
+    return x ? (x & -x) : 1 << 30;
+  }
+  for (int i = 0; i < f->body->nargs; i++)
+    if (f->body->args[i] == v) return ir_param_div(f, i);
+  return 1;
+}
+
+bool pass_block_tma_ready(const ir_func *f, const pass_block *b, int elem_bytes) {
+  if (known_div(f, b->base) < 16) return false;
+  for (int d = 0; d + 1 < b->rank; d++)
+    if (known_div(f, b->stride[d]) * elem_bytes % 16) return false;
+  for (int d = 0; d < b->rank; d++)
+    if (b->box[d] > 256) return false;
+  int inner = b->box[b->rank - 1] * elem_bytes, sw = pass_swizzle_for(inner);
+  return sw && inner % sw == 0;
+}
+
+ir_value *pass_tensor_map(ir_module *m, ir_func *f, const pass_block *b, int swizzle, int elem_bytes) {
+  /* base, extents (unbounded: the largest), strides; the box's inner extent is one
+   * swizzle line, a slot a whole number of boxes */
+  ir_builder at = {m, f->body, f->body->first, f->loc};
+  ir_value *opnds[2 * IR_MAX_RANK];
+  int n = 0;
+  opnds[n++] = b->base;
+  for (int d = 0; d < b->rank; d++)
+    opnds[n++] = b->bound[d] ? b->bound[d] : ir_const_int(&at, ir_type_scalar(m, TK_I32), INT32_MAX);
+  for (int d = 0; d + 1 < b->rank; d++) opnds[n++] = b->stride[d];
+  int *box = SU_NEW_ARRAY(m->arena, int, b->rank);
+  for (int d = 0; d < b->rank; d++) box[d] = b->box[d];
+  box[b->rank - 1] = swizzle / elem_bytes;
+  const ir_type *tm = ir_type_tmap(m);
+  ir_op *op = ir_build(&at, IR_TENSOR_MAP, n, opnds, 1, &tm);
+  op->ints = box;
+  op->nints = b->rank;
+  op->attr = swizzle;
+  return op->results[0];
 }

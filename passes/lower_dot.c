@@ -40,9 +40,6 @@ static ir_op *slot_read(lower *l, ir_value *v) {
   return d;
 }
 
-static int swizzle_for(int inner_bytes) {
-  return inner_bytes >= 128 ? 128 : inner_bytes >= 64 ? 64 : inner_bytes >= 32 ? 32 : 0;
-}
 
 /* A one-slot buffer holding tile v, stored before `at` between two barriers. */
 static ir_value *stage(lower *l, ir_op *at, ir_value *v) {
@@ -55,7 +52,7 @@ static ir_value *stage(lower *l, ir_op *at, ir_value *v) {
   sl.rank = 2;
   sl.order[0] = 1;
   sl.order[1] = 0;
-  sl.swizzle = swizzle_for(t->shape[1] * eb);
+  sl.swizzle = pass_swizzle_for(t->shape[1] * eb);
   int shape[3] = {1, t->shape[0], t->shape[1]};
   ir_builder top = {m, l->f->body, l->f->body->first, l->f->loc};
   ir_value *buf = ir_build1(&top, IR_SMEM_ALLOC, ir_type_smem(m, t->elem, 3, shape, ir_layout_intern(m, &sl)), 0, NULL);
@@ -71,7 +68,7 @@ static ir_value *stage(lower *l, ir_op *at, ir_value *v) {
 
 static bool stageable(const ir_value *v) {
   const ir_type *t = v->type;
-  return swizzle_for(t->shape[1] * ir_dtype_bytes(t->dtype)) != 0;
+  return pass_swizzle_for(t->shape[1] * ir_dtype_bytes(t->dtype)) != 0;
 }
 
 /* The release swpipe put right after the dot: mbar_arrive %empty, %slot. */

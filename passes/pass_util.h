@@ -62,9 +62,19 @@ typedef struct {
   ir_value *coord[IR_MAX_RANK], *stride[IR_MAX_RANK], *bound[IR_MAX_RANK];
   int box[IR_MAX_RANK], tile_dim[IR_MAX_RANK];
 } pass_block;
-/* Recognizes load (its pointer tile, mask and zero `other`) as a box copy; false when it
- * is none. May add pure scalar ops before load (the coordinates). */
+/* Recognizes load (its pointer tile, mask and zero `other`) or a store (pointer and mask)
+ * as a box copy; false when it is none. May add pure scalar ops before it (the
+ * coordinates). A store's mask bounds its dims as a load's does: what lies outside is not
+ * written. */
 bool pass_block_of(ir_module *m, ir_op *load, pass_block *out);
+/* Whether kernel f's launch guarantees what a TMA map of block b (elements of elem_bytes)
+ * needs: the base and every stride 16-byte aligned by the parameters' facts, boxes of at
+ * most 256, an inner extent of a whole 32-, 64- or 128-byte swizzle line. */
+bool pass_block_tma_ready(const ir_func *f, const pass_block *b, int elem_bytes);
+/* A tensor_map of block b at the top of f (its inner box: one swizzle line). */
+ir_value *pass_tensor_map(ir_module *m, ir_func *f, const pass_block *b, int swizzle, int elem_bytes);
+/* The swizzle (bytes) for a slot whose rows are inner_bytes long: 128, 64, 32, or 0. */
+int pass_swizzle_for(int inner_bytes);
 
 /* ---- liveness with other roots (dce.c) ---- */
 /* DCE whose roots are the ops `root` accepts (and return), sweeping only inside scope (a

@@ -14,7 +14,7 @@
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
  *    fixed point with a bound), licm, canonicalize again, stripmine; then, when the module
  *    has a target (ir_module.arch), the target part: tiling, persist, swpipe, lower_dot,
- *    warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
+ *    tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
 #ifndef TK_PASSES_H
@@ -77,6 +77,9 @@ bool pass_swpipe(ir_module *m, ir_func *f);
 /* Lowers dot to wgmma (asynchronous, one group in flight across a pipelined loop) or to
  * mma from shared slots (lower_dot.c). */
 bool pass_lower_dot(ir_module *m, ir_func *f);
+/* Turns a store of a wgmma result that writes a block of a strided tensor into a TMA copy
+ * through a shared buffer, overlapped with what follows (tmastore.c). */
+bool pass_tmastore(ir_module *m, ir_func *f);
 /* Splits a TMA-pipelined kernel into a producer warpgroup and the consumers (warpspec.c). */
 bool pass_warpspec(ir_module *m, ir_func *f);
 

@@ -89,35 +89,11 @@ static bool pipelinable_load(const pipe *p, const ir_op *ld) {
 
 /* ---- TMA applicability ---- */
 
-/* A stride or base alignment the launch guarantees: a constant's own, a parameter's
- * facts (specialization). */
-static int64_t known_div(const ir_func *f, const ir_value *v) {
-  if (v->def && v->def->opc == IR_CONST) {
-    int64_t x = v->def->cval.i;
-    return x ? (x & -x) : 1 << 30;
-  }
-  for (int i = 0; i < f->body->nargs; i++)
-    if (f->body->args[i] == v) return ir_param_div(f, i);
-  return 1;
-}
-
-static int swizzle_for(int inner_bytes) {
-  return inner_bytes >= 128 ? 128 : inner_bytes >= 64 ? 64 : inner_bytes >= 32 ? 32 : 0;
-}
-
 /* TMA needs the base and every stride 16-byte aligned, the boxes <= 256 and an inner
- * extent of at least one 32-byte swizzle line. */
+ * extent of at least one 32-byte swizzle line (pass_block_tma_ready). */
 static bool tma_ready(pipe *p, int i) {
-  pass_block *b = &p->blk[i];
   int eb = ir_dtype_bytes(p->loads[i]->results[0]->type->dtype);
-  if (known_div(p->f, b->base) < 16) return false;
-  for (int d = 0; d + 1 < b->rank; d++)
-    if (known_div(p->f, b->stride[d]) * eb % 16) return false;
-  for (int d = 0; d < b->rank; d++)
-    if (b->box[d] > 256) return false;
-  int inner = b->box[b->rank - 1] * eb;
-  int sw = swizzle_for(inner);
-  return sw && inner % sw == 0;
+  return pass_block_tma_ready(p->f, &p->blk[i], eb);
 }
 
 /* ---- building ---- */
@@ -245,30 +221,12 @@ static void allocate(pipe *p) {
     sl.rank = 2;
     sl.order[0] = 1;
     sl.order[1] = 0;
-    sl.swizzle = swizzle_for(t->shape[1] * eb);
+    sl.swizzle = pass_swizzle_for(t->shape[1] * eb);
     if (sl.swizzle && (t->shape[1] * eb) % sl.swizzle) sl.swizzle = 0;
     int shape[3] = {p->stages, t->shape[0], t->shape[1]};
     p->bufs[i] = alloc(p, IR_SMEM_ALLOC, ir_type_smem(m, t->elem, 3, shape, ir_layout_intern(m, &sl)));
     if (!p->tma) continue;
-    /* the tensor map: base, extents (unbounded: the largest), strides; the box's inner
-     * extent is one swizzle line, the slot a whole number of boxes */
-    pass_block *b = &p->blk[i];
-    ir_builder at = {m, p->f->body, p->f->body->first, p->f->loc};
-    ir_value *opnds[2 * IR_MAX_RANK];
-    int n = 0;
-    opnds[n++] = b->base;
-    for (int d = 0; d < b->rank; d++)
-      opnds[n++] = b->bound[d] ? b->bound[d] : ir_const_int(&at, ir_type_scalar(m, TK_I32), INT32_MAX);
-    for (int d = 0; d + 1 < b->rank; d++) opnds[n++] = b->stride[d];
-    int *box = SU_NEW_ARRAY(m->arena, int, b->rank);
-    for (int d = 0; d < b->rank; d++) box[d] = b->box[d];
-    box[b->rank - 1] = sl.swizzle / eb;
-    const ir_type *tm = ir_type_tmap(m);
-    ir_op *op = ir_build(&at, IR_TENSOR_MAP, n, opnds, 1, &tm);
-    op->ints = box;
-    op->nints = b->rank;
-    op->attr = sl.swizzle;
-    p->maps[i] = op->results[0];
+    p->maps[i] = pass_tensor_map(m, p->f, &p->blk[i], sl.swizzle, eb);
     p->bytes += (int)(ir_type_numel(t) * eb);
   }
   if (p->tma) {
