@@ -57,7 +57,67 @@ static const char MATMUL_TK[] =
   "    store(c + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) && (rn[None, :] < N));\n"
   "}\n";
 
-enum { MAX_CASES = 40, SOURCE_CAP = 2048 };
+/* The same product with b stored transposed ([N, K], "nt"), a stored transposed ([K, M],
+ * "tn"), and batched over program_id(2) with the batch strides as arguments ("batch"). */
+static const char MATMUL_NT_TK[] =
+  "kernel %s<BM: i32 = 64, BN: i32 = 64, BK: i32 = 32>(a: *%s, b: *%s, c: *%s,\n"
+  "                                                  M: i32, N: i32, K: i32) {\n"
+  "    let rm = program_id(0) * BM + arange(0, BM);\n"
+  "    let rn = program_id(1) * BN + arange(0, BN);\n"
+  "    let rk = arange(0, BK);\n"
+  "    var acc = zeros<%s>(BM, BN);\n"
+  "    for k in range(0, K, BK) {\n"
+  "        let kk = k + rk;\n"
+  "        let ta = load(a + rm[:, None] * K + kk[None, :],\n"
+  "                      (rm[:, None] < M) && (kk[None, :] < K), %s);\n"
+  "        let tb = load(b + rn[None, :] * K + kk[:, None],\n"
+  "                      (kk[:, None] < K) && (rn[None, :] < N), %s);\n"
+  "        acc = dot(ta, tb, acc);\n"
+  "    }\n"
+  "    store(c + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) && (rn[None, :] < N));\n"
+  "}\n";
+
+static const char MATMUL_TN_TK[] =
+  "kernel %s<BM: i32 = 64, BN: i32 = 64, BK: i32 = 32>(a: *%s, b: *%s, c: *%s,\n"
+  "                                                  M: i32, N: i32, K: i32) {\n"
+  "    let rm = program_id(0) * BM + arange(0, BM);\n"
+  "    let rn = program_id(1) * BN + arange(0, BN);\n"
+  "    let rk = arange(0, BK);\n"
+  "    var acc = zeros<%s>(BM, BN);\n"
+  "    for k in range(0, K, BK) {\n"
+  "        let kk = k + rk;\n"
+  "        let ta = load(a + rm[:, None] + kk[None, :] * M,\n"
+  "                      (rm[:, None] < M) && (kk[None, :] < K), %s);\n"
+  "        let tb = load(b + kk[:, None] * N + rn[None, :],\n"
+  "                      (kk[:, None] < K) && (rn[None, :] < N), %s);\n"
+  "        acc = dot(ta, tb, acc);\n"
+  "    }\n"
+  "    store(c + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) && (rn[None, :] < N));\n"
+  "}\n";
+
+static const char MATMUL_BATCH_TK[] =
+  "kernel %s<BM: i32 = 64, BN: i32 = 64, BK: i32 = 32>(a: *%s, b: *%s, c: *%s,\n"
+  "        M: i32, N: i32, K: i32, sa: i32, sb: i32, sc: i32) {\n"
+  "    let z = program_id(2);\n"
+  "    let rm = program_id(0) * BM + arange(0, BM);\n"
+  "    let rn = program_id(1) * BN + arange(0, BN);\n"
+  "    let rk = arange(0, BK);\n"
+  "    var acc = zeros<%s>(BM, BN);\n"
+  "    for k in range(0, K, BK) {\n"
+  "        let kk = k + rk;\n"
+  "        let ta = load(a + z * sa + rm[:, None] * K + kk[None, :],\n"
+  "                      (rm[:, None] < M) && (kk[None, :] < K), %s);\n"
+  "        let tb = load(b + z * sb + kk[:, None] * N + rn[None, :],\n"
+  "                      (kk[:, None] < K) && (rn[None, :] < N), %s);\n"
+  "        acc = dot(ta, tb, acc);\n"
+  "    }\n"
+  "    store(c + z * sc + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) && (rn[None, :] < N));\n"
+  "}\n";
+
+enum { MAX_CASES = 48, SOURCE_CAP = 2048, BATCH = 3 };
+
+/* how a and b are stored, and whether the product is batched */
+typedef enum { NN, NT, TN, BATCHED } form;
 
 /* warp_specialize and persistent: the compiler's choice, or forced off */
 typedef enum { AUTO, OFF } choice;
@@ -68,6 +128,7 @@ typedef struct {
   tk_dtype in, acc;
   int bm, bn, bk, warps, stages;
   choice ws, persist;
+  form form;
   bool big; /* also the shape with more tiles than SMs */
 } dot_case;
 
@@ -99,8 +160,8 @@ static const char *dtype_name(tk_dtype t) {
   }
 }
 
-static void add_case_full(tk_dtype in, int bm, int bn, int bk, int warps, int stages, choice ws,
-                          choice persist, bool big) {
+static void add_case_form(tk_dtype in, int bm, int bn, int bk, int warps, int stages, choice ws,
+                          choice persist, bool big, form fm) {
   SU_ASSERT(G.ncases < MAX_CASES);
   dot_case *c = &G.cases[G.ncases++];
   memset(c, 0, sizeof *c);
@@ -114,13 +175,21 @@ static void add_case_full(tk_dtype in, int bm, int bn, int bk, int warps, int st
   c->ws = ws;
   c->persist = persist;
   c->big = big;
+  c->form = fm;
+  static const char *const forms[] = {"", "_nt", "_tn", "_batch"};
   char name[sizeof c->name];
-  snprintf(name, sizeof name, "dot_%s_%dx%dx%d_w%d_s%d%s%s", dtype_name(in), bm, bn, bk, warps, stages,
-           ws == OFF ? "_nows" : "", persist == OFF ? "_nopers" : "");
+  snprintf(name, sizeof name, "dot_%s_%dx%dx%d_w%d_s%d%s%s%s", dtype_name(in), bm, bn, bk, warps, stages,
+           ws == OFF ? "_nows" : "", persist == OFF ? "_nopers" : "", forms[fm]);
   memcpy(c->name, name, sizeof name);
   const char *t = dtype_name(in), *u = dtype_name(c->acc), *zero = in == TK_I8 ? "0" : "0.0";
-  int n = snprintf(c->source, sizeof c->source, MATMUL_TK, name, t, t, u, u, zero, zero);
+  const char *tmpl = fm == NT ? MATMUL_NT_TK : fm == TN ? MATMUL_TN_TK : fm == BATCHED ? MATMUL_BATCH_TK : MATMUL_TK;
+  int n = snprintf(c->source, sizeof c->source, tmpl, name, t, t, u, u, zero, zero);
   SU_ASSERT(n > 0 && n < SOURCE_CAP);
+}
+
+static void add_case_full(tk_dtype in, int bm, int bn, int bk, int warps, int stages, choice ws,
+                          choice persist, bool big) {
+  add_case_form(in, bm, bn, bk, warps, stages, ws, persist, big, NN);
 }
 
 static void add_case(tk_dtype in, int bm, int bn, int bk, int warps) {
@@ -140,6 +209,13 @@ static void make_cases(void) {
   add_case_full(TK_F32, 64, 64, 32, 4, 3, AUTO, AUTO, false);   /* tf32 on mma.sync, from a ring */
   add_case_full(TK_I8, 64, 64, 64, 4, 2, AUTO, AUTO, false);
   add_case_full(TK_F16, 128, 128, 64, 8, 1, AUTO, AUTO, false); /* wgmma, staged */
+  /* column-major operands (cp.async rings: the contiguous dim is not the tile's last) and
+   * batched products (a 3-D tensor map: the batch offset is a dim of box 1) */
+  add_case_form(TK_F16, 128, 128, 64, 8, 3, AUTO, AUTO, false, NT);
+  add_case_form(TK_F16, 128, 128, 64, 8, 3, AUTO, AUTO, false, TN);
+  add_case_form(TK_BF16, 64, 64, 32, 4, 2, AUTO, AUTO, false, NT);
+  add_case_form(TK_F16, 128, 128, 64, 8, 3, AUTO, AUTO, false, BATCHED);
+  add_case_form(TK_F16, 64, 64, 32, 4, 2, OFF, OFF, false, BATCHED);
   add_case(TK_F16, 128, 128, 64, 4);
   add_case(TK_F16, 128, 128, 64, 8);
   add_case(TK_F16, 64, 64, 32, 4);
@@ -222,14 +298,16 @@ static tk_kernel *compile(tk_context *ctx, const dot_case *c) {
   return gh_compile(&G.h, ctx, &(gh_source){c->name, c->source, NULL, c->name}, &d);
 }
 
+static long batches(const dot_case *c) { return c->form == BATCHED ? BATCH : 1; }
+
 static void run_on(tk_context *ctx, tk_kernel *k, const dot_case *c, const shape *sh,
                    const void *a, const void *b, void *out) {
-  size_t in = gh_dtype_size(c->in);
-  size_t bytes[3] = {(size_t)(sh->m * sh->k) * in, (size_t)(sh->k * sh->n) * in,
-                     (size_t)(sh->m * sh->n) * 4};
+  size_t in = gh_dtype_size(c->in), nb = (size_t)batches(c);
+  size_t bytes[3] = {nb * (size_t)(sh->m * sh->k) * in, nb * (size_t)(sh->k * sh->n) * in,
+                     nb * (size_t)(sh->m * sh->n) * 4};
   const void *host[3] = {a, b, out};
   tk_devptr dev[3] = {0};
-  tk_arg args[6];
+  tk_arg args[9];
   for (int i = 0; i < 3; i++) {
     assert_int_equal(tk_malloc(ctx, &dev[i], bytes[i]), TK_OK);
     assert_int_equal(tk_memcpy_htod(ctx, dev[i], host[i], bytes[i]), TK_OK);
@@ -238,8 +316,11 @@ static void run_on(tk_context *ctx, tk_kernel *k, const dot_case *c, const shape
   args[3] = tk_arg_i32((int32_t)sh->m);
   args[4] = tk_arg_i32((int32_t)sh->n);
   args[5] = tk_arg_i32((int32_t)sh->k);
-  tk_grid grid = {(unsigned)gh_cdiv(sh->m, c->bm), (unsigned)gh_cdiv(sh->n, c->bn), 1};
-  tk_status s = tk_launch(k, grid, NULL, args, 6);
+  args[6] = tk_arg_i32((int32_t)(sh->m * sh->k));
+  args[7] = tk_arg_i32((int32_t)(sh->k * sh->n));
+  args[8] = tk_arg_i32((int32_t)(sh->m * sh->n));
+  tk_grid grid = {(unsigned)gh_cdiv(sh->m, c->bm), (unsigned)gh_cdiv(sh->n, c->bn), (unsigned)batches(c)};
+  tk_status s = tk_launch(k, grid, NULL, args, c->form == BATCHED ? 9 : 6);
   if (s == TK_OK) s = tk_synchronize(ctx);
   if (s != TK_OK)
     fail_msg("%s (%ldx%ldx%ld) on %s: %s: %s", c->name, sh->m, sh->n, sh->k,
@@ -250,10 +331,11 @@ static void run_on(tk_context *ctx, tk_kernel *k, const dot_case *c, const shape
 
 static void run_shape(const dot_case *c, tk_kernel *kc, tk_kernel *ki, const shape *sh) {
   size_t sz = gh_dtype_size(c->in);
-  char *a = malloc((size_t)(sh->m * sh->k) * sz), *b = malloc((size_t)(sh->k * sh->n) * sz);
-  for (long i = 0; i < sh->m * sh->k; i++) random_elem(c->in, a + i * (long)sz);
-  for (long i = 0; i < sh->k * sh->n; i++) random_elem(c->in, b + i * (long)sz);
-  size_t out_bytes = (size_t)(sh->m * sh->n) * 4;
+  long nb = batches(c);
+  char *a = malloc((size_t)(nb * sh->m * sh->k) * sz), *b = malloc((size_t)(nb * sh->k * sh->n) * sz);
+  for (long i = 0; i < nb * sh->m * sh->k; i++) random_elem(c->in, a + i * (long)sz);
+  for (long i = 0; i < nb * sh->k * sh->n; i++) random_elem(c->in, b + i * (long)sz);
+  size_t out_bytes = (size_t)(nb * sh->m * sh->n) * 4;
   void *gpu = malloc(out_bytes), *ref = malloc(out_bytes);
   memset(gpu, POISON, out_bytes);
   memset(ref, POISON, out_bytes);
@@ -261,7 +343,7 @@ static void run_shape(const dot_case *c, tk_kernel *kc, tk_kernel *ki, const sha
   run_on(G.h.interp, ki, c, sh, a, b, ref);
   char what[96];
   snprintf(what, sizeof what, "%s (M=%ld N=%ld K=%ld)", c->name, sh->m, sh->n, sh->k);
-  compare(what, c->acc, gpu, ref, sh->m * sh->n, sh->n);
+  compare(what, c->acc, gpu, ref, nb * sh->m * sh->n, sh->n);
   free(a);
   free(b);
   free(gpu);

@@ -26,7 +26,22 @@ layernorm_f32.tk layernorm_f32 -D BLOCK=4096
 rmsnorm.tk rmsnorm -D BLOCK=4096
 LIST
 )
+# The tensor-core kernels are benchmarked on aligned arguments, which the JIT runs
+# specialized (TMA rings, warp specialization); their unaligned variant (cp.async of
+# single elements, 256 threads sharing the register file) is correct but spills.
+spec_only=$(cat <<'LIST'
+matmul.tk matmul -D stages=4
+matmul.tk matmul -D stages=3
+matmul.tk matmul -D BK=32 -D stages=6
+matmul.tk matmul -D BM=256 -D BN=128 -D stages=3
+matmul.tk matmul -D BN=128 -D stages=4
+matmul.tk matmul_bf16 -D stages=3
+LIST
+)
 for spec in "" --specialize=all; do
+entries=$list
+[ -n "$spec" ] && entries="$list
+$spec_only"
 while read -r file kernel defs; do
   [ -n "$file" ] || continue
   name="$kernel $defs $spec"
@@ -45,7 +60,7 @@ while read -r file kernel defs; do
     echo "ok: $name: $(echo "$info" | grep -Eo 'Used [0-9]+ registers|[0-9]+ bytes stack frame' | tr '\n' ' ')"
   fi
 done <<EOF
-$list
+$entries
 EOF
 done
 echo "spills: $pass passed, $fail failed"

@@ -1,0 +1,43 @@
+#!/bin/sh
+# The tensor-core paths of the matmul samples, per target: on sm_90a (specialized, as the
+# JIT compiles aligned arguments) wgmma fed by TMA box copies, with TMA-store epilogues at
+# 3 stages; on sm_90a without the alignment facts, wgmma fed by cp.async (of single
+# elements: no vector is provably aligned); on sm_80 and
+# sm_90, mma.sync fed by cp.async. ptxas accepts each. Skips (exit 77) without ptxas.
+# usage: tensor_cores.sh TKC SAMPLES_DIR
+set -u
+tkc=$1 samples=$2
+ptxas=${CUDA_HOME:-/usr/local/cuda}/bin/ptxas
+[ -x "$ptxas" ] || { echo "skipped: no ptxas at $ptxas"; exit 77; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+# sample arch flags | instructions that must appear (space separated) | that must not
+check() {
+  file=$1 arch=$2 flags=$3 want=$4 not=$5
+  name="$file --arch $arch $flags"
+  # shellcheck disable=SC2086
+  if ! "$tkc" "$samples/$file" --arch "$arch" $flags -o "$tmp/k.ptx" 2> "$tmp/err"; then
+    fail=$((fail + 1)); echo "FAIL: $name: tkc failed"; cat "$tmp/err"; return
+  fi
+  for w in $want; do
+    if ! grep -q "$w" "$tmp/k.ptx"; then fail=$((fail + 1)); echo "FAIL: $name: no $w"; return; fi
+  done
+  for w in $not; do
+    if grep -q "$w" "$tmp/k.ptx"; then fail=$((fail + 1)); echo "FAIL: $name: $w"; return; fi
+  done
+  if ! "$ptxas" -arch="$arch" "$tmp/k.ptx" -o "$tmp/k.cubin" 2> "$tmp/v"; then
+    fail=$((fail + 1)); echo "FAIL: $name: ptxas rejected it"; cat "$tmp/v"; return
+  fi
+  pass=$((pass + 1)); echo "ok: $name"
+}
+tma="wgmma.mma_async cp.async.bulk.tensor mbarrier.try_wait.parity setmaxnreg"
+check matmul.tk sm_90a "--specialize=all" "$tma" "mma.sync"
+check matmul.tk sm_90a "--specialize=all -D stages=3" "$tma cp.async.bulk.tensor.2d.global.shared" ""
+check matmul_bias_gelu.tk sm_90a "--specialize=all -D stages=3" "$tma cp.async.bulk.tensor.2d.global.shared" ""
+check matmul.tk sm_90a "" "wgmma.mma_async" "cp.async.bulk.tensor"
+check matmul.tk sm_80 "--specialize=all" "cp.async.cg mma.sync.aligned.m16n8k16" "wgmma"
+check matmul.tk sm_90 "--specialize=all" "cp.async.cg mma.sync.aligned.m16n8k16" "wgmma"
+check matmul.tk sm_80 "" "mma.sync.aligned.m16n8k16" "wgmma"
+echo "tensor cores: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
