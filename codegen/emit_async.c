@@ -98,8 +98,18 @@ static void emit_smem_alloc(cg_ctx *c, const ir_op *op) {
   cg_set(c, op->results[0], s, 1);
 }
 
+/* x, opaque to LLVM: what is computed from it is computed where it is used. A store of a
+ * whole tile computes an address per slot from the thread's index alone; in a loop (the
+ * epilogue of a persistent kernel) LLVM would hoist all of them out and keep them live
+ * across the main loop, beside the accumulators (ptxas then spills them). */
+static LLVMValueRef opaque(cg_ctx *c, LLVMValueRef x) {
+  return cg_asm(c, LLVMTypeOf(x), "mov.b32 $0, $1;", "=r,r", &x, 1);
+}
+
 static void emit_smem_store(cg_ctx *c, const ir_op *op) {
   const ir_value *buf = op->operands[0], *v = op->operands[2];
+  LLVMValueRef tid = c->tid;
+  c->tid = opaque(c, tid);
   LLVMValueRef base = cg_slot_base(c, buf, cg_slot(c, op->operands[1], 0));
   cg_layout l = cg_layout_of(c, v->type);
   cg_val x = cg_get(c, v);
@@ -116,6 +126,7 @@ static void emit_smem_store(cg_ctx *c, const ir_op *op) {
     }
     LLVMSetAlignment(LLVMBuildStore(c->b, val, elem_addr(c, buf->type, base, &l, j)), (unsigned)(w * eb));
   }
+  c->tid = tid;
 }
 
 static void emit_smem_load(cg_ctx *c, const ir_op *op) {
