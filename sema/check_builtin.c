@@ -366,8 +366,9 @@ static const ir_type *check_math2(sema_ctx *c, ast_node *e, sema_call *cl) {
   return common(c, e, cl->argv, 2, true);
 }
 
-/* rand, randn, randint(seed, offset, [n_rounds]): an integer scalar seed, 32- or 64-bit
- * integer offsets (Philox4x32 or 4x64 follows, as in Triton), a result shaped like them. */
+/* rand, randn, randint(seed, offset, [n_rounds]): an integer scalar seed, integer offsets
+ * of any width (Triton casts them to u32 words), a result shaped like them: u32 words
+ * whatever the offsets' width, as Triton 3.6's tl.randint, or f32. */
 static const ir_type *check_random(sema_ctx *c, ast_node *e, sema_call *cl) {
   ast_node *seed = cl->argv[0], *off = cl->argv[1], *rounds = cl->argc > 2 ? cl->argv[2] : NULL;
   const ir_type *st = seed->sema_type, *ot = off->sema_type, *oe = sema_elem(ot);
@@ -375,10 +376,8 @@ static const ir_type *check_random(sema_ctx *c, ast_node *e, sema_call *cl) {
     su_error(c->d, seed->loc, "seed of '%s' must be an integer scalar, got %s", e->name, tstr(c, st));
     return NULL;
   }
-  int bits = oe->kind == IR_SCALAR && ir_dtype_is_int(oe->dtype) ? ir_dtype_bits(oe->dtype) : 0;
-  if (bits != 32 && bits != 64) {
-    su_error(c->d, off->loc, "offset of '%s' must be 32- or 64-bit integers, got %s", e->name,
-             tstr(c, ot));
+  if (oe->kind != IR_SCALAR || !ir_dtype_is_int(oe->dtype) || oe->dtype == TK_I1) {
+    su_error(c->d, off->loc, "offset of '%s' must be integers, got %s", e->name, tstr(c, ot));
     return NULL;
   }
   int64_t n;
@@ -390,7 +389,7 @@ static const ir_type *check_random(sema_ctx *c, ast_node *e, sema_call *cl) {
       return NULL;
     }
   }
-  tk_dtype d = cl->builtin->sub != SEMA_RANDINT ? TK_F32 : bits == 64 ? TK_U64 : TK_U32;
+  tk_dtype d = cl->builtin->sub != SEMA_RANDINT ? TK_F32 : TK_U32;
   return sema_with_shape(c, scalar(c, d), sema_rank(ot), shape_of(ot));
 }
 

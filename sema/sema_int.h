@@ -293,7 +293,7 @@ ir_value *sema_lower_expr(sema_lowerer *l, ast_node *e);
 ir_value *sema_lower_as(sema_lowerer *l, ast_node *e, const ir_type *want);
 /* Converts v to type want: element cast, then splat or expand+broadcast. */
 ir_value *sema_lower_convert(sema_lowerer *l, ir_value *v, const ir_type *want);
-/* Lowers rand / randn / randint (lower_random.c): Philox4x32 (or 4x64) as IR ops. */
+/* Lowers rand / randn / randint (lower_random.c): Philox4x32 as IR ops, as Triton 3.6. */
 ir_value *sema_lower_random(sema_lowerer *l, ast_node *e, sema_call *cl);
 /* Lowers a call (builtin or helper instance); NULL for calls yielding nothing. */
 ir_value *sema_lower_call(sema_lowerer *l, ast_node *e);

@@ -1,7 +1,8 @@
 /*
- * gpu_math — the math builtins and the random numbers of docs/language.md §6.4 on the CUDA
- * backend, checked against the interpreter: every case of tests/kernels/math_cases.h
- * (math.tk and random.tk: each function on each dtype it takes) on the same inputs,
+ * gpu_math — the math builtins and the random numbers of docs/language.md §6.4 and §6.9
+ * on the CUDA backend, checked against the interpreter: every case of
+ * tests/kernels/math_cases.h (math.tk and random.tk: each function on each dtype it
+ * takes) on the same inputs,
  * special values and seeded random ones, at ragged sizes. Bit for bit where the language
  * promises it (round, rint, trunc, sqrt_rn, copysign, div_rn, fdiv with ieee_rounding,
  * isnan, isinf, isfinite, umulhi, cdiv, randint, rand), within the stated bound
@@ -13,7 +14,8 @@
  * TK_GPU_TESTS_SELFCHECK=1 a second interpreter stands in for the device. The seed is
  * printed; TK_TEST_SEED replays it. With TK_GPU_MATH_DUMP=DIR the device's outputs of the
  * random cases at the largest size go to DIR/CASE.OUTPUT.bin, for tests/gpu/
- * triton_random.py to hold against Triton's tl.randint, tl.rand and tl.randn.
+ * triton_random.py to hold against Triton's tl.randint, tl.rand and tl.randn (and
+ * tests/kernels/triton_random_ref.py compare DIR against its emulation of them).
  */
 #include <setjmp.h>
 #include <stdarg.h>

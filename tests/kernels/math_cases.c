@@ -53,11 +53,14 @@ const mc_case mc_cases[] = {
     RANDOM("random32_zero", "random32", MC_RANDOM32, TK_U32, 0, 0),
     RANDOM("random32_seed", "random32", MC_RANDOM32, TK_U32, 0x123456789abcdef, 1000),
     RANDOM("random32_negative", "random32", MC_RANDOM32, TK_U32, -1, -700),
-    RANDOM("random64", "random64", MC_RANDOM64, TK_U64, (int64_t)0xdeadbeefcafef00d,
+    RANDOM("random64", "random64", MC_RANDOM64, TK_U32, (int64_t)0xdeadbeefcafef00d,
            (INT64_C(1) << 32) - 300),
     {"random_rounds", "random.tk", "random_rounds", MC_ROUNDS, TK_U32, -123456789,
      (int64_t)0xffffff00, 2, {TK_U32, F32}, {"randint (7 rounds)", "rand (3 rounds)"},
      {EXACT, EXACT}},
+    {"random_narrow", "random.tk", "random_narrow", MC_NARROW, TK_U32, 0xf00dface, -34000, 3,
+     {TK_U32, F32, F32}, {"randint (i16 offsets)", "rand (u8 offsets)", "randn (i8 offsets)"},
+     {EXACT, EXACT, {0, 1e-5}}},
 };
 const int mc_ncases = sizeof mc_cases / sizeof mc_cases[0];
 
@@ -247,12 +250,13 @@ tk_status mc_run(tk_context *ctx, tk_kernel *k, const mc_case *c, long n, void *
   case MC_RANDOM32: a[na++] = tk_arg_i64(c->seed); break;
   case MC_RANDOM64: a[na++] = tk_arg_u64((uint64_t)c->seed); break;
   case MC_ROUNDS: a[na++] = tk_arg_i32((int32_t)c->seed); break;
+  case MC_NARROW: a[na++] = tk_arg_u32((uint32_t)c->seed); break;
   default:
     for (int i = 0; i < nin; i++) a[na++] = tk_arg_ptr(din[i]);
   }
   for (int o = 0; o < nbuf; o++) a[na++] = tk_arg_ptr(dout[o]);
   a[na++] = tk_arg_i32((int32_t)n);
-  if (c->family == MC_RANDOM32) a[na++] = tk_arg_i32((int32_t)c->base);
+  if (c->family == MC_RANDOM32 || c->family == MC_NARROW) a[na++] = tk_arg_i32((int32_t)c->base);
   if (c->family == MC_RANDOM64) a[na++] = tk_arg_i64(c->base);
   if (c->family == MC_ROUNDS) a[na++] = tk_arg_u32((uint32_t)c->base);
   tk_grid g = {(unsigned)((n + MC_BLOCK - 1) / MC_BLOCK), 1, 1};
@@ -326,37 +330,32 @@ static double ref_float2(int o, tk_dtype t, double a, double b) {
   }
 }
 
-/* Philox: `rounds` rounds on counter c with key k, w-bit words (32 or 64). */
-static void philox(int w, uint64_t c[4], uint64_t k0, uint64_t k1, int rounds) {
-  const uint64_t ma = w == 32 ? 0xD2511F53 : 0xD2E7470EE14C6C93u;
-  const uint64_t mb = w == 32 ? 0xCD9E8D57 : 0xCA5A826395121157u;
-  const uint64_t ka = w == 32 ? 0x9E3779B9 : 0x9E3779B97F4A7C15u;
-  const uint64_t kb = w == 32 ? 0xBB67AE85 : 0xBB67AE8584CAA73Bu;
-  const uint64_t mask = w == 32 ? 0xffffffffu : ~UINT64_C(0);
+/* Philox4x32: `rounds` rounds on counter c with key (k0, k1). */
+static void philox(uint32_t c[4], uint32_t k0, uint32_t k1, int rounds) {
   for (int r = 0; r < rounds; r++) {
-    unsigned __int128 p0 = (unsigned __int128)ma * c[0], p1 = (unsigned __int128)mb * c[2];
-    uint64_t n0 = ((uint64_t)(p1 >> w) ^ c[1] ^ k0) & mask, n1 = (uint64_t)p1 & mask;
-    uint64_t n2 = ((uint64_t)(p0 >> w) ^ c[3] ^ k1) & mask, n3 = (uint64_t)p0 & mask;
+    uint64_t p0 = (uint64_t)0xD2511F53 * c[0], p1 = (uint64_t)0xCD9E8D57 * c[2];
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c[1] ^ k0, n1 = (uint32_t)p1;
+    uint32_t n2 = (uint32_t)(p0 >> 32) ^ c[3] ^ k1, n3 = (uint32_t)p0;
     c[0] = n0, c[1] = n1, c[2] = n2, c[3] = n3;
-    k0 = (k0 + ka) & mask;
-    k1 = (k1 + kb) & mask;
+    k0 += 0x9E3779B9;
+    k1 += 0xBB67AE85;
   }
 }
 
 /* The known answers of Philox4x32-10 (Random123's kat_vectors): a reference that gets
  * these wrong would make every random test meaningless. */
 static void philox_self_check(void) {
-  static const uint64_t kat[3][2][4] = {
+  static const uint32_t kat[3][2][4] = {
       {{0, 0, 0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
       {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
        {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
       {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
        {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}};
-  static const uint64_t keys[3][2] = {{0, 0}, {0xffffffff, 0xffffffff}, {0xa4093822, 0x299f31d0}};
+  static const uint32_t keys[3][2] = {{0, 0}, {0xffffffff, 0xffffffff}, {0xa4093822, 0x299f31d0}};
   for (int i = 0; i < 3; i++) {
-    uint64_t c[4];
+    uint32_t c[4];
     memcpy(c, kat[i][0], sizeof c);
-    philox(32, c, keys[i][0], keys[i][1], 10);
+    philox(c, keys[i][0], keys[i][1], 10);
     if (memcmp(c, kat[i][1], sizeof c) != 0) {
       fprintf(stderr, "math_cases: the C Philox fails known-answer vector %d\n", i);
       abort();
@@ -365,13 +364,9 @@ static void philox_self_check(void) {
 }
 
 /* Triton's word-to-float mapping: signed, negatives complemented, scaled below 1. */
-static float to_uniform(int w, uint64_t word) {
-  if (w == 32) {
-    int32_t x = (int32_t)(uint32_t)word;
-    return (float)(x < 0 ? ~x : x) * (float)4.6566127342e-10;
-  }
-  int64_t x = (int64_t)word;
-  return (float)(x < 0 ? ~x : x) * (float)1.0842020432385337e-19;
+static float to_uniform(uint32_t word) {
+  int32_t x = (int32_t)word;
+  return (float)(x < 0 ? ~x : x) * (float)4.6566127342e-10;
 }
 
 static float to_normal(float u1, float u2) {
@@ -381,24 +376,37 @@ static float to_normal(float u1, float u2) {
   return r * cosf(th);
 }
 
+/* Triton 3.6's randint4x: the counter is the offset's low word, its high word (64-bit
+ * offsets), 0, 0; the key the seed's two words. */
 static void ref_random(const mc_case *c, long n, void *out[MC_MAX_OUTS]) {
-  int w = c->family == MC_RANDOM64 ? 64 : 32;
   uint64_t seed = (uint64_t)c->seed; /* the kernels' seeds are signed, hence sign-extended */
-  uint64_t k0 = w == 64 ? seed : seed & 0xffffffff, k1 = w == 64 ? 0 : seed >> 32;
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
   for (long i = 0; i < n; i++) {
-    uint64_t ctr = w == 64 ? (uint64_t)(c->base + i) : (uint32_t)((uint64_t)c->base + (uint64_t)i);
-    uint64_t a[4] = {ctr, 0, 0, 0}, b[4] = {ctr, 0, 0, 0};
+    /* the offsets wrap in their own width: i32 and u32 at 32 bits, i64 at 64 */
+    uint64_t off = (uint64_t)c->base + (uint64_t)i;
+    uint32_t hi = c->family == MC_RANDOM64 ? (uint32_t)(off >> 32) : 0;
+    uint32_t a[4] = {(uint32_t)off, hi, 0, 0}, b[4] = {(uint32_t)off, hi, 0, 0};
     if (c->family == MC_ROUNDS) {
-      philox(32, a, k0, k1, 7);
-      philox(32, b, k0, k1, 3);
+      philox(a, k0, k1, 7);
+      philox(b, k0, k1, 3);
       set_raw(TK_U32, out[0], i, a[0]);
-      set_f(F32, out[1], i, to_uniform(32, b[0]));
+      set_f(F32, out[1], i, to_uniform(b[0]));
       continue;
     }
-    philox(w, a, k0, k1, 10);
-    set_raw(c->out[0], out[0], i, a[0]);
-    set_f(F32, out[1], i, to_uniform(w, a[0]));
-    set_f(F32, out[2], i, to_normal(to_uniform(w, a[0]), to_uniform(w, a[1])));
+    if (c->family == MC_NARROW) { /* the counter word extended by the offsets' signedness */
+      uint32_t w[4] = {(uint32_t)(int16_t)off}, u[4] = {(uint8_t)off}, g[4] = {(uint32_t)(int8_t)off};
+      philox(w, k0, k1, 10);
+      philox(u, k0, k1, 10);
+      philox(g, k0, k1, 10);
+      set_raw(TK_U32, out[0], i, w[0]);
+      set_f(F32, out[1], i, to_uniform(u[0]));
+      set_f(F32, out[2], i, to_normal(to_uniform(g[0]), to_uniform(g[1])));
+      continue;
+    }
+    philox(a, k0, k1, 10);
+    set_raw(TK_U32, out[0], i, a[0]);
+    set_f(F32, out[1], i, to_uniform(a[0]));
+    set_f(F32, out[2], i, to_normal(to_uniform(a[0]), to_uniform(a[1])));
   }
 }
 

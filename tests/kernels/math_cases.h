@@ -23,8 +23,9 @@ typedef enum {
   MC_FCLASS,   /* x -> isnan, isinf, isfinite (i1) */
   MC_INT2,     /* x, z -> umulhi, cdiv */
   MC_RANDOM32, /* seed: i64, offsets base + i: i32 -> randint (u32), rand, randn */
-  MC_RANDOM64, /* seed: u64, offsets base + i: i64 -> randint (u64), rand, randn */
-  MC_ROUNDS    /* seed: i32, offsets base + i: u32 -> randint (7 rounds), rand (3 rounds) */
+  MC_RANDOM64, /* seed: u64, offsets base + i: i64 -> randint (u32), rand, randn */
+  MC_ROUNDS,   /* seed: i32, offsets base + i: u32 -> randint (7 rounds), rand (3 rounds) */
+  MC_NARROW    /* seed: u32, offsets base + i: i32 as i16, u8, i8 -> randint, rand, randn */
 } mc_family;
 
 enum { MC_MAX_OUTS = 6, MC_BLOCK = 256 };

@@ -318,7 +318,8 @@ static void test_more_math(void **st) {
   done(x);
 }
 
-/* rand, randn, randint: u32 words for 32-bit offsets, u64 for 64-bit ones, f32 floats. */
+/* rand, randn, randint: u32 words for offsets of any integer width, as Triton 3.6; f32
+ * floats. */
 static void test_random(void **st) {
   (void)st;
   fixture *x = check(KERNEL(
@@ -327,27 +328,31 @@ static void test_random(void **st) {
       "  let b = randint(7, offs as i64, 7);\n"
       "  let c = rand(n, offs);\n"
       "  let d = randn(u, offs as u64, n_rounds = 3);\n"
-      "  let e = rand(1, 0);\n"));
+      "  let e = rand(1, 0);\n"
+      "  let f = randint(m, offs as i16);\n"
+      "  let g = randint(u, offs as u8);\n"));
   assert_true(x->ok);
   assert_string_equal(type_of(x, "a"), "tile<64xu32>");
-  assert_string_equal(type_of(x, "b"), "tile<64xu64>");
+  assert_string_equal(type_of(x, "b"), "tile<64xu32>");
   assert_string_equal(type_of(x, "c"), "tile<64xf32>");
   assert_string_equal(type_of(x, "d"), "tile<64xf32>");
   assert_string_equal(type_of(x, "e"), "f32");
+  assert_string_equal(type_of(x, "f"), "tile<64xu32>");
+  assert_string_equal(type_of(x, "g"), "tile<64xu32>");
   done(x);
   x = check(KERNEL(
       "  let offs = arange(0, 64);\n"
       "  let a = rand(offs, offs);\n"
       "  let b = rand(1.5, offs);\n"
-      "  let c = randn(n, offs as i16);\n"
+      "  let c = randn(n, offs < 5);\n"
       "  let d = randint(n, load(x + offs));\n"
       "  let e = rand(n, offs, 0);\n"
       "  let f = rand(n, offs, n);\n"));
   assert_int_equal(x->d.nerrors, 6);
   expect_diag(x, 0, SU_ERROR, 3, 16, "seed of 'rand' must be an integer scalar, got 'tile<64xi32>'");
   expect_diag(x, 1, SU_ERROR, 4, 16, "seed of 'rand' must be an integer scalar, got 'f32'");
-  expect_diag(x, 2, SU_ERROR, 5, 20, "offset of 'randn' must be 32- or 64-bit integers, got 'tile<64xi16>'");
-  expect_diag(x, 3, SU_ERROR, 6, 22, "offset of 'randint' must be 32- or 64-bit integers, got 'tile<64xf32>'");
+  expect_diag(x, 2, SU_ERROR, 5, 20, "offset of 'randn' must be integers, got 'tile<64xi1>'");
+  expect_diag(x, 3, SU_ERROR, 6, 22, "offset of 'randint' must be integers, got 'tile<64xf32>'");
   expect_diag(x, 4, SU_ERROR, 7, 25, "n_rounds of 'rand' must be between 1 and 32, got 0");
   expect_diag(x, 5, SU_ERROR, 8, 25, "n_rounds of 'rand' must be a compile-time integer");
   done(x);
