@@ -1,9 +1,12 @@
 /* Software pipelining of the loads that feed dot in a for loop (docs/passes.md).
  *
- * For a loop whose body holds a dot whose a and b are loads of that body (used by the dot
- * alone, `other` absent or 0, addresses and masks recomputable at a later iteration),
- * with `stages` S >= 2: each load becomes a ring of S shared slots filled S - 1 iterations
- * ahead, so global loads overlap the products.
+ * For a loop whose body holds dots with operands that are loads of that body, or their
+ * transposes (each load used by that dot alone, `other` absent or 0, addresses and masks
+ * recomputable at a later iteration), with `stages` S >= 2: each such load becomes a
+ * ring of S shared slots filled S - 1 iterations ahead, so global loads overlap the
+ * products. Attention's K (read as trans(K) by Q K^T) and V are two loads of one stage;
+ * its Q (loop-invariant) and P (computed) are left to lower_dot. All the loads of a stage
+ * share its barriers, and its slots are released after the last product that reads them.
  *
  *  - TMA (sm_90a, both loads block pointers with aligned strides, the dot on wgmma): a
  *    tensor map per operand, barriers `full` (one arrival: the expect) and `empty` (one per
@@ -29,17 +32,18 @@
 
 #include <string.h>
 
-enum { MAX_OPERANDS = 2 };
+enum { MAX_LOADS = 8 };
 
 typedef struct {
   ir_module *m;
   ir_func *f;
-  ir_op *loop, *dot;
-  ir_op *loads[MAX_OPERANDS];
+  ir_op *loop, *last_dot; /* the last dot of the body that reads a slot */
+  ir_op *loads[MAX_LOADS];
   int nloads, stages;
-  bool tma, wgmma;
-  pass_block blk[MAX_OPERANDS];
-  ir_value *bufs[MAX_OPERANDS], *maps[MAX_OPERANDS];
+  bool tma, wgmma; /* TMA; every product reading a slot is wgmma */
+  bool fence;      /* some product reading a slot is wgmma (the async proxy reads it) */
+  pass_block blk[MAX_LOADS];
+  ir_value *bufs[MAX_LOADS], *maps[MAX_LOADS];
   ir_value *full, *empty;
   int bytes; /* per stage, TMA */
   const ir_type *i32;
@@ -260,7 +264,7 @@ static void rewrite(pipe *p) {
     ir_build(&cons, IR_MBAR_WAIT, 3, args, 0, NULL);
   } else {
     ir_build(&cons, IR_CP_ASYNC_WAIT, 0, NULL, 0, NULL)->attr = p->stages - 2;
-    if (p->wgmma) ir_build(&cons, IR_FENCE_ASYNC, 0, NULL, 0, NULL);
+    if (p->fence) ir_build(&cons, IR_FENCE_ASYNC, 0, NULL, 0, NULL);
     ir_build(&cons, IR_BARRIER, 0, NULL, 0, NULL);
   }
   for (int i = 0; i < p->nloads; i++) {
@@ -272,7 +276,7 @@ static void rewrite(pipe *p) {
     ir_op_erase(ld);
   }
   if (p->tma) {
-    ir_builder after = {p->m, body, p->dot->next, p->dot->loc};
+    ir_builder after = {p->m, body, p->last_dot->next, p->last_dot->loc};
     ir_value *args[2] = {p->empty, slot};
     ir_build(&after, IR_MBAR_ARRIVE, 2, args, 0, NULL);
   }
@@ -301,32 +305,49 @@ static void find_loops(ir_op *op, void *arg) {
   if (op->opc == IR_FOR && fd->n < 64) fd->found[fd->n++] = op;
 }
 
+/* The load behind a dot operand: the operand itself, or what a transpose used by the dot
+ * alone reads. */
+static ir_op *operand_load(const pipe *p, ir_value *v) {
+  ir_op *d = v->def;
+  if (d && d->opc == IR_TRANS && d->nints == 2 && d->ints[0] == 1 && uses_in(p->f->body, v) == 1)
+    d = d->operands[0]->def;
+  return d;
+}
+
 static bool try_loop(ir_module *m, ir_func *f, ir_op *L) {
+  pipe p;
+  memset(&p, 0, sizeof p);
+  p.m = m;
+  p.f = f;
+  p.loop = L;
+  p.stages = f->num_stages;
+  p.i32 = ir_type_scalar(m, TK_I32);
+  p.wgmma = true;
   for (ir_op *op = L->regions[0]->first; op; op = op->next) {
     if (op->opc != IR_DOT) continue;
-    pipe p;
-    memset(&p, 0, sizeof p);
-    p.m = m;
-    p.f = f;
-    p.loop = L;
-    p.dot = op;
-    p.stages = f->num_stages;
-    p.i32 = ir_type_scalar(m, TK_I32);
-    p.wgmma = pass_dot_uses_wgmma(m, f, op);
+    bool reads = false;
     for (int i = 0; i < 2; i++) {
-      ir_op *ld = op->operands[i]->def;
-      if (!pipelinable_load(&p, ld)) return false;
+      ir_op *ld = operand_load(&p, op->operands[i]);
+      if (!pipelinable_load(&p, ld)) continue;
+      bool seen = false;
+      for (int j = 0; j < p.nloads; j++) seen |= p.loads[j] == ld;
+      if (seen || p.nloads == MAX_LOADS) continue;
       p.loads[p.nloads++] = ld;
+      reads = true;
     }
-    if (p.loads[0] == p.loads[1]) return false;
-    p.tma = p.wgmma && pass_has(m, PASS_TMA);
-    for (int i = 0; p.tma && i < p.nloads; i++)
-      p.tma = pass_block_of(m, p.loads[i], &p.blk[i]) && tma_ready(&p, i);
-    if (!p.tma && !pass_has(m, PASS_CP_ASYNC)) return false;
-    rewrite(&p);
-    return true;
+    if (!reads) continue;
+    p.last_dot = op;
+    bool wg = pass_dot_uses_wgmma(m, f, op);
+    p.wgmma &= wg;
+    p.fence |= wg;
   }
-  return false;
+  if (!p.nloads) return false;
+  p.tma = p.wgmma && pass_has(m, PASS_TMA);
+  for (int i = 0; p.tma && i < p.nloads; i++)
+    p.tma = pass_block_of(m, p.loads[i], &p.blk[i]) && tma_ready(&p, i);
+  if (!p.tma && !pass_has(m, PASS_CP_ASYNC)) return false;
+  rewrite(&p);
+  return true;
 }
 
 bool pass_swpipe(ir_module *m, ir_func *f) {
