@@ -92,7 +92,8 @@ tk_status tk_synchronize(tk_context *ctx);
 /* ---- compiling ------------------------------------------------------------------------ */
 
 /* A compile-time parameter binding: NAME=VALUE, as with tkc -D. The value is parsed as a
- * .tk literal (integer, float or true/false). */
+ * .tk literal (integer, float or true/false), or for a dtype parameter (T: dtype = f16)
+ * as a scalar type name ("bf16", "f32", "bool", ...). */
 typedef struct {
   const char *name;
   const char *value;
