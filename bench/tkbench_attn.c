@@ -92,15 +92,15 @@ static void run_case(bench *b, const at_case *c) {
   double best = NAN;
   int bi = -1, runs = b->runs;
   char lastbad[200] = "";
-  const char *kernel = bf ? "attention_bf16" : "attention";
+  const char *kernel = "attention";
   for (size_t ci = 0; !why && ci < sizeof AT_CFG / sizeof *AT_CFG; ci++) {
     char path[512], v[5][16];
     snprintf(path, sizeof path, "%s/attention.tk", b->samples);
     for (int q = 0; q < 4; q++) snprintf(v[q], sizeof v[q], "%d", AT_CFG[ci][q]);
     snprintf(v[4], sizeof v[4], "%d", c->d);
     tk_define df[] = {{"BM", v[0]}, {"BN", v[1]}, {"warps", v[2]}, {"stages", v[3]}, {"D", v[4]},
-                      {"CAUSAL", c->causal ? "true" : "false"}};
-    tk_compile_options o = {df, 6, 3, NULL, 0};
+                      {"CAUSAL", c->causal ? "true" : "false"}, {"T", c->dtype}};
+    tk_compile_options o = {df, 7, 3, NULL, 0};
     tk_module *m = NULL;
     tk_kernel *k = NULL;
     if (tk_module_compile_file(b->ctx, &m, path, &o) != TK_OK || tk_module_get_kernel(m, kernel, &k) != TK_OK) {

@@ -72,6 +72,12 @@ const ck_case ck_cases[] = {
      {{"BM", "128"}, {"BN", "128"}, {"D", "128"}, {"CAUSAL", "true"}}, 4, CK_ATTN,
      {{{200, 200, 1}}, {{130, 70, 1}}, {{64, 300, 1}}},
      {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{2049, 2049, 1}}}, 0, ck_run_attention},
+    {"attention_bf16", "attention.tk", "attention", {{"T", "bf16"}, {"BN", "64"}, {"D", "128"}}, 3,
+     CK_ATTN, {{{130, 200, 1}}, {{1, 65, 2}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}}, 1, ck_run_attention},
+    {"attention_bf16_causal", "attention.tk", "attention",
+     {{"T", "bf16"}, {"D", "64"}, {"CAUSAL", "true"}}, 3, CK_ATTN, {{{200, 200, 1}}, {{130, 70, 1}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}}, 1, ck_run_attention},
 };
 const int ck_ncases = (int)(sizeof ck_cases / sizeof *ck_cases);
 

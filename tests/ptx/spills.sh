@@ -41,6 +41,8 @@ attention.tk attention -D D=128 -D CAUSAL=true
 attention.tk attention -D D=64
 attention.tk attention -D D=64 -D CAUSAL=true
 attention.tk attention -D D=64 -D BN=64
+attention.tk attention -D T=bf16
+attention.tk attention -D T=bf16 -D D=64 -D CAUSAL=true
 LIST
 )
 for spec in "" --specialize=all; do

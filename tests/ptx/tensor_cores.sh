@@ -43,5 +43,6 @@ check matmul.tk sm_80 "" "mma.sync.aligned.m16n8k16" "wgmma"
 # (the A operand as four b32 registers), O through a TMA store
 check attention.tk sm_90a "--specialize=all" "$tma },.{%r cp.async.bulk.tensor.4d.global.shared" "mma.sync"
 check attention.tk sm_90a "--specialize=all -D D=64 -D CAUSAL=true" "$tma },.{%r" "mma.sync"
+check attention.tk sm_90a "--specialize=all -D T=bf16" "$tma },.{%r f32.bf16.bf16" "mma.sync"
 echo "tensor cores: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
