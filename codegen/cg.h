@@ -261,10 +261,11 @@ typedef struct {
   bool imm_scale, imm_trans;
 } cg_wgmma_form;
 /* One wgmma.mma_async of the form on the n accumulator registers (in the instruction's
- * order; rewritten in acc) with b's matrix descriptor and a's: a descriptor, or (a_regs
- * not NULL, desc_a unused) the four b32 registers of its A fragment. */
-void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b, LLVMValueRef *acc, int n,
-                  LLVMValueRef desc_a, const LLVMValueRef *a_regs, LLVMValueRef desc_b);
+ * order; rewritten in acc; added to the product when `add`, else ignored) with b's matrix
+ * descriptor and a's: a descriptor, or (a_regs not NULL, desc_a unused) the four b32
+ * registers of its A fragment. */
+void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b, bool add, LLVMValueRef *acc,
+                  int n, LLVMValueRef desc_a, const LLVMValueRef *a_regs, LLVMValueRef desc_b);
 
 /* ---- emit_async.c ---- */
 /* Bytes of one slot of a shared buffer type (a multiple of 1024). */

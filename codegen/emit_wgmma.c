@@ -15,6 +15,8 @@
  * dim is K; a register a (4 operands) is read as the instruction's A fragments. */
 #include "cg.h"
 
+#include <math.h>
+
 typedef struct {
   tk_dtype in, acc;
   cg_wgmma_form form; /* n filled per instruction */
@@ -126,7 +128,10 @@ static void emit_product(cg_ctx *c, const ir_op *op) {
   form.n = ni;
   cg_val x = cg_get(c, acc);
   LLVMValueRef *slots = cg_slots(c, l.per);
-  for (int j = 0; j < l.per; j++) slots[j] = x.v[x.n == 1 ? 0 : j];
+  /* a zero accumulator (attention's Q K^T) is no input: the first k step does not add it
+   * (scale-d false), so no register is zeroed for it */
+  bool zero = acc->def && acc->def->opc == IR_CONST && acc->def->cval.f == 0.0 && !signbit(acc->def->cval.f);
+  for (int j = 0; j < l.per; j++) slots[j] = zero ? LLVMGetUndef(LLVMTypeOf(x.v[0])) : x.v[x.n == 1 ? 0 : j];
   /* the A fragments, all built before the fence: what defines a register the
    * instructions read must come before it */
   int steps = k / form.k, nfrag = regs_a ? reps * steps * 4 : 0;
@@ -156,10 +161,11 @@ static void emit_product(cg_ctx *c, const ir_op *op) {
       }
       for (int k0 = 0, s = 0; k0 < k; k0 += form.k, s++) {
         LLVMValueRef db = descriptor(c, &b, cg_i32(c, n0), k0);
+        bool add = !(zero && k0 == 0);
         if (regs_a)
-          cg_ptx_wgmma(c, &form, 0, !b.k_major, regs, nregs, NULL, fenced + l.per + (r * steps + s) * 4, db);
+          cg_ptx_wgmma(c, &form, 0, !b.k_major, add, regs, nregs, NULL, fenced + l.per + (r * steps + s) * 4, db);
         else
-          cg_ptx_wgmma(c, &form, !a.k_major, !b.k_major, regs, nregs, descriptor(c, &a, m0, k0), NULL, db);
+          cg_ptx_wgmma(c, &form, !a.k_major, !b.k_major, add, regs, nregs, descriptor(c, &a, m0, k0), NULL, db);
       }
       for (int i = 0; i < nregs; i++) slots[map[i]] = regs[i];
     }

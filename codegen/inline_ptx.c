@@ -178,13 +178,12 @@ void cg_ptx_wgmma_fence(cg_ctx *c, LLVMValueRef *regs, int n) {
   asm_inout(c, "wgmma.fence.sync.aligned;", regs, n, NULL, "", 0);
 }
 
-void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b, LLVMValueRef *acc, int n,
-                  LLVMValueRef desc_a, const LLVMValueRef *a_regs, LLVMValueRef desc_b) {
+void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b, bool add, LLVMValueRef *acc,
+                  int n, LLVMValueRef desc_a, const LLVMValueRef *a_regs, LLVMValueRef desc_b) {
   su_buf text = {0};
-  /* scale-d (a predicate) true: d = a.b + d; the accumulator starts as the zeros the IR
-   * gave it */
-  su_buf_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.%s {",
-                form->n, form->k, form->types);
+  /* scale-d (a predicate): true, d = a.b + d; false, d = a.b */
+  su_buf_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, %d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.%s {",
+                add ? 1 : 0, form->n, form->k, form->types);
   for (int i = 0; i < n; i++) su_buf_printf(&text, "%s$%d", i ? ", " : "", i);
   /* operands: the n outputs, the n inputs tied to them, then a (a descriptor or four
    * registers) and b's descriptor */
