@@ -33,7 +33,7 @@ static const dc_case DC_CASES[] = {
 };
 
 /* BN, stages, warps of decode_split */
-static const int DC_CFG[][3] = {{64, 3, 8}, {64, 3, 4}, {64, 4, 4}, {128, 2, 8}, {32, 4, 4}};
+static const int DC_CFG[][3] = {{32, 5, 4}, {32, 4, 4}, {64, 2, 8}, {64, 3, 8}, {128, 2, 8}};
 
 /* The split policy (docs/decisions.md, "Decode attention"): about DC_WAVES programs per SM
  * over B * H_kv * splits, but no split under DC_MIN_CHUNK keys; chunks of whole blocks. */

@@ -6,9 +6,11 @@
  *
  * K is laid out [B, S_cap, H_kv, D] (a cache written token by token) and V [B, H_kv,
  * S_cap, D], so the kernel's row and head strides are those of two different layouts; Q
- * is [B, H_q, D], O [B, H_q, D] with a padded batch stride. The case's defines are T,
- * BN, D (BN 64 and D 128 when absent); the variant picks the heads: 0 — 8 query heads on
- * 2 key/value heads, 1 — 6 on 2 (a group of 3, padded), 2 — 4 on 4 (no grouping). */
+ * is [B, H_q, D], O [B, H_q, D] with a padded batch stride. The chunk of keys per split
+ * is a multiple of 16 but not always of the kernel's block, so splits end inside a block
+ * as well as at a sequence's end. The case's defines are T and D (D 128 when absent); the
+ * variant picks the heads: 0 — 8 query heads on 2 key/value heads, 1 — 6 on 2 (a group
+ * of 3, padded), 2 — 4 on 4 (no grouping). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,17 +18,16 @@
 #include "samples/check/job.h"
 
 typedef struct {
-  long bn, d, hq, hkv;
+  long d, hq, hkv;
   bool bf;
 } dec_cfg;
 
 static dec_cfg config(const ck_job *job) {
   static const long heads[3][2] = {{8, 2}, {6, 2}, {4, 4}};
   int var = job->c->variant;
-  dec_cfg c = {64, 128, heads[var][0], heads[var][1], false};
+  dec_cfg c = {128, heads[var][0], heads[var][1], false};
   for (int i = 0; i < job->c->ndefines; i++) {
     const tk_define *d = &job->c->defines[i];
-    if (strcmp(d->name, "BN") == 0) c.bn = strtol(d->value, NULL, 10);
     if (strcmp(d->name, "D") == 0) c.d = strtol(d->value, NULL, 10);
     if (strcmp(d->name, "T") == 0) c.bf = strcmp(d->value, "bf16") == 0;
   }
@@ -63,12 +64,12 @@ static long seq_len(long b, long cap) {
 }
 
 /* Sizes: d = {S_cap, B, splits asked for}; the splits actually launched are
- * cdiv(S_cap, chunk) with chunk that share rounded up to whole blocks. */
+ * cdiv(S_cap, chunk) with chunk that share rounded up to a multiple of 16. */
 void ck_run_decode(ck_job *job) {
   dec_cfg c = config(job);
   long cap = job->size.d[0], B = job->size.d[1], D = c.d, HQ = c.hq, HKV = c.hkv;
   long chunk = (cap + job->size.d[2] - 1) / job->size.d[2];
-  chunk = (chunk + c.bn - 1) / c.bn * c.bn;
+  chunk = (chunk + 15) / 16 * 16;
   long splits = (cap + chunk - 1) / chunk, ob = HQ * D + 8;
   size_t nq = (size_t)B * HQ * D, no = (size_t)B * ob, nkv = (size_t)B * HKV * cap * D;
   size_t np = (size_t)B * HQ * splits;

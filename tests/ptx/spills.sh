@@ -26,10 +26,10 @@ layernorm_f32.tk layernorm_f32 -D BLOCK=4096
 rmsnorm.tk rmsnorm -D BLOCK=4096
 attention_decode.tk decode_split
 attention_decode.tk decode_split -D T=bf16
-attention_decode.tk decode_split -D warps=4
-attention_decode.tk decode_split -D warps=4 -D stages=4
-attention_decode.tk decode_split -D BN=128 -D stages=2
-attention_decode.tk decode_split -D T=bf16 -D BN=32 -D stages=4 -D warps=4
+attention_decode.tk decode_split -D stages=4
+attention_decode.tk decode_split -D BN=64 -D stages=2 -D warps=8
+attention_decode.tk decode_split -D BN=64 -D stages=3 -D warps=8
+attention_decode.tk decode_split -D T=bf16 -D BN=128 -D stages=2 -D warps=8
 attention_decode.tk decode_combine
 attention_decode.tk decode_combine -D T=bf16
 LIST
