@@ -25,20 +25,25 @@ typedef struct {
   int b, s;
 } dc_case;
 
-enum { DC_HQ = 32, DC_HKV = 8, DC_D = 128, DC_PAT = 12582917, DC_MIN_CHUNK = 256, DC_WAVES = 4 };
+enum { DC_HQ = 32, DC_HKV = 8, DC_D = 128, DC_PAT = 12582917, DC_MIN_CHUNK = 256 };
 
 static const dc_case DC_CASES[] = {
     {"f16", 32, 8192},  {"f16", 32, 131072},  {"f16", 1, 131072},  {"f16", 4, 131072},
     {"bf16", 32, 8192}, {"bf16", 32, 131072}, {"bf16", 1, 131072}, {"bf16", 4, 131072},
 };
 
-/* BN, stages, warps of decode_split */
-static const int DC_CFG[][3] = {{32, 5, 4}, {32, 4, 4}, {64, 2, 8}, {64, 3, 8}, {128, 2, 8}};
+/* BN, stages, warps of decode_split, and the programs per SM the split policy aims at:
+ * the first is the sample's default and the policy's 4; the last two try the policy's
+ * other choices on it. */
+static const int DC_CFG[][4] = {{32, 5, 4, 4}, {32, 4, 4, 4}, {64, 2, 8, 4}, {64, 3, 8, 4},
+                                {128, 2, 8, 4}, {32, 5, 4, 2}, {32, 5, 4, 8}};
 
-/* The split policy (docs/decisions.md, "Decode attention"): about DC_WAVES programs per SM
- * over B * H_kv * splits, but no split under DC_MIN_CHUNK keys; chunks of whole blocks. */
-static void split_policy(int sms, long B, long hkv, long s_max, long bn, long *splits, long *chunk) {
-  long per = B * hkv, n = ((long)DC_WAVES * sms + per - 1) / per;
+/* The split policy (docs/decisions.md, "Decode attention"): about `waves` programs per SM
+ * over B * H_kv * splits (4), but no split under DC_MIN_CHUNK keys; chunks of whole
+ * blocks. */
+static void split_policy(int sms, int waves, long B, long hkv, long s_max, long bn, long *splits,
+                         long *chunk) {
+  long per = B * hkv, n = ((long)waves * sms + per - 1) / per;
   long most = (s_max + DC_MIN_CHUNK - 1) / DC_MIN_CHUNK;
   n = n > most ? most : n < 1 ? 1 : n;
   long c = (s_max + n - 1) / n;
@@ -152,7 +157,7 @@ static void run_case(bench *b, const dc_case *c, int sms) {
       continue;
     }
     long splits, chunk;
-    split_policy(sms, B, DC_HKV, S, DC_CFG[ci][0], &splits, &chunk);
+    split_policy(sms, DC_CFG[ci][3], B, DC_HKV, S, DC_CFG[ci][0], &splits, &chunk);
     size_t np = (size_t)B * DC_HQ * splits;
     tk_devptr po = 0, pm = 0, pl = 0;
     const char *bad = NULL;
@@ -184,8 +189,8 @@ static void run_case(bench *b, const dc_case *c, int sms) {
     b->runs = (int)fmax(10, fmin(runs, 0.3 / (bytes / 4e12)));
     double t = bad ? NAN : tb_time_sequence(b, seq, 2);
     b->runs = runs;
-    fprintf(stderr, "tkbench:   BN=%d stages=%d warps=%d splits=%ld chunk=%ld: %s %.1f us (%.0f GB/s)\n",
-            DC_CFG[ci][0], DC_CFG[ci][1], DC_CFG[ci][2], splits, chunk, bad ? bad : "ok", t,
+    fprintf(stderr, "tkbench:   BN=%d stages=%d warps=%d, %d per SM: splits=%ld chunk=%ld: %s %.1f us (%.0f GB/s)\n",
+            DC_CFG[ci][0], DC_CFG[ci][1], DC_CFG[ci][2], DC_CFG[ci][3], splits, chunk, bad ? bad : "ok", t,
             bytes / (t * 1e-6) / 1e9);
     if (bad) snprintf(lastbad, sizeof lastbad, "%s", bad);
     if (!isnan(t) && (isnan(best) || t < best)) {
@@ -200,8 +205,8 @@ static void run_case(bench *b, const dc_case *c, int sms) {
   }
   char note[240];
   if (bi >= 0)
-    snprintf(note, sizeof note, "checked, BN=%d stages=%d warps=%d, %ld splits, %.0f GB/s of K and V read",
-             DC_CFG[bi][0], DC_CFG[bi][1], DC_CFG[bi][2], best_splits, bytes / (best * 1e-6) / 1e9);
+    snprintf(note, sizeof note, "checked, BN=%d stages=%d warps=%d, %ld splits (%d programs per SM), %.0f GB/s of K and V read",
+             DC_CFG[bi][0], DC_CFG[bi][1], DC_CFG[bi][2], best_splits, DC_CFG[bi][3], bytes / (best * 1e-6) / 1e9);
   else
     snprintf(note, sizeof note, "%s", why ? why : lastbad);
   for (char *p = note; *p; p++)
