@@ -223,7 +223,8 @@ void tb_decode(bench *b, const char *only) {
   int sms = 132; /* the H200's, should the driver not say */
   CUdevice dev;
   if (b->cu.DeviceGet(&dev, 0) != CUDA_SUCCESS ||
-      b->cu.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS)
+      b->cu.DeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS ||
+      sms < 1)
     sms = 132;
   for (size_t i = 0; i < sizeof DC_CASES / sizeof *DC_CASES; i++) {
     char name[96];
