@@ -389,11 +389,12 @@ def matmul(m, n, k, dtype, fused=False):
 ATTN_CONFIGS = [(128, 64, 3, 4), (128, 64, 3, 8), (128, 128, 3, 8), (64, 64, 4, 4)]
 
 
-def sdpa_backend(q, k, v, causal):
+def sdpa_backend(q, k, v, causal, enable_gqa=False):
     """The backend PyTorch's dispatcher picks for these inputs (its own choice function)."""
     try:
         from torch.nn.attention import SDPBackend
-        return SDPBackend(torch._fused_sdp_choice(q, k, v, is_causal=causal)).name
+        return SDPBackend(torch._fused_sdp_choice(q, k, v, is_causal=causal,
+                                                  enable_gqa=enable_gqa)).name
     except Exception as e:  # a private function: name what failed instead
         return f"unknown ({type(e).__name__})"
 
@@ -435,6 +436,21 @@ def attention(b, h, s, d, dtype, causal):
     return res
 
 
+def decode(b, hq, hkv, s, d, dtype):
+    """Decode attention, one query token per sequence: SDPA with enable_gqa=True on q [B,
+    H_q, 1, D] and k, v [B, H_kv, S, D] (the 'eager' column), as tkbench_decode.c times
+    attention_decode.tk on the same shapes. The rate is the bytes of K and V read."""
+    q = torch.randn((b, hq, 1, d), device=DEV, dtype=dtype)
+    k, v = (torch.randn((b, hkv, s, d), device=DEV, dtype=dtype) for _ in range(2))
+    scale = 1.0 / math.sqrt(d)
+    sdpa = lambda: F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=True)  # noqa: E731
+    us = time_us(sdpa)
+    nbytes = 2.0 * k.numel() * k.element_size()
+    return {"eager": us, "compile": math.nan, "triton": math.nan, "anchor": "SDPA", "bytes": nbytes,
+            "note": f"SDPA backend {sdpa_backend(q, k, v, False, True)}, "
+                    f"SDPA {nbytes / (us * 1e-6) / 1e9:.0f} GB/s of K and V read"}
+
+
 def measure_all():
     res = {}
     # Triton's cold compile first, while its cache is empty.
@@ -451,6 +467,8 @@ def measure_all():
     y = torch.empty_like(x)
     copy_us = time_us(lambda: y.copy_(x))
     res["copy"] = 8.0 * N28 / (copy_us * 1e-6) / 1e9
+    # what a kernel that only reads can reach (decode attention's bound): a sum of 1 GiB
+    res["read"] = 4.0 * N28 / (time_us(lambda: x.sum()) * 1e-6) / 1e9
     del x, y
     if ONLY:
         res.pop("compile triton softmax cold")
@@ -498,6 +516,10 @@ def measure_all():
                 for causal in (False, True):
                     name = f"attention {dn} B4 H32 S{s} D{d}" + (" causal" if causal else "")
                     guard(name, lambda s=s, d=d, dt=dt, causal=causal: attention(4, 32, s, d, dt, causal))
+    for dn, dt in dts.items():
+        for b, s in ((32, 8192), (32, 131072), (1, 131072), (4, 131072)):
+            name = f"decode {dn} B{b} Hq32 Hkv8 S{s} D128"
+            guard(name, lambda b=b, s=s, dt=dt: decode(b, 32, 8, s, 128, dt))
 
     t = torch.zeros(128, device=DEV)
     tiny_kernel[(1,)](t, 0, BLOCK=128)
@@ -553,6 +575,11 @@ def table(tk, res):
         prefix = "" if a.get("anchor") else "Triton "
         notes = "; ".join(s for s in (note if note != "checked" else "", a["note"] and
                                       prefix + a["note"]) if s)
+        if a.get("bytes") and us == us:
+            rd = res.get("read", math.nan)
+            tk_gbs = a["bytes"] / us / 1e3
+            notes = (f"tk {tk_gbs:.0f} GB/s of K and V ({fmt(100 * tk_gbs / rd, 0)}% of read), "
+                     f"SDPA {a['bytes'] / a['eager'] / 1e3:.0f}; " + notes)
         if a.get("flops") and us == us:
             f = a["flops"]
             notes = (f"tk {f / us / 1e6:.0f} TFLOP/s ({100 * f / us / 1e6 / 790:.0f}% of 790), "
@@ -562,7 +589,8 @@ def table(tk, res):
                    f"{ratio(a['compile'], us)} | {fmt(gbs, 0)} | "
                    f"{fmt(100 * gbs / copy if copy == copy else math.nan, 0)} | {notes} |")
     out.append("")
-    out.append(f"Copy bandwidth (torch copy_, f32 2^28): {fmt(copy, 0)} GB/s. "
+    out.append(f"Copy bandwidth (torch copy_, f32 2^28): {fmt(copy, 0)} GB/s; read bandwidth "
+               f"(torch sum, f32 2^28): {fmt(res.get('read', math.nan), 0)} GB/s. "
                "Ratios are anchor time / tk time: above 1, tk is faster.")
     out.append("")
     out.append("| overhead | µs or ms | note |")

@@ -172,19 +172,17 @@ static const char *check_output(const workload *w, const float *in0, const float
   return NULL;
 }
 
-/* Times fn(k) `runs` times with CUDA events, flushing L2 before each; returns the median
- * in microseconds (NAN on a driver failure). */
-double tb_time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n) {
+double tb_time_sequence(bench *b, const tb_launch *l, int nl) {
   CUevent start, end;
   double *t = calloc((size_t)b->runs, sizeof *t);
   b->cu.EventCreate(&start, CU_EVENT_DEFAULT);
   b->cu.EventCreate(&end, CU_EVENT_DEFAULT);
-  bool ok = true;
-  for (int i = 0; i < 5 && ok; i++) ok = tk_launch(k, g, NULL, args, n) == TK_OK;
+  bool ok = t != NULL;
+  for (int i = 0; i < 5 * nl && ok; i++) ok = tk_launch(l[i % nl].k, l[i % nl].g, NULL, l[i % nl].args, l[i % nl].n) == TK_OK;
   for (int i = 0; i < b->runs && ok; i++) {
     b->cu.MemsetD8(b->flush, (unsigned char)i, b->flush_bytes);
     b->cu.EventRecord(start, NULL);
-    ok = tk_launch(k, g, NULL, args, n) == TK_OK;
+    for (int j = 0; j < nl && ok; j++) ok = tk_launch(l[j].k, l[j].g, NULL, l[j].args, l[j].n) == TK_OK;
     b->cu.EventRecord(end, NULL);
     float ms = 0;
     ok = ok && b->cu.EventSynchronize(end) == CUDA_SUCCESS &&
@@ -196,6 +194,10 @@ double tb_time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, i
   b->cu.EventDestroy(end);
   free(t);
   return med;
+}
+
+double tb_time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n) {
+  return tb_time_sequence(b, &(tb_launch){k, g, args, n}, 1);
 }
 
 /* Compiles a sample with BLOCK (and warps and ROWS, when not 0) set. */
@@ -628,6 +630,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof MM_CASES / sizeof *MM_CASES; i++)
     if (!only || strstr(MM_CASES[i].name, only)) run_matmul_case(&b, &MM_CASES[i]);
   tb_attention(&b, only);
+  tb_decode(&b, only);
   if (!only) compile_times(&b);
   tk_free(b.ctx, b.flush);
   tk_context_destroy(b.ctx);

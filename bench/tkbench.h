@@ -1,6 +1,7 @@
 /*
  * tkbench.h — what tkbench's parts share (bench/tkbench.c: the harness, elementwise, rows
- * and matmul workloads; bench/tkbench_attn.c: attention). Prefix tb_.
+ * and matmul workloads; bench/tkbench_attn.c: attention; bench/tkbench_decode.c: decode
+ * attention). Prefix tb_.
  */
 #ifndef TB_TKBENCH_H
 #define TB_TKBENCH_H
@@ -28,6 +29,17 @@ uint64_t tb_rng_next(bench *b);
 /* The median of b->runs timed launches (CUDA events, L2 flushed before each, after five
  * warm-up launches), in microseconds; NAN on a failure. */
 double tb_time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n);
+
+/* One launch of a sequence. */
+typedef struct {
+  tk_kernel *k;
+  tk_grid g;
+  const tk_arg *args;
+  int n;
+} tb_launch;
+/* As tb_time_launches, for the nl launches of l issued back to back on one stream: the
+ * events enclose the whole sequence (a kernel and the one that consumes its output). */
+double tb_time_sequence(bench *b, const tb_launch *l, int nl);
 /* f16 and bf16 bits to and from f32 (round to nearest even). */
 uint16_t tb_f32_to_f16(float f);
 float tb_f16_to_f32(uint16_t u);
@@ -36,5 +48,7 @@ float tb_bf16_to_f32(uint16_t h);
 
 /* The attention workloads whose names contain `only` (all when NULL). */
 void tb_attention(bench *b, const char *only);
+/* The decode attention workloads whose names contain `only` (all when NULL). */
+void tb_decode(bench *b, const char *only);
 
 #endif

@@ -79,7 +79,11 @@ void ck_download(ck_job *job, void *host, tk_devptr p, size_t bytes) {
 }
 
 void ck_launch(ck_job *job, tk_grid grid, const tk_arg *args, int nargs) {
-  if (!job->failed) api_ok(job, tk_launch(job->kernel, grid, NULL, args, nargs), "tk_launch");
+  ck_launch_kernel(job, job->kernel, grid, args, nargs);
+}
+
+void ck_launch_kernel(ck_job *job, tk_kernel *k, tk_grid grid, const tk_arg *args, int nargs) {
+  if (!job->failed) api_ok(job, tk_launch(k, grid, NULL, args, nargs), "tk_launch");
 }
 
 bool ck_close(ck_job *job, const char *what, size_t i, double got, double want, double rtol,

@@ -15,6 +15,7 @@ enum { CK_MAX_BUFFERS = 16 };
 struct ck_job {
   tk_context *ctx;
   tk_kernel *kernel;
+  tk_kernel *kernel2; /* the case's kernel2, or NULL */
   const ck_case *c;
   ck_size size;
   uint64_t rng;
@@ -57,6 +58,8 @@ tk_devptr ck_upload(ck_job *job, const void *host, size_t bytes);
 void ck_download(ck_job *job, void *host, tk_devptr p, size_t bytes);
 /* Launches the job's kernel. */
 void ck_launch(ck_job *job, tk_grid grid, const tk_arg *args, int nargs);
+/* Launches k (the job's kernel2, say), after whatever the job launched before. */
+void ck_launch_kernel(ck_job *job, tk_kernel *k, tk_grid grid, const tk_arg *args, int nargs);
 
 /* Checks got against want; on a mismatch records "what[i]: got .., want .." and returns
  * false. Also tracks the largest error seen. */
@@ -82,5 +85,6 @@ void ck_run_cross_entropy(ck_job *job);
 void ck_run_transpose(ck_job *job);
 void ck_run_matmul(ck_job *job);
 void ck_run_attention(ck_job *job);
+void ck_run_decode(ck_job *job);
 
 #endif
