@@ -163,6 +163,25 @@ void ip_dot(ip_scratch *s, ip_val a, ip_val b, ip_val acc, ip_val r);
 /* On unless a test turns it off to get the scalar rules' results to compare with. */
 extern bool ip_typed_loops;
 
+/* The buffer id of a pointer whose offset overflowed 64 bits: no buffer has it, so every
+ * access through it faults ("pointer-overflow") instead of wrapping back in bounds. */
+#define IP_BUF_WRAPPED UINT32_MAX
+
+/* Pointer p advanced by idx elements of size bytes (idx signed or not): the exact byte
+ * offset, or a pointer into no buffer (IP_BUF_WRAPPED) when that does not fit 64 bits, so
+ * that no offset wraps around back into bounds. */
+static inline ip_elem ip_addptr(ip_elem p, bool is_signed, ip_elem idx, int64_t size) {
+  int64_t step, off;
+  bool over = is_signed ? __builtin_mul_overflow(idx.i, size, &step)
+                        : __builtin_mul_overflow(idx.u, (uint64_t)size, &step);
+  if (over || __builtin_add_overflow(p.i, step, &off) || p.buf == IP_BUF_WRAPPED) {
+    p.buf = IP_BUF_WRAPPED;
+    return p;
+  }
+  p.i = off;
+  return p;
+}
+
 /* Checks one element access of `size` bytes at (buf, off): NULL with *host set when it
  * is fine, else the fault's name ("out-of-bounds", "misaligned", "null-pointer",
  * "use-after-free", "wild-pointer") with the details written to why ("element offset

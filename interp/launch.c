@@ -76,8 +76,10 @@ static ip_status bind_args(ip_exec *x, const ip_code *body, const tk_arg *args, 
     }
     if (!bind_arg(x, t, args[i], &x->slots[body->args[i]])) {
       su_buf_printf(x->err, "argument %d of '%s' ('%s') is 0x%llx, which is not an address "
-                    "in a live buffer from tk_malloc", i, x->f->name, name,
-                    (unsigned long long)args[i].v.p);
+                    "in a live buffer from tk_malloc%s", i, x->f->name, name,
+                    (unsigned long long)args[i].v.p,
+                    ip_mem_foreign(x->mem, args[i].v.p) ? " on this context (it is another "
+                                                          "context's)" : "");
       return IP_BAD_ARGS;
     }
   }

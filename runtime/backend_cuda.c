@@ -36,10 +36,10 @@ typedef struct {
   rt_jit_module jit;
 } cuda_module;
 
-static cuda_state *state(tk_context *ctx) { return ctx->state; }
+static cuda_state *state(rt_context *ctx) { return ctx->state; }
 
 /* Maps a driver failure to a tk status and message ("what: CUDA_ERROR_X: text"). */
-static tk_status fail(tk_context *ctx, CUresult r, const char *what) {
+static tk_status fail(rt_context *ctx, CUresult r, const char *what) {
   cuda_state *st = state(ctx);
   su_buf b = {0};
   rt_cuda_describe(&st->cu, r, &b);
@@ -58,7 +58,7 @@ static tk_status fail(tk_context *ctx, CUresult r, const char *what) {
 #define CHECK(ctx, call, what) \
   do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) return fail((ctx), r_, (what)); } while (0)
 
-static tk_status cuda_init(tk_context *ctx, int device) {
+static tk_status cuda_init(rt_context *ctx, int device) {
   cuda_state *st = calloc(1, sizeof *st);
   if (!st) return rt_error(ctx, TK_ERR_MEMORY, "out of host memory");
   su_buf why = {0};
@@ -121,7 +121,7 @@ static tk_status cuda_init(tk_context *ctx, int device) {
   return s;
 }
 
-static void cuda_shutdown(tk_context *ctx) {
+static void cuda_shutdown(rt_context *ctx) {
   cuda_state *st = state(ctx);
   if (!st) return;
   /* Releasing the last reference destroys the primary context and with it every buffer
@@ -133,7 +133,7 @@ static void cuda_shutdown(tk_context *ctx) {
   ctx->state = NULL;
 }
 
-static tk_status cuda_malloc(tk_context *ctx, tk_devptr *out, size_t bytes) {
+static tk_status cuda_malloc(rt_context *ctx, tk_devptr *out, size_t bytes) {
   cuda_state *st = state(ctx);
   CUdeviceptr p = 0;
   CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
@@ -142,28 +142,28 @@ static tk_status cuda_malloc(tk_context *ctx, tk_devptr *out, size_t bytes) {
   return TK_OK;
 }
 
-static tk_status cuda_free(tk_context *ctx, tk_devptr p) {
+static tk_status cuda_free(rt_context *ctx, tk_devptr p) {
   cuda_state *st = state(ctx);
   CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
   CHECK(ctx, st->cu.MemFree(p), "cuMemFree");
   return TK_OK;
 }
 
-static tk_status cuda_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes) {
+static tk_status cuda_htod(rt_context *ctx, tk_devptr dst, const void *src, size_t bytes) {
   cuda_state *st = state(ctx);
   CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
   CHECK(ctx, st->cu.MemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
   return TK_OK;
 }
 
-static tk_status cuda_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes) {
+static tk_status cuda_dtoh(rt_context *ctx, void *dst, tk_devptr src, size_t bytes) {
   cuda_state *st = state(ctx);
   CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
   CHECK(ctx, st->cu.MemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
   return TK_OK;
 }
 
-static tk_status cuda_sync(tk_context *ctx) {
+static tk_status cuda_sync(rt_context *ctx) {
   cuda_state *st = state(ctx);
   CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
   CHECK(ctx, st->cu.CtxSynchronize(), "a kernel or copy failed");
@@ -173,7 +173,7 @@ static tk_status cuda_sync(tk_context *ctx) {
 /* ---- loading ------------------------------------------------------------------------- */
 
 /* Appends mod to m's modules (unloaded with it). */
-static void keep_module(tk_module *m, CUmodule mod) {
+static void keep_module(rt_module *m, CUmodule mod) {
   cuda_module *cm = m->handle;
   if (cm->nmods == cm->capmods) {
     int cap = cm->capmods ? 2 * cm->capmods : 4;
@@ -187,7 +187,7 @@ static void keep_module(tk_module *m, CUmodule mod) {
 
 /* Loads NUL-terminated PTX into a new CUmodule of m (*out); a JIT failure carries the
  * driver's log. */
-static tk_status load_module(tk_context *ctx, tk_module *m, const char *ptx, CUmodule *out) {
+static tk_status load_module(rt_context *ctx, rt_module *m, const char *ptx, CUmodule *out) {
   cuda_state *st = state(ctx);
   enum { LOG = 16384 };
   char *errlog = su_alloc(m->arena, LOG), *infolog = su_alloc(m->arena, LOG);
@@ -214,7 +214,7 @@ static tk_status load_module(tk_context *ctx, tk_module *m, const char *ptx, CUm
 /* Resolves k's CUfunction in mod (loaded from ptx) as the variant for key and makes it
  * the one in use; a kernel whose scratch exceeds the 48 KB of static shared memory is
  * allowed its dynamic size here, once, so a launch stays one driver call. */
-static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const char *ptx,
+static tk_status add_variant(rt_context *ctx, rt_kernel *k, CUmodule mod, const char *ptx,
                              uint64_t key) {
   cuda_state *st = state(ctx);
   CUfunction fn = NULL;
@@ -250,7 +250,7 @@ static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const 
 
 /* Sets up every kernel of m and adds each one's variant from mod, compiled for the
  * signature `all` selects (every bit, or none). */
-static tk_status bind_all(tk_context *ctx, tk_module *m, CUmodule mod, const char *ptx, bool all) {
+static tk_status bind_all(rt_context *ctx, rt_module *m, CUmodule mod, const char *ptx, bool all) {
   for (int i = 0; i < m->nkernels; i++) {
     m->kernels[i].handle = rt_jit_kernel_new(m->arena, &m->kernels[i]);
     uint64_t key = all ? rt_jit_full_key(m->kernels[i].handle) : 0;
@@ -262,7 +262,7 @@ static tk_status bind_all(tk_context *ctx, tk_module *m, CUmodule mod, const cha
 
 /* The PTX of m's variant for key (of `only` alone, or of every kernel), through the JIT
  * (*hit: from the cache). */
-static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_func *only, uint64_t key,
+static tk_status get_ptx(rt_context *ctx, rt_module *m, const ir_func *only, uint64_t key,
                          su_buf *ptx, bool *hit) {
   cuda_module *cm = m->handle;
   su_buf why = {0};
@@ -275,7 +275,7 @@ static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_func *only, uin
 
 /* get_ptx, then loads the PTX into a new CUmodule of m (*mod). A cache entry the driver
  * rejects is evicted and rebuilt, once. */
-static tk_status load_ptx_of(tk_context *ctx, tk_module *m, const ir_func *only, uint64_t key,
+static tk_status load_ptx_of(rt_context *ctx, rt_module *m, const ir_func *only, uint64_t key,
                              su_buf *ptx, CUmodule *mod) {
   bool hit;
   tk_status s = get_ptx(ctx, m, only, key, ptx, &hit);
@@ -291,7 +291,7 @@ static tk_status load_ptx_of(tk_context *ctx, tk_module *m, const ir_func *only,
 
 /* Compiles and loads the fully specialized variant of every kernel at once: the one the
  * common case (sizes multiple of 16, aligned allocations) launches. */
-static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
+static tk_status cuda_load_ir(rt_context *ctx, rt_module *m, const tk_compile_options *opts,
                               const drv_options *o, const char *source, size_t len) {
   cuda_state *st = state(ctx);
   cuda_module *cm = SU_NEW(m->arena, cuda_module);
@@ -308,7 +308,7 @@ static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_op
 
 /* Makes k's variant for signature key the one in use, compiling and loading it (k alone)
  * the first time. */
-static tk_status use_variant(tk_context *ctx, tk_kernel *k, uint64_t key) {
+static tk_status use_variant(rt_context *ctx, rt_kernel *k, uint64_t key) {
   if (rt_jit_use(k->handle, key)) return TK_OK;
   su_buf ptx = {0};
   CUmodule mod = NULL;
@@ -319,13 +319,13 @@ static tk_status use_variant(tk_context *ctx, tk_kernel *k, uint64_t key) {
 }
 
 /* Builds m->kernels from the PTX's entries when the caller has not (no IR to read). */
-static void kernels_from_ptx(tk_module *m, const char *ptx, size_t len) {
+static void kernels_from_ptx(rt_module *m, const char *ptx, size_t len) {
   rt_ptx_entry *es;
   int n = rt_ptx_entries(m->arena, ptx, len, &es);
-  m->kernels = SU_NEW_ARRAY(m->arena, tk_kernel, n);
+  m->kernels = SU_NEW_ARRAY(m->arena, rt_kernel, n);
   m->nkernels = n;
   for (int i = 0; i < n; i++) {
-    tk_kernel *k = &m->kernels[i];
+    rt_kernel *k = &m->kernels[i];
     ir_signature *sig = SU_NEW(m->arena, ir_signature);
     sig->name = es[i].name;
     sig->params = es[i].params;
@@ -343,7 +343,7 @@ static void kernels_from_ptx(tk_module *m, const char *ptx, size_t len) {
   }
 }
 
-static tk_status cuda_load_ptx(tk_context *ctx, tk_module *m, const char *ptx, size_t len) {
+static tk_status cuda_load_ptx(rt_context *ctx, rt_module *m, const char *ptx, size_t len) {
   /* The driver needs a terminating NUL that the caller's buffer may lack. */
   char *text = su_strndup(m->arena, ptx, len);
   m->handle = SU_NEW(m->arena, cuda_module);
@@ -354,7 +354,7 @@ static tk_status cuda_load_ptx(tk_context *ctx, tk_module *m, const char *ptx, s
   return bind_all(ctx, m, mod, text, false);
 }
 
-static void cuda_unload(tk_context *ctx, tk_module *m) {
+static void cuda_unload(rt_context *ctx, rt_module *m) {
   cuda_state *st = state(ctx);
   cuda_module *cm = m->handle;
   if (!cm || !cm->nmods) return;
@@ -365,7 +365,7 @@ static void cuda_unload(tk_context *ctx, tk_module *m) {
 
 /* ---- launching ----------------------------------------------------------------------- */
 
-static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,
+static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
                              const tk_arg *args, int nargs) {
   rt_jit_kernel *jk = k->handle;
   (void)nargs; /* api.c checked it against the signature */
@@ -407,7 +407,8 @@ static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *
   return TK_OK;
 }
 
-CUfunction rt_cuda_kernel_function(const tk_kernel *k) {
+CUfunction rt_cuda_kernel_function(const tk_kernel *h) {
+  const rt_kernel *k = rt_handle_get((uint64_t)(uintptr_t)h, RT_H_KERNEL);
   if (!k || !k->module || !k->module->ctx || k->module->ctx->be != &rt_cuda_backend ||
       !k->handle)
     return NULL;

@@ -265,6 +265,150 @@ static void test_runtime_fault(void **state) {
   tk_context_destroy(ctx);
 }
 
+
+/* ---- handles (issue 13, item 5) ------------------------------------------------------ */
+
+static const char *store_src =
+    "kernel k(x: *i32, i: i64) {\n    store(x + i, 7);\n}\n";
+
+/* A context with store_src compiled: *m, *k. */
+static tk_context *with_kernel(tk_module **m, tk_kernel **k) {
+  tk_context *ctx = interp();
+  assert_int_equal(tk_module_compile(ctx, m, store_src, strlen(store_src), "s.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(*m, "k", k), TK_OK);
+  return ctx;
+}
+
+/* Destroyed objects passed again are refused by name, never touched (ASan would see a
+ * use-after-free here before handles were generation-counted). */
+static void test_stale_handles(void **state) {
+  (void)state;
+  tk_module *m = NULL;
+  tk_kernel *k = NULL;
+  tk_context *ctx = with_kernel(&m, &k);
+  tk_devptr p;
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(p), tk_arg_i64(0)};
+  tk_module_destroy(m);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_INVALID);
+  contains(tk_last_error(NULL), "tk_launch: kernel is not a live handle");
+  assert_int_equal(tk_kernel_num_params(k), -1);
+  assert_null(tk_kernel_param_name(k, 0));
+  tk_kernel *k2 = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "k", &k2), TK_ERR_INVALID);
+  contains(tk_last_error(NULL), "module is not a live handle");
+  tk_module_destroy(m); /* again: ignored, with a message */
+  contains(tk_last_error(NULL), "tk_module_destroy: the module is not a live handle");
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_OK); /* the context is fine */
+
+  /* a module that dies with its context */
+  assert_int_equal(tk_module_compile(ctx, &m, store_src, strlen(store_src), "s.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "k", &k), TK_OK);
+  tk_context_destroy(ctx);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_INVALID);
+  assert_int_equal(tk_module_get_kernel(m, "k", &k2), TK_ERR_INVALID);
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_ERR_INVALID);
+  contains(tk_last_error(NULL), "tk_malloc: context is not a live handle");
+  assert_int_equal(tk_free(ctx, p), TK_ERR_INVALID);
+  assert_int_equal(tk_synchronize(ctx), TK_ERR_INVALID);
+  assert_int_equal(tk_module_compile(ctx, &m, store_src, strlen(store_src), "s.tk", NULL),
+                   TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "not a live handle");
+  tk_context_destroy(ctx); /* twice: ignored */
+  contains(tk_last_error(NULL), "tk_context_destroy: the context is not a live handle");
+  /* a new context, even where the old one's memory was, is not reachable by the old handle */
+  tk_context *ctx2 = interp();
+  assert_true(ctx2 != ctx);
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_ERR_INVALID);
+  /* arbitrary values are not handles either */
+  assert_int_equal(tk_malloc((tk_context *)&p, &p, 16), TK_ERR_INVALID);
+  assert_int_equal(tk_launch((tk_kernel *)ctx2, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_INVALID);
+  tk_context_destroy(ctx2);
+}
+
+/* A buffer of one context is refused by another, as a launch argument and in copies. */
+static void test_buffer_of_another_context(void **state) {
+  (void)state;
+  tk_module *m = NULL;
+  tk_kernel *k = NULL;
+  tk_context *a = with_kernel(&m, &k), *b = interp();
+  tk_devptr pa, pb;
+  assert_int_equal(tk_malloc(a, &pa, 16), TK_OK);
+  assert_int_equal(tk_malloc(b, &pb, 16), TK_OK);
+  assert_true(pa != pb); /* the first buffer of each context */
+  tk_arg args[] = {tk_arg_ptr(pb), tk_arg_i64(0)};
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 2), TK_ERR_ARGS);
+  contains(tk_last_error(a), "another context's");
+  int32_t v[4] = {0};
+  assert_int_equal(tk_memcpy_htod(a, pb, v, 16), TK_ERR_INVALID);
+  contains(tk_last_error(a), "another context's");
+  assert_int_equal(tk_free(a, pb), TK_ERR_INVALID);
+  assert_int_equal(tk_free(b, pb), TK_OK);
+  tk_context_destroy(b);
+  tk_context_destroy(a);
+}
+
+/* The CUDA grid limits, on the interpreter too, before anything runs. */
+static void test_grid_limits(void **state) {
+  (void)state;
+  tk_module *m = NULL;
+  tk_kernel *k = NULL;
+  tk_context *ctx = with_kernel(&m, &k);
+  tk_devptr p;
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(p), tk_arg_i64(0)};
+  assert_int_equal(tk_launch(k, (tk_grid){1u << 31, 1, 1}, NULL, a, 2), TK_ERR_ARGS);
+  contains(tk_last_error(ctx), "grid (2147483648, 1, 1) exceeds the CUDA limits");
+  assert_int_equal(tk_launch(k, (tk_grid){1, 65536, 1}, NULL, a, 2), TK_ERR_ARGS);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 65536}, NULL, a, 2), TK_ERR_ARGS);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 65535, 1}, NULL, a, 2), TK_OK);
+  tk_context_destroy(ctx);
+}
+
+/* An offset that wraps 64 bits back into the buffer is a fault, not an access. */
+static void test_pointer_offset_wrap(void **state) {
+  (void)state;
+  tk_module *m = NULL;
+  tk_kernel *k = NULL;
+  tk_context *ctx = with_kernel(&m, &k);
+  tk_devptr p;
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(p), tk_arg_i64(INT64_C(1) << 62)}; /* * 4 bytes = 2^64 */
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_RUNTIME);
+  contains(tk_last_error(ctx), "pointer-overflow store");
+  a[1] = tk_arg_i64(-(INT64_C(1) << 62) + 1);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_RUNTIME);
+  int32_t v[4];
+  assert_int_equal(tk_memcpy_dtoh(ctx, v, p, 16), TK_OK);
+  for (int i = 0; i < 4; i++) assert_int_equal(v[i], 0);
+  tk_context_destroy(ctx);
+}
+
+/* Allocation ids are reused (after a quarantine), so a long-lived context does not run
+ * out of them; a recently freed buffer is still caught as freed. */
+static void test_allocation_ids_reused(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  enum { N = 20000 };
+  tk_devptr seen_max = 0, first = 0;
+  for (int i = 0; i < N; i++) {
+    tk_devptr p;
+    assert_int_equal(tk_malloc(ctx, &p, 8), TK_OK);
+    if (!first) first = p;
+    if (p > seen_max) seen_max = p;
+    assert_int_equal(tk_free(ctx, p), TK_OK);
+  }
+  /* ids are contiguous from the first: at most the quarantine's worth were in use */
+  assert_true((seen_max - first) >> 38 <= 1025);
+  tk_devptr p, q;
+  assert_int_equal(tk_malloc(ctx, &p, 8), TK_OK);
+  assert_int_equal(tk_free(ctx, p), TK_OK);
+  assert_int_equal(tk_malloc(ctx, &q, 8), TK_OK);
+  assert_true(q != p);
+  assert_int_equal(tk_memcpy_htod(ctx, p, &q, 8), TK_ERR_INVALID);
+  tk_context_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -276,6 +420,11 @@ int main(void) {
       cmocka_unit_test(test_compile_failures),
       cmocka_unit_test(test_compile_arch),
       cmocka_unit_test(test_runtime_fault),
+      cmocka_unit_test(test_stale_handles),
+      cmocka_unit_test(test_buffer_of_another_context),
+      cmocka_unit_test(test_grid_limits),
+      cmocka_unit_test(test_pointer_offset_wrap),
+      cmocka_unit_test(test_allocation_ids_reused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
