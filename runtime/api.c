@@ -112,10 +112,15 @@ tk_status tk_context_create(tk_context **out, const tk_context_options *opts) {
   } else if (interpret_requested()) {
     s = start_backend(ctx, TK_BACKEND_INTERP, device);
   } else {
-    /* AUTO prefers the GPU, and falls back to the interpreter only when there is none:
-     * a driver that is present but broken is an error worth seeing. */
+    /* AUTO prefers the GPU, and falls back to the interpreter only when there is none
+     * (no driver library, or a driver that reports no device): a driver that fails to
+     * start, a bad ordinal or a device tk cannot compile for is an error worth seeing. */
+#ifdef TK_HAVE_CUDA_BACKEND
     s = start_backend(ctx, TK_BACKEND_CUDA, device);
-    if (s == TK_ERR_NO_DEVICE || s == TK_ERR_UNSUPPORTED) s = start_backend(ctx, TK_BACKEND_INTERP, device);
+    if (s == TK_ERR_NO_DEVICE) s = start_backend(ctx, TK_BACKEND_INTERP, device);
+#else
+    s = start_backend(ctx, TK_BACKEND_INTERP, device);
+#endif
   }
   if (s != TK_OK) {
     rt_error(NULL, s, "%s", su_buf_str(&ctx->err));
