@@ -84,7 +84,20 @@ void cg_compile_unit(cg_unit *u) {
   LLVMTargetMachineRef tm = cg_target_machine(arch_of(u->o), opt_level(u->o));
   c.mod = LLVMModuleCreateWithNameInContext(u->src->name, c.llc);
   c.b = LLVMCreateBuilderInContext(c.llc);
+  /* An internal error (an assertion, LLVM's report_fatal_error through target.c's
+   * handler) fails this unit with a diagnostic instead of aborting the process; the LLVM
+   * objects it was building may be half-changed, so they are leaked, not disposed. */
+  su_trap trap;
+  if (!su_trap_set(&trap)) {
+    su_loc loc = {u->src, UINT32_MAX, 0, 0, 0};
+    su_error(u->diags, loc, "internal compiler error in the GPU back end%s: %s",
+             trap.oom ? " (out of memory)" : "", trap.msg);
+    u->ok = false;
+    su_arena_free(c.arena);
+    return;
+  }
   u->ok = emit_module(&c, u, tm);
+  su_trap_clear(&trap);
   LLVMDisposeBuilder(c.b);
   LLVMDisposeModule(c.mod);
   LLVMDisposeTargetMachine(tm);

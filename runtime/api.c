@@ -245,6 +245,19 @@ static bool driver_options(rt_context *ctx, su_arena *a, const tk_compile_option
   /* Compiled without a target: the interpreter runs that IR, and the JIT lowers and
    * generates each variant for the arch load_ir is given. */
   o->arch = NULL;
+  /* The compile-time work budget (helper calls inlined, static_range iterations) is the
+   * environment's: a host that compiles untrusted kernels may lower it, one that compiles
+   * huge generated ones raise it, without a new field in tk_compile_options. */
+  const char *budget = getenv("TK_COMPILE_BUDGET");
+  if (budget && *budget) {
+    char *end;
+    long long v = strtoll(budget, &end, 10);
+    if (*end || v <= 0) {
+      rt_error(ctx, TK_ERR_INVALID, "TK_COMPILE_BUDGET='%s' is not a positive integer", budget);
+      return false;
+    }
+    o->budget = v;
+  }
   if (!opts) return true;
   if (opts->ndefines < 0 || (opts->ndefines > 0 && !opts->defines)) {
     rt_error(ctx, TK_ERR_INVALID, "compile options: %d defines but no array", opts->ndefines);
@@ -301,8 +314,19 @@ tk_status tk_module_compile(tk_context *h, tk_module **out, const char *source, 
   su_source *src = su_source_new(m->arena, name ? name : "<source>", source ? source : "", len);
   su_diags d;
   su_diags_init(&d, m->arena, NULL);
+  /* No internal error of the compiler (an assertion, memory running out) takes the host
+   * process down: it unwinds to here and the module is thrown away. */
+  su_trap trap;
+  if (!su_trap_set(&trap)) {
+    tk_status s = rt_error(ctx, trap.oom ? TK_ERR_MEMORY : TK_ERR_COMPILE,
+                           "%s: internal compiler error%s: %s (the context is still usable)",
+                           src->name, trap.oom ? " (out of memory)" : "", trap.msg);
+    module_release(m);
+    return s;
+  }
   m->ir = drv_compile(m->arena, src, &o, &d);
   if (!m->ir) {
+    su_trap_clear(&trap);
     tk_status s = compile_error(ctx, &d);
     su_arena_free(m->arena);
     return s;
@@ -311,6 +335,7 @@ tk_status tk_module_compile(tk_context *h, tk_module **out, const char *source, 
   drv_options target = o;
   target.arch = opts && opts->arch ? opts->arch : ctx->arch;
   tk_status s = ctx->be->load_ir(ctx, m, opts, &target, src->text, src->len);
+  su_trap_clear(&trap);
   if (s != TK_OK) {
     module_release(m);
     return s;

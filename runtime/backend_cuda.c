@@ -458,7 +458,14 @@ static tk_status use_variant(rt_context *ctx, rt_kernel *k, uint64_t key) {
   if (rt_jit_use(k->handle, key)) return TK_OK;
   su_buf ptx = {0};
   CUmodule mod = NULL;
+  /* compiling at launch: an internal error of the compiler fails the launch, not the
+   * process (as tk_module_compile) */
+  su_trap trap;
+  if (!su_trap_set(&trap))
+    return rt_error(ctx, trap.oom ? TK_ERR_MEMORY : TK_ERR_COMPILE, "kernel '%s': internal "
+                    "compiler error compiling a variant: %s", k->sig->name, trap.msg);
   tk_status s = load_ptx_of(ctx, k->module, k->ir, key, &ptx, &mod);
+  su_trap_clear(&trap);
   if (s == TK_OK) s = add_variant(ctx, k, mod, su_buf_str(&ptx), key);
   su_buf_free(&ptx);
   return s;

@@ -5,7 +5,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -409,6 +413,69 @@ static void test_allocation_ids_reused(void **state) {
   tk_context_destroy(ctx);
 }
 
+
+/* ---- compiles never take the host down (issue 13, item 3) --------------------------- */
+
+/* Memory running out inside the compiler is TK_ERR_MEMORY with a message, and the context
+ * compiles again afterwards: run in a child process whose address space is capped just
+ * above what it has, so that the compile of a large file cannot fit. (Not under ASan,
+ * whose shadow memory needs the address space the cap takes away.) */
+static void test_out_of_memory_is_an_error(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  skip();
+#else
+  tk_context *ctx = interp();
+  size_t cap = 64u << 20, len = 0;
+  char *src = malloc(cap);
+  assert_non_null(src);
+  for (int i = 0; len + 64 < cap; i++)
+    len += (size_t)snprintf(src + len, cap - len, "kernel k%d(x: *f32) { store(x, 1.0); }\n", i);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* what the process maps now, from /proc/self/statm (pages), plus 256 MB */
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (!f || fscanf(f, "%lu", &pages) != 1) _exit(2);
+    fclose(f);
+    struct rlimit rl = {(rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (256u << 20), RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+    tk_module *m = NULL;
+    tk_status s = tk_module_compile(ctx, &m, src, len, "big.tk", NULL);
+    if (s != TK_ERR_MEMORY) _exit(4);
+    if (!strstr(tk_last_error(ctx), "out of memory")) _exit(5);
+    const char *ok = "kernel k(x: *f32) { store(x, 1.0); }\n";
+    if (tk_module_compile(ctx, &m, ok, strlen(ok), "ok.tk", NULL) != TK_OK) _exit(6);
+    _exit(0);
+  }
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st)) fail_msg("the compile killed the process (signal %d)", WTERMSIG(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  free(src);
+  tk_context_destroy(ctx);
+#endif
+}
+
+/* The compile-time work budget is TK_COMPILE_BUDGET's for libtk. */
+static void test_compile_budget_env(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  const char *src = "kernel k(x: *i32) {\n    var s = 0;\n    for i in static_range(0, 64) { s = s + i; }\n"
+                    "    store(x, s);\n}\n";
+  tk_module *m = NULL;
+  setenv("TK_COMPILE_BUDGET", "10", 1);
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "b.tk", NULL), TK_ERR_COMPILE);
+  contains(tk_last_error(ctx), "b.tk:3:14: error: compile-time work budget exhausted");
+  setenv("TK_COMPILE_BUDGET", "ten", 1);
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "b.tk", NULL), TK_ERR_INVALID);
+  unsetenv("TK_COMPILE_BUDGET");
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "b.tk", NULL), TK_OK);
+  tk_context_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -425,6 +492,8 @@ int main(void) {
       cmocka_unit_test(test_grid_limits),
       cmocka_unit_test(test_pointer_offset_wrap),
       cmocka_unit_test(test_allocation_ids_reused),
+      cmocka_unit_test(test_out_of_memory_is_an_error),
+      cmocka_unit_test(test_compile_budget_env),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
