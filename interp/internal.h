@@ -60,8 +60,9 @@ struct ip_code {
   int ninsts;
 };
 
-/* Prepares f's body in arena a; *nslots receives the number of slots used. */
-ip_code *ip_prepare(su_arena *a, const ir_func *f, int *nslots);
+/* Prepares f's body in arena a; *nslots receives the number of slots used, *slot_of (if
+ * not NULL) the map from each ir_value (its pointer's bytes as key) to its slot + 1. */
+ip_code *ip_prepare(su_arena *a, const ir_func *f, int *nslots, const su_map **slot_of);
 
 /* ---- scalar numerics (numeric.c) ------------------------------------------------------- */
 
@@ -112,7 +113,13 @@ typedef struct {
   FILE *out;    /* device_print's stream */
   su_buf *print; /* if set, device_print appends here instead (grid.c orders the lines) */
   su_buf *err;
+  const su_map *slot_of; /* ir_value* (key bytes) -> slot + 1 (ip_prepare's), for wrap.c */
 } ip_exec;
+
+/* Appends to why, when lane `lane` of pointer ptr (the operand of a faulting access) got
+ * its offset from an integer add, subtract, multiply or shift of 32 bits or fewer whose
+ * exact result does not fit its type, which op that was and what it computed. */
+void ip_explain_wrap(const ip_exec *x, const ir_value *ptr, int64_t lane, su_buf *why);
 
 #define IP_IN(x, inst, k) ((x)->slots[(inst)->in[(k)]])
 #define IP_OUT(x, inst, k) (&(x)->slots[(inst)->out[(k)]])

@@ -102,9 +102,10 @@ ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_gri
   err->len = 0;
   su_arena *a = su_arena_new();
   int nslots = 0;
-  ip_code *body = ip_prepare(a, f, &nslots);
+  const su_map *slot_of = NULL;
+  ip_code *body = ip_prepare(a, f, &nslots, &slot_of);
   ip_exec x = {.mem = mem, .m = m, .f = f, .scratch = ip_scratch_new(), .out = out ? out : stdout,
-               .err = err, .nslots = nslots};
+               .err = err, .nslots = nslots, .slot_of = slot_of};
   x.slots = SU_NEW_ARRAY(a, ip_val, nslots);
   x.nprog[0] = grid.x ? grid.x : 1;
   x.nprog[1] = grid.y ? grid.y : 1;

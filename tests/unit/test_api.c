@@ -476,6 +476,35 @@ static void test_compile_budget_env(void **state) {
   tk_context_destroy(ctx);
 }
 
+
+/* An i32 offset that wraps is reported as such on the interpreter, not only as an
+ * access out of bounds (issue 13, item 7). */
+static void test_wrapped_offset_reported(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  const char *src = "kernel k<BLOCK: i32 = 16>(x: *f32, y: *f32, stride: i32) {\n"
+                    "    let row = program_id(0) + 2;\n"
+                    "    let cols = arange(0, BLOCK);\n"
+                    "    store(y + cols, load(x + row * stride + cols));\n"
+                    "}\n";
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "w.tk", NULL), TK_OK);
+  tk_kernel *k = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "k", &k), TK_OK);
+  tk_devptr x, y;
+  assert_int_equal(tk_malloc(ctx, &x, 64), TK_OK);
+  assert_int_equal(tk_malloc(ctx, &y, 64), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(x), tk_arg_ptr(y), tk_arg_i32(1 << 30)}; /* 2 * 2^30 wraps */
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 3), TK_ERR_RUNTIME);
+  contains(tk_last_error(ctx), "out-of-bounds load");
+  contains(tk_last_error(ctx), "the offset wrapped around: the mul at w.tk:4:30 computed "
+                               "2147483648, which does not fit i32 (it gave -2147483648)");
+  a[2] = tk_arg_i32(1 << 20); /* out of bounds without wrapping: said plainly */
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 3), TK_ERR_RUNTIME);
+  assert_null(strstr(tk_last_error(ctx), "wrapped"));
+  tk_context_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -494,6 +523,7 @@ int main(void) {
       cmocka_unit_test(test_allocation_ids_reused),
       cmocka_unit_test(test_out_of_memory_is_an_error),
       cmocka_unit_test(test_compile_budget_env),
+      cmocka_unit_test(test_wrapped_offset_reported),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
