@@ -86,7 +86,17 @@ static tk_status interp_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void
   if (!k->ir)
     return rt_error(ctx, TK_ERR_UNSUPPORTED, "kernel '%s' has no IR to interpret", k->sig->name);
   su_buf why = {0};
+  /* an internal error of the interpreter outside a program's run (grid.c traps those)
+   * fails the launch, not the process */
+  su_trap trap;
+  if (!su_trap_set(&trap)) {
+    su_buf_free(&why);
+    return rt_error(ctx, trap.oom ? TK_ERR_MEMORY : TK_ERR_RUNTIME,
+                    "kernel '%s': internal error in the interpreter%s: %s", k->sig->name,
+                    trap.oom ? " (out of memory)" : "", trap.msg);
+  }
   ip_status st = ip_launch(memory(ctx), k->module->ir, k->ir, grid, args, nargs, stdout, &why);
+  su_trap_clear(&trap);
   if (st == IP_OK) {
     su_buf_free(&why);
     return TK_OK;

@@ -505,6 +505,59 @@ static void test_wrapped_offset_reported(void **state) {
   tk_context_destroy(ctx);
 }
 
+
+/* The same for a launch on the interpreter: with no memory left for its values, the
+ * launch fails with an internal error (TK_ERR_MEMORY or TK_ERR_RUNTIME), not the process. */
+static void test_interpreter_out_of_memory_is_an_error(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  skip();
+#else
+  tk_context *ctx = interp();
+  const char *src = "kernel big(x: *f32) {\n"
+                    "    let i = arange(0, 1048576);\n"
+                    "    let a = load(x + i, i < 0, 1.0);\n"
+                    "    let b = a * 2.0 + a;\n"
+                    "    store(x + i, b * a - b, i < 0);\n"
+                    "}\n";
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "big.tk", NULL), TK_OK);
+  tk_kernel *k = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "big", &k), TK_OK);
+  tk_devptr x;
+  assert_int_equal(tk_malloc(ctx, &x, 64), TK_OK);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv("TK_INTERPRET_THREADS", "1", 1);
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (!f || fscanf(f, "%lu", &pages) != 1) _exit(2);
+    fclose(f);
+    struct rlimit rl = {(rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE), RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+    tk_arg a[] = {tk_arg_ptr(x)};
+    tk_status ls = tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 1);
+    if (ls != TK_ERR_RUNTIME && ls != TK_ERR_MEMORY) {
+      fprintf(stderr, "launch: %s: %s\n", tk_status_name(ls), tk_last_error(ctx));
+      _exit(4);
+    }
+    if (!strstr(tk_last_error(ctx), "internal error in the interpreter") ||
+        !strstr(tk_last_error(ctx), "out of memory")) {
+      fprintf(stderr, "launch: %s\n", tk_last_error(ctx));
+      _exit(5);
+    }
+    _exit(0);
+  }
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st)) fail_msg("the launch killed the process (signal %d)", WTERMSIG(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  tk_context_destroy(ctx);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -522,6 +575,7 @@ int main(void) {
       cmocka_unit_test(test_pointer_offset_wrap),
       cmocka_unit_test(test_allocation_ids_reused),
       cmocka_unit_test(test_out_of_memory_is_an_error),
+      cmocka_unit_test(test_interpreter_out_of_memory_is_an_error),
       cmocka_unit_test(test_compile_budget_env),
       cmocka_unit_test(test_wrapped_offset_reported),
   };
