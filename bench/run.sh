@@ -9,6 +9,8 @@
 # to $OUT/bench-logs (or /tmp/tk-bench-logs); with $OUT set the table is also written to
 # $OUT/RESULTS.md.
 #
+# After the tests, tests/gpu/sanitize.sh runs every GPU suite under compute-sanitizer
+# (memcheck and racecheck; TK_BENCH_NO_SANITIZE=1 skips it, as TK_BENCH_NO_TESTS=1 does).
 # Environment: BUILD (default build), TK_BENCH_NO_TESTS=1 skips the tests,
 # TK_BENCH_NO_COMPILE=1 skips torch.compile (its compiles take minutes), TK_BENCH_ONLY=TEXT
 # runs only the workloads whose name contains TEXT (e.g. "matmul").
@@ -48,6 +50,13 @@ if [ "${TK_BENCH_NO_TESTS:-0}" != 1 ]; then
 fi
 echo "$tests_line"
 
+sanitize_line="sanitizer: not run"
+if [ "${TK_BENCH_NO_TESTS:-0}" != 1 ] && [ "${TK_BENCH_NO_SANITIZE:-0}" != 1 ]; then
+  sanitize_line=$(tests/gpu/sanitize.sh "$BUILD" "$LOGS/sanitize" 2>&1 | tee "$LOGS/sanitize.log" | tail -n 1)
+  grep -E "ERRORS|timed out|failed" "$LOGS/sanitize.log" | head -20
+fi
+echo "$sanitize_line"
+
 only=
 [ -n "${TK_BENCH_ONLY:-}" ] && only="--only $TK_BENCH_ONLY"
 "$BUILD/bench/tkbench" --tkc "$BUILD/tools/tkc" --samples samples $only \
@@ -66,7 +75,8 @@ fi
 echo
 echo "GPU: $(cat "$LOGS/gpu.txt")"
 echo "$tests_line"
+echo "$sanitize_line"
 if [ -n "${OUT:-}" ] && [ -f "$OUT/RESULTS.md" ]; then
-  printf '\n%s\n\nGPU: %s\n' "$tests_line" "$(cat "$LOGS/gpu.txt")" >> "$OUT/RESULTS.md"
+  printf '\n%s\n\n%s\n\nGPU: %s\n' "$tests_line" "$sanitize_line" "$(cat "$LOGS/gpu.txt")" >> "$OUT/RESULTS.md"
 fi
 rm -rf "$TK_CACHE_DIR"

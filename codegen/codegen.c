@@ -5,6 +5,7 @@
 #include "cg.h"
 
 #include <llvm-c/Analysis.h>
+#include <stdlib.h>
 
 static void set_target(cg_ctx *c, LLVMTargetMachineRef tm) {
   char *triple = LLVMGetTargetMachineTriple(tm);
@@ -17,15 +18,24 @@ static void set_target(cg_ctx *c, LLVMTargetMachineRef tm) {
   LLVMDisposeTargetData(td);
 }
 
-/* A verifier failure is our bug, not the user's: abort with LLVM's explanation. */
-static void verify(cg_ctx *c) {
+/* A verifier failure is our bug, not the user's, but it must not take the host process
+ * down: it is an error diagnostic saying so, with LLVM's explanation (and the IR, when
+ * TK_DEBUG_CODEGEN is set, for whoever fixes it). */
+static bool verify(cg_ctx *c) {
   char *msg = NULL;
-  if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg)) {
-    char *ir = LLVMPrintModuleToString(c->mod);
-    fprintf(stderr, "%s\n", ir);
-    su_fatal("codegen produced invalid LLVM IR: %s", msg);
+  bool bad = LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg);
+  if (bad) {
+    if (getenv("TK_DEBUG_CODEGEN")) {
+      char *ir = LLVMPrintModuleToString(c->mod);
+      fprintf(stderr, "%s\n", ir);
+      LLVMDisposeMessage(ir);
+    }
+    su_loc loc = {c->src, UINT32_MAX, 0, 0, 0};
+    su_error(c->diags, loc, "internal compiler error: the GPU back end produced invalid LLVM "
+             "IR (please report it with the input): %s", msg ? msg : "");
   }
   LLVMDisposeMessage(msg);
+  return !bad;
 }
 
 static int opt_level(const cg_options *o) { return o ? o->opt_level : TG_DEFAULT_OPT_LEVEL; }
@@ -46,7 +56,7 @@ static bool emit_module(cg_ctx *c, cg_unit *u, LLVMTargetMachineRef tm) {
     LLVMValueRef fn = LLVMGetNamedFunction(c->mod, i ? "tk.smem.half" : "tk.smem.base");
     if (fn) LLVMDeleteFunction(fn);
   }
-  verify(c);
+  if (!verify(c)) return false;
   if (!cg_link_libdevice(c, u->o)) return false;
   cg_optimize(c, tm, opt_level(u->o));
   if (u->format == CG_PTX) {
@@ -74,7 +84,20 @@ void cg_compile_unit(cg_unit *u) {
   LLVMTargetMachineRef tm = cg_target_machine(arch_of(u->o), opt_level(u->o));
   c.mod = LLVMModuleCreateWithNameInContext(u->src->name, c.llc);
   c.b = LLVMCreateBuilderInContext(c.llc);
+  /* An internal error (an assertion, LLVM's report_fatal_error through target.c's
+   * handler) fails this unit with a diagnostic instead of aborting the process; the LLVM
+   * objects it was building may be half-changed, so they are leaked, not disposed. */
+  su_trap trap;
+  if (!su_trap_set(&trap)) {
+    su_loc loc = {u->src, UINT32_MAX, 0, 0, 0};
+    su_error(u->diags, loc, "internal compiler error in the GPU back end%s: %s",
+             trap.oom ? " (out of memory)" : "", trap.msg);
+    u->ok = false;
+    su_arena_free(c.arena);
+    return;
+  }
   u->ok = emit_module(&c, u, tm);
+  su_trap_clear(&trap);
   LLVMDisposeBuilder(c.b);
   LLVMDisposeModule(c.mod);
   LLVMDisposeTargetMachine(tm);

@@ -216,7 +216,28 @@ static void annotate_grid_constants(cg_ctx *c, LLVMValueRef fn, int first, int n
   LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", node);
 }
 
+/* True if name is a PTX identifier: [a-zA-Z][a-zA-Z0-9_$]* or [_$%][a-zA-Z0-9_$]+ (the
+ * PTX ISA's "Identifiers"; '%' is left to the compiler's own names). A .tkir kernel may be
+ * called anything, and LLVM aborts on a symbol PTX cannot spell. */
+static bool ptx_identifier(const char *name) {
+  const char *p = name;
+  bool alpha0 = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z');
+  if (!alpha0 && *p != '_' && *p != '$') return false;
+  for (p++; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '_' || *p == '$'))
+      return false;
+  return alpha0 || p - name > 1;
+}
+
 void cg_emit_kernel(cg_ctx *c, ir_func *f) {
+  if (!ptx_identifier(f->name)) {
+    su_loc loc = {c->src, UINT32_MAX, 0, f->loc.line, f->loc.col};
+    su_error(c->diags, loc, "kernel name '%s' is not a PTX identifier (a letter, '_' or '$', "
+             "then letters, digits, '_' or '$'): the GPU back end cannot emit it", f->name);
+    c->failed = true;
+    return;
+  }
   c->f = f;
   c->threads = CG_WARP * f->num_warps;
   cg_abi abi;

@@ -3,6 +3,7 @@
 #include "cg.h"
 
 #include <llvm-c/BitReader.h>
+#include <llvm-c/ErrorHandling.h>
 #include <llvm-c/Linker.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -12,10 +13,21 @@
 
 static const char TRIPLE[] = "nvptx64-nvidia-cuda";
 
-/* LLVM's target registry is process-wide; registering once is the only global state. */
+/* LLVM's target registry is process-wide; registering once, and the fatal error handler,
+ * are the only global state. */
 static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
 
+/* LLVM's report_fatal_error ("Symbol name with unsupported characters", a selection
+ * failure) would exit the process. Through su_fatal it unwinds to the compiling thread's
+ * trap (codegen.c: the unit fails with the message); a thread with no trap prints the
+ * message and aborts, as before. The handler is the process's (LLVM has one), so another
+ * user of this libLLVM in the process gets the same: print and abort. */
+static void on_llvm_fatal(const char *reason) {
+  su_fatal("LLVM error: %s", reason);
+}
+
 static void init_nvptx(void) {
+  LLVMInstallFatalErrorHandler(on_llvm_fatal);
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();

@@ -33,13 +33,23 @@ ir_module *drv_frontend(su_arena *a, const su_source *src, const drv_options *o,
   ast_file *f = drv_parse(a, src, names, d);
   if (d->nerrors) return NULL;
   ir_module *m = ir_module_new(a, src->name);
-  sema_options so = {o ? o->defines : NULL, o ? o->ndefines : 0};
+  sema_options so = {.defines = o ? o->defines : NULL, .ndefines = o ? o->ndefines : 0,
+                     .budget = o ? o->budget : 0};
   if (!sema_check(a, f, m, &so, d)) return NULL;
   sema_lower(f, m);
-  /* Lowering a checked file must give valid IR; anything else is our bug, not the user's. */
+  /* Lowering a checked file must give valid IR; anything else is our bug, not the user's,
+   * reported as such (the verifier's findings as notes) rather than by aborting. */
   su_diags vd;
-  su_diags_init(&vd, a, stderr);
-  if (!ir_verify(m, &vd)) su_fatal("lowering produced invalid IR for '%s'", src->name);
+  su_diags_init(&vd, a, NULL);
+  if (!ir_verify(m, &vd)) {
+    su_buf why = {0};
+    su_diags_render(&vd, &why);
+    su_loc loc = {src, UINT32_MAX, 0, 0, 0};
+    su_error(d, loc, "internal compiler error: lowering produced invalid IR (a compiler bug; "
+             "please report it with the input):\n%s", su_buf_str(&why));
+    su_buf_free(&why);
+    return NULL;
+  }
   return m;
 }
 

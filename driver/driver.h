@@ -34,6 +34,7 @@ typedef struct {
   const char *only_passes;  /* comma-separated: run exactly these passes, or NULL */
   bool time_passes;
   FILE *log;                /* where --print-after / --time-passes write (stderr if NULL) */
+  int64_t budget;           /* sema_options.budget: compile-time work (0: the default) */
 } drv_options;
 
 /* Sets o to the defaults (target.h): no defines, TG_DEFAULT_OPT_LEVEL, TG_DEFAULT_ARCH,

@@ -9,6 +9,8 @@
  *  - Bad arguments (NULL where an object is needed, a wrong argument count or type at
  *    launch, an unknown kernel name) are errors with a message, never crashes.
  *  - Objects belong to their context; tk_context_destroy releases everything it owns.
+ *    Handles are checked: a destroyed context, module or kernel passed again is
+ *    TK_ERR_INVALID (ignored by the destroy functions), never a use of freed memory.
  *  - A context is used by one thread at a time.
  * Prefix: tk_ / TK_.
  */

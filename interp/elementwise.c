@@ -8,10 +8,7 @@ static ip_elem at(ip_val v, int64_t i) {
 }
 
 static ip_elem addptr(const ir_type *ptr_type, ip_elem p, tk_dtype idt, ip_elem idx) {
-  uint64_t size = (uint64_t)ir_dtype_bytes(ptr_type->elem->dtype);
-  uint64_t step = ir_dtype_is_signed(idt) ? (uint64_t)idx.i : idx.u;
-  p.i = (int64_t)((uint64_t)p.i + step * size); /* wraps, never UB; the access checks it */
-  return p;
+  return ip_addptr(p, ir_dtype_is_signed(idt), idx, ir_dtype_bytes(ptr_type->elem->dtype));
 }
 
 static bool div_by_zero(ip_exec *x, const ir_op *op, ip_val divisor, int64_t i) {

@@ -82,6 +82,22 @@ static void finish(pool *pl, worker *w, uint64_t p, bool ok) {
   pthread_cond_broadcast(&pl->moved);
 }
 
+/* Runs one program; an internal error of the interpreter (memory running out for a
+ * program's values, an assertion) fails the launch with its message instead of aborting
+ * the host process. */
+static bool run_program(ip_exec *x, const ip_code *body) {
+  su_trap trap;
+  if (!su_trap_set(&trap)) {
+    x->err->len = 0;
+    su_buf_printf(x->err, "internal error in the interpreter at program (%u, %u, %u)%s: %s",
+                  x->pid[0], x->pid[1], x->pid[2], trap.oom ? " (out of memory)" : "", trap.msg);
+    return false;
+  }
+  bool ok = ip_run_block(x, body, NULL);
+  su_trap_clear(&trap);
+  return ok;
+}
+
 static void *work(void *arg) {
   worker *w = arg;
   pool *pl = w->pool;
@@ -95,7 +111,7 @@ static void *work(void *arg) {
     pthread_mutex_unlock(&pl->lock);
     if (stop) break; /* and every later program too */
     set_pid(&w->x, p);
-    bool ok = ip_run_block(&w->x, pl->body, NULL);
+    bool ok = run_program(&w->x, pl->body);
     ip_scratch_release(w->x.scratch, start);
     pthread_mutex_lock(&pl->lock);
     finish(pl, w, p, ok);
@@ -109,7 +125,7 @@ static ip_status run_in_order(ip_exec *x, const ip_code *body, uint64_t total) {
   ip_mark start = ip_scratch_mark(x->scratch);
   for (uint64_t p = 0; p < total; p++) {
     set_pid(x, p);
-    bool ok = ip_run_block(x, body, NULL);
+    bool ok = run_program(x, body);
     ip_scratch_release(x->scratch, start);
     if (!ok) return IP_FAULT;
   }
@@ -124,7 +140,12 @@ ip_status ip_run_grid(ip_exec *x, const ip_code *body, uint64_t total, int threa
   pthread_cond_init(&pl.moved, NULL);
   worker *ws = calloc((size_t)threads, sizeof *ws);
   ip_val *slots = calloc((size_t)threads * (size_t)x->nslots + 1, sizeof *slots);
-  if (!ws || !slots) su_fatal("out of memory");
+  if (!ws || !slots) {
+    free(ws), free(slots);
+    x->err->len = 0;
+    su_buf_printf(x->err, "out of host memory for the interpreter's %d threads", threads);
+    return IP_FAULT;
+  }
   for (int t = 0; t < threads; t++) {
     worker *w = &ws[t];
     w->pool = &pl;

@@ -60,8 +60,9 @@ struct ip_code {
   int ninsts;
 };
 
-/* Prepares f's body in arena a; *nslots receives the number of slots used. */
-ip_code *ip_prepare(su_arena *a, const ir_func *f, int *nslots);
+/* Prepares f's body in arena a; *nslots receives the number of slots used, *slot_of (if
+ * not NULL) the map from each ir_value (its pointer's bytes as key) to its slot + 1. */
+ip_code *ip_prepare(su_arena *a, const ir_func *f, int *nslots, const su_map **slot_of);
 
 /* ---- scalar numerics (numeric.c) ------------------------------------------------------- */
 
@@ -112,7 +113,13 @@ typedef struct {
   FILE *out;    /* device_print's stream */
   su_buf *print; /* if set, device_print appends here instead (grid.c orders the lines) */
   su_buf *err;
+  const su_map *slot_of; /* ir_value* (key bytes) -> slot + 1 (ip_prepare's), for wrap.c */
 } ip_exec;
+
+/* Appends to why, when lane `lane` of pointer ptr (the operand of a faulting access) got
+ * its offset from an integer add, subtract, multiply or shift of 32 bits or fewer whose
+ * exact result does not fit its type, which op that was and what it computed. */
+void ip_explain_wrap(const ip_exec *x, const ir_value *ptr, int64_t lane, su_buf *why);
 
 #define IP_IN(x, inst, k) ((x)->slots[(inst)->in[(k)]])
 #define IP_OUT(x, inst, k) (&(x)->slots[(inst)->out[(k)]])
@@ -162,6 +169,25 @@ bool ip_typed_reduce(ir_reduce_kind kind, bool scan, ip_val src, ip_val r, int64
 void ip_dot(ip_scratch *s, ip_val a, ip_val b, ip_val acc, ip_val r);
 /* On unless a test turns it off to get the scalar rules' results to compare with. */
 extern bool ip_typed_loops;
+
+/* The buffer id of a pointer whose offset overflowed 64 bits: no buffer has it, so every
+ * access through it faults ("pointer-overflow") instead of wrapping back in bounds. */
+#define IP_BUF_WRAPPED UINT32_MAX
+
+/* Pointer p advanced by idx elements of size bytes (idx signed or not): the exact byte
+ * offset, or a pointer into no buffer (IP_BUF_WRAPPED) when that does not fit 64 bits, so
+ * that no offset wraps around back into bounds. */
+static inline ip_elem ip_addptr(ip_elem p, bool is_signed, ip_elem idx, int64_t size) {
+  int64_t step, off;
+  bool over = is_signed ? __builtin_mul_overflow(idx.i, size, &step)
+                        : __builtin_mul_overflow(idx.u, (uint64_t)size, &step);
+  if (over || __builtin_add_overflow(p.i, step, &off) || p.buf == IP_BUF_WRAPPED) {
+    p.buf = IP_BUF_WRAPPED;
+    return p;
+  }
+  p.i = off;
+  return p;
+}
 
 /* Checks one element access of `size` bytes at (buf, off): NULL with *host set when it
  * is fine, else the fault's name ("out-of-bounds", "misaligned", "null-pointer",

@@ -4,10 +4,12 @@
  * It defines what every op means; the GPU backend is tested against it.
  *
  * Contract:
- *  - Memory: an ip_memory is a table of buffers. The device address of buffer id k
- *    (k >= 1, never reused) plus byte offset o is (k << 40) | o, so addresses are
- *    synthetic: 0 is null, a buffer holds at most 1 TiB, and any tk_devptr can be mapped
- *    back to its buffer. Inside a kernel a pointer keeps that provenance as
+ *  - Memory: an ip_memory is a table of buffers. The device address of buffer id k plus
+ *    byte offset o is (k << 38) | o, so addresses are synthetic: 0 is null, a buffer
+ *    holds at most 256 GiB, and any tk_devptr can be mapped back to its buffer. An id
+ *    holds the table's space (one of 255, handed out in turn, so that an address of
+ *    another table is recognised as such) and a slot; a freed slot is reused only after
+ *    1024 later frees. Inside a kernel a pointer keeps that provenance as
  *    (buffer id, byte offset): pointer arithmetic never moves it to another buffer.
  *  - Every load, store and atomic is checked against the buffer its pointer came from
  *    (null, freed, misaligned, before the start, past the end); a violation stops the
@@ -55,9 +57,12 @@
 
 typedef struct ip_memory ip_memory;
 
-enum { IP_ADDR_BITS = 40 }; /* byte offset bits of a device address */
+enum {
+  IP_ADDR_BITS = 38, /* byte offset bits of a device address */
+  IP_SPACE_BITS = 8  /* the table's bits of a buffer id, above its slot's */
+};
 
-/* An empty buffer table. */
+/* An empty buffer table; NULL when out of memory. */
 ip_memory *ip_memory_new(void);
 /* Frees every buffer and the table. NULL is ignored. */
 void ip_memory_free(ip_memory *mem);
@@ -73,6 +78,8 @@ void *ip_mem_host(ip_memory *mem, tk_devptr p, size_t bytes, su_buf *err);
 /* True if p is 0 or an address inside (or just past) a live buffer: what a pointer
  * argument of a launch must be. */
 bool ip_mem_valid_arg(const ip_memory *mem, tk_devptr p);
+/* True if p is an address of another table (another context's buffer). */
+bool ip_mem_foreign(const ip_memory *mem, tk_devptr p);
 
 /* ---- launching ------------------------------------------------------------------------ */
 

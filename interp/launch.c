@@ -76,8 +76,10 @@ static ip_status bind_args(ip_exec *x, const ip_code *body, const tk_arg *args, 
     }
     if (!bind_arg(x, t, args[i], &x->slots[body->args[i]])) {
       su_buf_printf(x->err, "argument %d of '%s' ('%s') is 0x%llx, which is not an address "
-                    "in a live buffer from tk_malloc", i, x->f->name, name,
-                    (unsigned long long)args[i].v.p);
+                    "in a live buffer from tk_malloc%s", i, x->f->name, name,
+                    (unsigned long long)args[i].v.p,
+                    ip_mem_foreign(x->mem, args[i].v.p) ? " on this context (it is another "
+                                                          "context's)" : "");
       return IP_BAD_ARGS;
     }
   }
@@ -100,9 +102,10 @@ ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_gri
   err->len = 0;
   su_arena *a = su_arena_new();
   int nslots = 0;
-  ip_code *body = ip_prepare(a, f, &nslots);
+  const su_map *slot_of = NULL;
+  ip_code *body = ip_prepare(a, f, &nslots, &slot_of);
   ip_exec x = {.mem = mem, .m = m, .f = f, .scratch = ip_scratch_new(), .out = out ? out : stdout,
-               .err = err, .nslots = nslots};
+               .err = err, .nslots = nslots, .slot_of = slot_of};
   x.slots = SU_NEW_ARRAY(a, ip_val, nslots);
   x.nprog[0] = grid.x ? grid.x : 1;
   x.nprog[1] = grid.y ? grid.y : 1;

@@ -8,13 +8,15 @@ static ip_elem at(ip_val v, int64_t i) {
   return v.e[v.n == 1 ? 0 : i];
 }
 
-/* The host address of lane p for an access of kind ("load", "store", ...), or NULL after
- * reporting the fault. */
-static void *lane_address(ip_exec *x, const ir_op *op, ip_elem p, tk_dtype dt, const char *kind) {
+/* The host address of p, lane `lane` of an access of kind ("load", "store", ...), or NULL
+ * after reporting the fault (with how its offset wrapped, if it did: wrap.c). */
+static void *lane_address(ip_exec *x, const ir_op *op, ip_elem p, tk_dtype dt, const char *kind,
+                          int64_t lane) {
   void *host = NULL;
   su_buf why = {0}, what = {0};
   const char *fault = ip_mem_access(x->mem, p.buf, p.i, ir_dtype_bytes(dt), &host, &why);
   if (fault) {
+    ip_explain_wrap(x, op->operands[0], lane, &why);
     su_buf_printf(&what, "%s %s", fault, kind);
     ip_fail(x, op, su_buf_str(&what), "%s", su_buf_str(&why));
   }
@@ -46,11 +48,11 @@ typedef struct {
 } lane_cache;
 
 static inline void *lane_host(ip_exec *x, const ir_op *op, lane_cache *c, ip_elem p, int size,
-                              tk_dtype dt, const char *kind) {
+                              tk_dtype dt, const char *kind, int64_t lane) {
   if (p.buf == c->id && p.i >= 0 && (uint64_t)p.i + (uint64_t)size <= c->size &&
       (p.i & (size - 1)) == 0)
     return c->data + p.i;
-  void *h = lane_address(x, op, p, dt, kind);
+  void *h = lane_address(x, op, p, dt, kind, lane);
   if (h && ip_mem_buffer(x->mem, p.buf, &c->data, &c->size)) c->id = p.buf;
   return h;
 }
@@ -72,7 +74,7 @@ static inline __attribute__((always_inline)) bool access_lanes(ip_exec *x, const
       if (load) r.e[i] = data.e ? data.e[i * ds] : (ip_elem){.u = 0};
       continue;
     }
-    void *h = lane_host(x, op, &c, ptr.e[i * ps], size, dt, load ? "load" : "store");
+    void *h = lane_host(x, op, &c, ptr.e[i * ps], size, dt, load ? "load" : "store", i);
     if (!h) return false;
     if (load) r.e[i] = ip_decode_inline(dt, h);
     else ip_encode_inline(dt, data.e[i * ds], h);
@@ -110,19 +112,19 @@ bool ip_run_memory(ip_exec *x, const ip_inst *in) {
     ip_elem p = at(ptr, i);
     switch (op->opc) {
     case IR_LOAD: {
-      void *h = lane_address(x, op, p, dt, "load");
+      void *h = lane_address(x, op, p, dt, "load", i);
       if (!h) return false;
       r.e[i] = ip_decode(dt, h);
       break;
     }
     case IR_STORE: {
-      void *h = lane_address(x, op, p, dt, "store");
+      void *h = lane_address(x, op, p, dt, "store", i);
       if (!h) return false;
       ip_encode(dt, at(IP_IN(x, in, 1), i), h);
       break;
     }
     case IR_ATOMIC: {
-      void *h = lane_address(x, op, p, dt, "atomic");
+      void *h = lane_address(x, op, p, dt, "atomic", i);
       if (!h) return false;
       r.e[i] = ip_decode(dt, h);
       ip_encode(dt, atomic_update((ir_atomic_kind)op->attr, dt, r.e[i], at(IP_IN(x, in, 1), i)), h);
@@ -130,7 +132,7 @@ bool ip_run_memory(ip_exec *x, const ip_inst *in) {
     }
     case IR_ATOMIC_CAS: {
       /* Compares the stored bits, as the hardware does (so -0.0 is not 0.0 here). */
-      void *h = lane_address(x, op, p, dt, "atomic_cas");
+      void *h = lane_address(x, op, p, dt, "atomic_cas", i);
       if (!h) return false;
       unsigned char want[8];
       ip_encode(dt, at(IP_IN(x, in, 1), i), want);

@@ -9,22 +9,34 @@ typedef struct {
   uint8_t *data;
   size_t size;
   bool live;
+  uint32_t next_free; /* slot + 1 of the next freed slot in the quarantine; 0 ends it */
 } buffer;
 
-/* Buffer ids start at 1 and are never reused, so a stale pointer is recognised as such
- * instead of silently reaching a newer buffer. */
+/* A buffer id is (space << SLOT_BITS) | slot: the space names the table (each ip_memory
+ * gets the next of 255 in turn), so an address from another context's table is told
+ * apart from one of this table; the slot indexes it (from 1). Freed slots are reused, so
+ * that a long-lived table does not run out, but only after QUARANTINE later frees, oldest
+ * first (as ASan's allocator does): a stale pointer is caught as use-after-free for as
+ * long as that, instead of silently reaching a newer buffer at once. */
 struct ip_memory {
-  buffer *bufs; /* bufs[id - 1] */
+  buffer *bufs; /* bufs[slot - 1] */
   uint32_t n, cap;
+  uint32_t space;
+  uint32_t free_head, free_tail, nfree; /* the quarantine, a FIFO of freed slots */
 };
 
-/* Ids must fit the address bits left above the offset (and stay clear of the sign bit). */
-enum { MAX_BUFFERS = (1u << (63 - IP_ADDR_BITS)) - 1 };
+enum {
+  SLOT_BITS = 63 - IP_ADDR_BITS - IP_SPACE_BITS,
+  MAX_BUFFERS = (1u << SLOT_BITS) - 1,
+  QUARANTINE = 1024
+};
 static const uint64_t OFFSET_MASK = (UINT64_C(1) << IP_ADDR_BITS) - 1;
 
 ip_memory *ip_memory_new(void) {
+  static _Atomic uint32_t next_space;
   ip_memory *mem = calloc(1, sizeof *mem);
-  if (!mem) su_fatal("out of memory");
+  if (!mem) return NULL;
+  mem->space = next_space++ % ((1u << IP_SPACE_BITS) - 1) + 1;
   return mem;
 }
 
@@ -44,14 +56,34 @@ tk_devptr ip_mem_join(uint32_t buf, int64_t off) {
   return ((tk_devptr)buf << IP_ADDR_BITS) + (uint64_t)off;
 }
 
+static uint32_t space_of(uint32_t id) { return id >> SLOT_BITS; }
+
+/* A slot for a new buffer: the oldest in the quarantine once it is full, else a new one;
+ * 0 when the table cannot grow. */
+static uint32_t take_slot(ip_memory *mem) {
+  if (mem->nfree > QUARANTINE || (mem->nfree && mem->n == MAX_BUFFERS)) {
+    uint32_t slot = mem->free_head;
+    mem->free_head = mem->bufs[slot - 1].next_free;
+    if (!mem->free_head) mem->free_tail = 0;
+    mem->nfree--;
+    return slot;
+  }
+  if (mem->n == MAX_BUFFERS) return 0;
+  if (mem->n == mem->cap) {
+    uint32_t cap = mem->cap ? mem->cap * 2 : 16;
+    buffer *b = realloc(mem->bufs, cap * sizeof *b);
+    if (!b) return 0;
+    mem->bufs = b;
+    mem->cap = cap;
+  }
+  mem->bufs[mem->n] = (buffer){0};
+  return ++mem->n;
+}
+
 bool ip_mem_alloc(ip_memory *mem, size_t bytes, tk_devptr *out, su_buf *err) {
   if (bytes == 0 || bytes > OFFSET_MASK) {
     su_buf_printf(err, "cannot allocate %zu bytes (the interpreter allows 1 to %llu)", bytes,
                   (unsigned long long)OFFSET_MASK);
-    return false;
-  }
-  if (mem->n == MAX_BUFFERS) {
-    su_buf_printf(err, "too many allocations (the interpreter allows %u)", MAX_BUFFERS);
     return false;
   }
   uint8_t *data = calloc(1, bytes);
@@ -59,21 +91,21 @@ bool ip_mem_alloc(ip_memory *mem, size_t bytes, tk_devptr *out, su_buf *err) {
     su_buf_printf(err, "out of host memory allocating %zu bytes", bytes);
     return false;
   }
-  if (mem->n == mem->cap) {
-    uint32_t cap = mem->cap ? mem->cap * 2 : 16;
-    buffer *b = realloc(mem->bufs, cap * sizeof *b);
-    if (!b) su_fatal("out of memory");
-    mem->bufs = b;
-    mem->cap = cap;
+  uint32_t slot = take_slot(mem);
+  if (!slot) {
+    free(data);
+    su_buf_printf(err, "too many live allocations (the interpreter allows %u)", MAX_BUFFERS);
+    return false;
   }
-  mem->bufs[mem->n++] = (buffer){data, bytes, true};
-  *out = ip_mem_join(mem->n, 0);
+  mem->bufs[slot - 1] = (buffer){data, bytes, true, 0};
+  *out = ip_mem_join(mem->space << SLOT_BITS | slot, 0);
   return true;
 }
 
 /* The buffer with this id, live or freed; NULL if the id was never handed out. */
 static buffer *find(const ip_memory *mem, uint32_t id) {
-  return id >= 1 && id <= mem->n ? &mem->bufs[id - 1] : NULL;
+  uint32_t slot = id & MAX_BUFFERS;
+  return space_of(id) == mem->space && slot >= 1 && slot <= mem->n ? &mem->bufs[slot - 1] : NULL;
 }
 
 bool ip_mem_free(ip_memory *mem, tk_devptr p, su_buf *err) {
@@ -82,8 +114,8 @@ bool ip_mem_free(ip_memory *mem, tk_devptr p, su_buf *err) {
   ip_mem_split(p, &id, &off);
   buffer *b = find(mem, id);
   if (!b || off != 0) {
-    su_buf_printf(err, "0x%llx is not an address returned by tk_malloc",
-                  (unsigned long long)p);
+    su_buf_printf(err, "0x%llx is not an address returned by tk_malloc%s",
+                  (unsigned long long)p, ip_mem_foreign(mem, p) ? " on this context" : "");
     return false;
   }
   if (!b->live) {
@@ -93,6 +125,14 @@ bool ip_mem_free(ip_memory *mem, tk_devptr p, su_buf *err) {
   free(b->data);
   b->data = NULL;
   b->live = false;
+  uint32_t slot = id & MAX_BUFFERS;
+  b->next_free = 0;
+  if (mem->free_tail)
+    mem->bufs[mem->free_tail - 1].next_free = slot;
+  else
+    mem->free_head = slot;
+  mem->free_tail = slot;
+  mem->nfree++;
   return true;
 }
 
@@ -102,8 +142,9 @@ void *ip_mem_host(ip_memory *mem, tk_devptr p, size_t bytes, su_buf *err) {
   ip_mem_split(p, &id, &off);
   buffer *b = find(mem, id);
   if (!b || !b->live) {
-    su_buf_printf(err, "0x%llx is not inside a live buffer from tk_malloc",
-                  (unsigned long long)p);
+    su_buf_printf(err, "0x%llx is not inside a live buffer from tk_malloc%s",
+                  (unsigned long long)p,
+                  ip_mem_foreign(mem, p) ? " on this context (it is another context's)" : "");
     return NULL;
   }
   if ((uint64_t)off > b->size || bytes > b->size - (uint64_t)off) {
@@ -112,6 +153,13 @@ void *ip_mem_host(ip_memory *mem, tk_devptr p, size_t bytes, su_buf *err) {
     return NULL;
   }
   return b->data + off;
+}
+
+bool ip_mem_foreign(const ip_memory *mem, tk_devptr p) {
+  uint32_t id;
+  int64_t off;
+  ip_mem_split(p, &id, &off);
+  return p != 0 && space_of(id) != 0 && space_of(id) != mem->space;
 }
 
 bool ip_mem_valid_arg(const ip_memory *mem, tk_devptr p) {
@@ -137,6 +185,10 @@ const char *ip_mem_access(ip_memory *mem, uint32_t id, int64_t off, int size, vo
   if (id == 0) {
     su_buf_printf(why, "the pointer is null plus %lld bytes", (long long)off);
     return "null-pointer";
+  }
+  if (id == IP_BUF_WRAPPED) {
+    su_buf_printf(why, "the pointer's byte offset overflowed 64 bits in pointer arithmetic");
+    return "pointer-overflow";
   }
   if (!b) {
     su_buf_printf(why, "the pointer does not point into any buffer");

@@ -40,10 +40,11 @@ static void prepare_block(prep *p, const ir_block *b, ip_code *c) {
   }
 }
 
-ip_code *ip_prepare(su_arena *a, const ir_func *f, int *nslots) {
+ip_code *ip_prepare(su_arena *a, const ir_func *f, int *nslots, const su_map **slot_of) {
   prep p = {a, su_map_new(a), 0};
   ip_code *c = SU_NEW(a, ip_code);
   prepare_block(&p, f->body, c);
   *nslots = p.n;
+  if (slot_of) *slot_of = p.slots;
   return c;
 }

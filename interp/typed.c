@@ -198,11 +198,7 @@ bool ip_typed_elementwise(const ir_op *op, ip_val r, ip_val a, ip_val b, ip_val 
     int64_t size = ir_dtype_bytes(ir_type_elem(r.type)->elem->dtype);
     tk_dtype idt = ip_elem_dtype(b.type);
     bool s = ir_dtype_is_signed(idt);
-    for (int64_t i = 0; i < n; i++) {
-      uint64_t step = s ? (uint64_t)b.e[i].i : b.e[i].u;
-      r.e[i] = a.e[i];
-      r.e[i].i = (int64_t)((uint64_t)a.e[i].i + step * (uint64_t)size);
-    }
+    for (int64_t i = 0; i < n; i++) r.e[i] = ip_addptr(a.e[i], s, b.e[i], size);
     return true;
   }
   default:

@@ -4,14 +4,30 @@
 
 #include <string.h>
 
-/* Returns an arena copy of the n pointers at old with room for one more at the end.
- * Arena arrays cannot grow in place; the lists grown this way (params, block args,
- * regions) stay short, so copying is cheaper than bookkeeping a capacity. */
-static void **append_ptr(su_arena *a, void **old, int n, void *p) {
-  void **v = SU_NEW_ARRAY(a, void *, n + 1);
-  if (n) memcpy(v, old, sizeof *v * (size_t)n);
-  v[n] = p;
-  return v;
+/* Appends p to the n-element list old of owner (a block's args, a kernel's parameter
+ * names, an op's regions), growing it geometrically: a kernel of 10 000 parameters is
+ * built in linear time and memory. Every such list is made here, behind a header naming
+ * its owner and capacity; a list whose owner is another object (a copied ir_func shares
+ * its original's) is copied before it grows, so two owners never append into one array. */
+typedef struct {
+  const void *owner;
+  int cap, pad_;
+} list_header;
+_Static_assert(sizeof(list_header) % _Alignof(max_align_t) == 0, "lists stay aligned");
+
+static void **append_ptr(su_arena *a, const void *owner, void **old, int n, void *p) {
+  list_header *h = old ? (list_header *)old - 1 : NULL;
+  if (!h || h->owner != owner || n >= h->cap) {
+    int cap = n < 4 ? 4 : 2 * n;
+    h = su_alloc(a, sizeof *h + sizeof(void *) * (size_t)cap);
+    h->owner = owner;
+    h->cap = cap;
+    void **v = (void **)(h + 1);
+    if (n) memcpy(v, old, sizeof *v * (size_t)n);
+    old = v;
+  }
+  old[n] = p;
+  return old;
 }
 
 ir_module *ir_module_new(su_arena *a, const char *source_name) {
@@ -51,14 +67,14 @@ ir_value *ir_block_add_arg(ir_module *m, ir_block *b, const ir_type *t) {
   v->type = t;
   v->owner = b;
   v->index = b->nargs;
-  b->args = (ir_value **)append_ptr(m->arena, (void **)b->args, b->nargs, v);
+  b->args = (ir_value **)append_ptr(m->arena, b, (void **)b->args, b->nargs, v);
   b->nargs++;
   return v;
 }
 
 ir_value *ir_func_add_param(ir_module *m, ir_func *f, const char *name, const ir_type *t) {
   const char *n = name ? su_strdup(m->arena, name) : NULL;
-  f->param_names = (const char **)append_ptr(m->arena, (void **)f->param_names, f->body->nargs,
+  f->param_names = (const char **)append_ptr(m->arena, f, (void **)f->param_names, f->body->nargs,
                                              (void *)n);
   if (f->param_div) { /* keep it parallel to the parameters */
     int *div = SU_NEW_ARRAY(m->arena, int, f->body->nargs + 1);
@@ -176,7 +192,7 @@ ir_value *ir_cmp_build(ir_builder *b, ir_cmp pred, ir_value *x, ir_value *y) {
 ir_block *ir_op_add_region(ir_module *m, ir_op *op, int nargs, const ir_type *const *argtypes) {
   ir_block *blk = block_new(m, op);
   for (int i = 0; i < nargs; i++) ir_block_add_arg(m, blk, argtypes[i]);
-  op->regions = (ir_block **)append_ptr(m->arena, (void **)op->regions, op->nregions, blk);
+  op->regions = (ir_block **)append_ptr(m->arena, op, (void **)op->regions, op->nregions, blk);
   op->nregions++;
   return blk;
 }

@@ -30,6 +30,7 @@ typedef struct {
   irtok tok;
   ir_module *m;
   su_map *values; /* "%name" -> ir_value*, NULL when out of scope */
+  su_map *kernels; /* name -> ir_func*: redefinitions found in constant time */
   scope_entry *scope;
   int depth; /* regions and slice layouts being parsed */
   jmp_buf fail;
@@ -608,8 +609,10 @@ static void parse_kernel(parser *p) {
     name = p->tok.text;
     next(p);
   }
-  if (ir_module_find(p->m, name)) fail_at(p, name_at, "redefinition of kernel '%s'", name);
+  if (su_map_get(p->kernels, name, strlen(name)))
+    fail_at(p, name_at, "redefinition of kernel '%s'", name);
   ir_func *f = ir_func_new(p->m, name, (ir_loc){0, 0});
+  su_map_put(p->kernels, name, strlen(name), f);
   scope_entry *mark = p->scope;
   expect_punct(p, '(');
   while (!is_punct(p, ')')) {
@@ -653,6 +656,7 @@ ir_module *ir_parse(su_arena *a, const su_source *src, su_diags *d) {
   p->arena = a;
   p->diags = d;
   p->values = su_map_new(a);
+  p->kernels = su_map_new(a);
   irlex_init(&p->lx, a, src);
   if (setjmp(p->fail)) return NULL;
   next(p);

@@ -124,7 +124,11 @@ static void check_elementwise(verifier *v, const ir_op *op) {
     }
   const ir_type *a = op->operands[0]->type;
   switch (op->opc) {
-  case IR_CAST: return;
+  case IR_CAST:
+    /* as the language: pointers cast to pointers only (the GPU back end has no
+     * conversion between an address and a number) */
+    if (is_ptr(a) != is_ptr(r)) ir_verr(v, op, "cannot cast %s to %s", ir_vts(v, a), ir_vts(v, r));
+    return;
   case IR_CMP:
     if (op->operands[1]->type != a) ir_verr(v, op, "operand types differ (%s vs %s)", ir_vts(v, a), ir_vts(v, op->operands[1]->type));
     if (!is_i1(r)) ir_verr(v, op, "result must be i1, is %s", ir_vts(v, r));

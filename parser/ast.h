@@ -96,6 +96,10 @@ struct ast_node {
     double f;
   } sema_const;                    /* its value when sema_is_const (ints and bools in i) */
   void *sema_ref;                  /* resolved declaration or builtin */
+  /* sema/overflow.c: what the value derives from (program id, kernel argument) and the
+   * first 32-bit product of run-time values inside it */
+  uint8_t sema_taint;
+  struct ast_node *sema_hazard;
 };
 
 typedef struct {

@@ -15,7 +15,7 @@
  * fixed-size so nothing has to free it. */
 static _Thread_local char no_context_error[1024];
 
-tk_status rt_error(tk_context *ctx, tk_status status, const char *fmt, ...) {
+tk_status rt_error(rt_context *ctx, tk_status status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   if (ctx) {
@@ -28,8 +28,34 @@ tk_status rt_error(tk_context *ctx, tk_status status, const char *fmt, ...) {
   return status;
 }
 
-const char *tk_last_error(const tk_context *ctx) {
-  if (!ctx) return no_context_error;
+/* ---- handles ------------------------------------------------------------------------ */
+
+static rt_context *ctx_of(const tk_context *h) {
+  return rt_handle_get((uint64_t)(uintptr_t)h, RT_H_CONTEXT);
+}
+static rt_module *module_of(const tk_module *h) {
+  return rt_handle_get((uint64_t)(uintptr_t)h, RT_H_MODULE);
+}
+static rt_kernel *kernel_of(const tk_kernel *h) {
+  return rt_handle_get((uint64_t)(uintptr_t)h, RT_H_KERNEL);
+}
+
+/* Why a handle was refused: NULL, or not (any longer) a live object. */
+static const char *dead(const void *h) {
+  return h ? "not a live handle (destroyed, or never one)" : "NULL";
+}
+
+/* var = the object behind handle h, or return TK_ERR_INVALID saying why not. */
+#define GET(var, of, h, what)                                                      \
+  var = of(h);                                                                     \
+  do {                                                                             \
+    if (!var) return rt_error(NULL, TK_ERR_INVALID, "%s is %s", (what), dead(h)); \
+  } while (0)
+
+const char *tk_last_error(const tk_context *h) {
+  if (!h) return no_context_error;
+  const rt_context *ctx = ctx_of(h);
+  if (!ctx) return "tk_last_error: the context is not a live handle (destroyed, or never one)";
   return ctx->err.len ? ctx->err.data : "";
 }
 
@@ -53,7 +79,7 @@ static bool interpret_requested(void) {
   return v && *v && strcmp(v, "0") != 0;
 }
 
-static tk_status start_backend(tk_context *ctx, tk_backend kind, int device) {
+static tk_status start_backend(rt_context *ctx, tk_backend kind, int device) {
   ctx->kind = kind;
   ctx->be = &rt_interp_backend;
 #ifdef TK_HAVE_CUDA_BACKEND
@@ -73,38 +99,58 @@ tk_status tk_context_create(tk_context **out, const tk_context_options *opts) {
   REQUIRE(NULL, kind == TK_BACKEND_AUTO || kind == TK_BACKEND_CUDA || kind == TK_BACKEND_INTERP,
           "tk_context_create: unknown backend %d", (int)kind);
   REQUIRE(NULL, device >= 0, "tk_context_create: device %d is negative", device);
-  tk_context *ctx = calloc(1, sizeof *ctx);
+  rt_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return rt_error(NULL, TK_ERR_MEMORY, "tk_context_create: out of host memory");
+  ctx->id = rt_handle_new(RT_H_CONTEXT, ctx);
+  if (!ctx->id) {
+    free(ctx);
+    return rt_error(NULL, TK_ERR_MEMORY, "tk_context_create: out of handles");
+  }
   tk_status s;
   if (kind != TK_BACKEND_AUTO) {
     s = start_backend(ctx, kind, device);
   } else if (interpret_requested()) {
     s = start_backend(ctx, TK_BACKEND_INTERP, device);
   } else {
-    /* AUTO prefers the GPU, and falls back to the interpreter only when there is none:
-     * a driver that is present but broken is an error worth seeing. */
+    /* AUTO prefers the GPU, and falls back to the interpreter only when there is none
+     * (no driver library, or a driver that reports no device): a driver that fails to
+     * start, a bad ordinal or a device tk cannot compile for is an error worth seeing. */
+#ifdef TK_HAVE_CUDA_BACKEND
     s = start_backend(ctx, TK_BACKEND_CUDA, device);
-    if (s == TK_ERR_NO_DEVICE || s == TK_ERR_UNSUPPORTED) s = start_backend(ctx, TK_BACKEND_INTERP, device);
+    if (s == TK_ERR_NO_DEVICE) s = start_backend(ctx, TK_BACKEND_INTERP, device);
+#else
+    s = start_backend(ctx, TK_BACKEND_INTERP, device);
+#endif
   }
   if (s != TK_OK) {
-    rt_error(NULL, s, "%s", tk_last_error(ctx));
+    rt_error(NULL, s, "%s", su_buf_str(&ctx->err));
+    rt_handle_release(ctx->id);
     su_buf_free(&ctx->err);
     free(ctx);
     return s;
   }
   ctx->err.len = 0;
-  *out = ctx;
+  *out = (tk_context *)(uintptr_t)ctx->id;
   return TK_OK;
 }
 
-static void module_release(tk_module *m) {
+/* Ends m's handles (its own and its kernels'), then frees it. */
+static void module_release(rt_module *m) {
+  rt_handle_release(m->id);
+  for (int i = 0; i < m->nkernels; i++) rt_handle_release(m->kernels[i].id);
   m->ctx->be->unload(m->ctx, m);
   su_arena_free(m->arena);
 }
 
-void tk_context_destroy(tk_context *ctx) {
-  if (!ctx) return;
-  for (tk_module *m = ctx->modules, *next; m; m = next) {
+void tk_context_destroy(tk_context *h) {
+  if (!h) return;
+  rt_context *ctx = ctx_of(h);
+  if (!ctx) {
+    rt_error(NULL, TK_ERR_INVALID, "tk_context_destroy: the context is %s", dead(h));
+    return;
+  }
+  rt_handle_release(ctx->id);
+  for (rt_module *m = ctx->modules, *next; m; m = next) {
     next = m->next;
     module_release(m);
   }
@@ -113,69 +159,79 @@ void tk_context_destroy(tk_context *ctx) {
   free(ctx);
 }
 
-tk_backend tk_context_backend(const tk_context *ctx) {
+tk_backend tk_context_backend(const tk_context *h) {
+  const rt_context *ctx = ctx_of(h);
   return ctx ? ctx->kind : TK_BACKEND_AUTO;
 }
 
 /* ---- memory --------------------------------------------------------------------------- */
 
-tk_status tk_malloc(tk_context *ctx, tk_devptr *out, size_t bytes) {
-  REQUIRE(NULL, ctx, "tk_malloc: context is NULL");
+tk_status tk_malloc(tk_context *h, tk_devptr *out, size_t bytes) {
+  rt_context *GET(ctx, ctx_of, h, "tk_malloc: context");
   REQUIRE(ctx, out, "tk_malloc: out is NULL");
   *out = 0;
   REQUIRE(ctx, bytes > 0, "tk_malloc: cannot allocate 0 bytes");
   return ctx->be->malloc_(ctx, out, bytes);
 }
 
-tk_status tk_free(tk_context *ctx, tk_devptr p) {
-  REQUIRE(NULL, ctx, "tk_free: context is NULL");
+tk_status tk_free(tk_context *h, tk_devptr p) {
+  rt_context *GET(ctx, ctx_of, h, "tk_free: context");
   return p ? ctx->be->free_(ctx, p) : TK_OK;
 }
 
-tk_status tk_memcpy_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes) {
-  REQUIRE(NULL, ctx, "tk_memcpy_htod: context is NULL");
+tk_status tk_memcpy_htod(tk_context *h, tk_devptr dst, const void *src, size_t bytes) {
+  rt_context *GET(ctx, ctx_of, h, "tk_memcpy_htod: context");
   if (bytes == 0) return TK_OK;
   REQUIRE(ctx, src, "tk_memcpy_htod: src is NULL");
   REQUIRE(ctx, dst, "tk_memcpy_htod: dst is the null device address");
   return ctx->be->htod(ctx, dst, src, bytes);
 }
 
-tk_status tk_memcpy_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes) {
-  REQUIRE(NULL, ctx, "tk_memcpy_dtoh: context is NULL");
+tk_status tk_memcpy_dtoh(tk_context *h, void *dst, tk_devptr src, size_t bytes) {
+  rt_context *GET(ctx, ctx_of, h, "tk_memcpy_dtoh: context");
   if (bytes == 0) return TK_OK;
   REQUIRE(ctx, dst, "tk_memcpy_dtoh: dst is NULL");
   REQUIRE(ctx, src, "tk_memcpy_dtoh: src is the null device address");
   return ctx->be->dtoh(ctx, dst, src, bytes);
 }
 
-tk_status tk_synchronize(tk_context *ctx) {
-  REQUIRE(NULL, ctx, "tk_synchronize: context is NULL");
+tk_status tk_synchronize(tk_context *h) {
+  rt_context *GET(ctx, ctx_of, h, "tk_synchronize: context");
   return ctx->be->sync(ctx);
 }
 
 /* ---- compiling ------------------------------------------------------------------------ */
 
-static tk_module *module_new(tk_context *ctx) {
+static rt_module *module_new(rt_context *ctx) {
   su_arena *a = su_arena_new();
-  tk_module *m = SU_NEW(a, tk_module);
+  rt_module *m = SU_NEW(a, rt_module);
   m->ctx = ctx;
   m->arena = a;
   return m;
 }
 
-static void module_link(tk_context *ctx, tk_module *m) {
+/* Adds m to ctx's modules and gives it its handle (*out); false (m released) when the
+ * handle table is full. */
+static tk_status module_link(rt_context *ctx, rt_module *m, tk_module **out) {
+  m->id = rt_handle_new(RT_H_MODULE, m);
+  if (!m->id) {
+    module_release(m);
+    return rt_error(ctx, TK_ERR_MEMORY, "out of handles");
+  }
   m->next = ctx->modules;
   ctx->modules = m;
+  *out = (tk_module *)(uintptr_t)m->id;
+  return TK_OK;
 }
 
 /* The kernel table of a module, read off its IR: the signatures launches are checked
  * against. */
-static void kernels_from_ir(tk_module *m) {
+static void kernels_from_ir(rt_module *m) {
   const ir_module *ir = m->ir;
   m->nkernels = ir->nfuncs;
-  m->kernels = SU_NEW_ARRAY(m->arena, tk_kernel, ir->nfuncs);
+  m->kernels = SU_NEW_ARRAY(m->arena, rt_kernel, ir->nfuncs);
   for (int i = 0; i < ir->nfuncs; i++) {
-    tk_kernel *k = &m->kernels[i];
+    rt_kernel *k = &m->kernels[i];
     k->module = m;
     k->ir = ir->funcs[i];
     k->sig = ir_func_signature(m->arena, k->ir);
@@ -183,12 +239,25 @@ static void kernels_from_ir(tk_module *m) {
 }
 
 /* Fills the driver's options from the API's; false after reporting a bad field. */
-static bool driver_options(tk_context *ctx, su_arena *a, const tk_compile_options *opts,
+static bool driver_options(rt_context *ctx, su_arena *a, const tk_compile_options *opts,
                            drv_options *o) {
   drv_options_init(o);
   /* Compiled without a target: the interpreter runs that IR, and the JIT lowers and
    * generates each variant for the arch load_ir is given. */
   o->arch = NULL;
+  /* The compile-time work budget (helper calls inlined, static_range iterations) is the
+   * environment's: a host that compiles untrusted kernels may lower it, one that compiles
+   * huge generated ones raise it, without a new field in tk_compile_options. */
+  const char *budget = getenv("TK_COMPILE_BUDGET");
+  if (budget && *budget) {
+    char *end;
+    long long v = strtoll(budget, &end, 10);
+    if (*end || v <= 0) {
+      rt_error(ctx, TK_ERR_INVALID, "TK_COMPILE_BUDGET='%s' is not a positive integer", budget);
+      return false;
+    }
+    o->budget = v;
+  }
   if (!opts) return true;
   if (opts->ndefines < 0 || (opts->ndefines > 0 && !opts->defines)) {
     rt_error(ctx, TK_ERR_INVALID, "compile options: %d defines but no array", opts->ndefines);
@@ -221,7 +290,7 @@ static bool driver_options(tk_context *ctx, su_arena *a, const tk_compile_option
 }
 
 /* Reports every diagnostic of d, rendered, as a compile error. */
-static tk_status compile_error(tk_context *ctx, const su_diags *d) {
+static tk_status compile_error(rt_context *ctx, const su_diags *d) {
   su_buf text = {0};
   su_diags_render(d, &text);
   while (text.len && text.data[text.len - 1] == '\n') text.data[--text.len] = 0;
@@ -230,13 +299,13 @@ static tk_status compile_error(tk_context *ctx, const su_diags *d) {
   return TK_ERR_COMPILE;
 }
 
-tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source, size_t len,
+tk_status tk_module_compile(tk_context *h, tk_module **out, const char *source, size_t len,
                             const char *name, const tk_compile_options *opts) {
-  REQUIRE(NULL, ctx, "tk_module_compile: context is NULL");
+  rt_context *GET(ctx, ctx_of, h, "tk_module_compile: context");
   REQUIRE(ctx, out, "tk_module_compile: out is NULL");
   *out = NULL;
   REQUIRE(ctx, source || len == 0, "tk_module_compile: source is NULL");
-  tk_module *m = module_new(ctx);
+  rt_module *m = module_new(ctx);
   drv_options o;
   if (!driver_options(ctx, m->arena, opts, &o)) {
     su_arena_free(m->arena);
@@ -245,8 +314,19 @@ tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source
   su_source *src = su_source_new(m->arena, name ? name : "<source>", source ? source : "", len);
   su_diags d;
   su_diags_init(&d, m->arena, NULL);
+  /* No internal error of the compiler (an assertion, memory running out) takes the host
+   * process down: it unwinds to here and the module is thrown away. */
+  su_trap trap;
+  if (!su_trap_set(&trap)) {
+    tk_status s = rt_error(ctx, trap.oom ? TK_ERR_MEMORY : TK_ERR_COMPILE,
+                           "%s: internal compiler error%s: %s (the context is still usable)",
+                           src->name, trap.oom ? " (out of memory)" : "", trap.msg);
+    module_release(m);
+    return s;
+  }
   m->ir = drv_compile(m->arena, src, &o, &d);
   if (!m->ir) {
+    su_trap_clear(&trap);
     tk_status s = compile_error(ctx, &d);
     su_arena_free(m->arena);
     return s;
@@ -255,49 +335,51 @@ tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source
   drv_options target = o;
   target.arch = opts && opts->arch ? opts->arch : ctx->arch;
   tk_status s = ctx->be->load_ir(ctx, m, opts, &target, src->text, src->len);
+  su_trap_clear(&trap);
   if (s != TK_OK) {
     module_release(m);
     return s;
   }
-  module_link(ctx, m);
-  *out = m;
-  return TK_OK;
+  return module_link(ctx, m, out);
 }
 
-tk_status tk_module_compile_file(tk_context *ctx, tk_module **out, const char *path,
+tk_status tk_module_compile_file(tk_context *h, tk_module **out, const char *path,
                                  const tk_compile_options *opts) {
-  REQUIRE(NULL, ctx, "tk_module_compile_file: context is NULL");
+  rt_context *GET(ctx, ctx_of, h, "tk_module_compile_file: context");
   REQUIRE(ctx, out, "tk_module_compile_file: out is NULL");
   *out = NULL;
   REQUIRE(ctx, path, "tk_module_compile_file: path is NULL");
   su_arena *a = su_arena_new();
   const char *why = NULL;
   su_source *src = su_source_read(a, path, &why);
-  tk_status s = src ? tk_module_compile(ctx, out, src->text, src->len, path, opts)
+  tk_status s = src ? tk_module_compile(h, out, src->text, src->len, path, opts)
                     : rt_error(ctx, TK_ERR_IO, "cannot read '%s': %s", path, why ? why : "error");
   su_arena_free(a);
   return s;
 }
 
-tk_status tk_module_load_ptx(tk_context *ctx, tk_module **out, const char *ptx, size_t len) {
-  REQUIRE(NULL, ctx, "tk_module_load_ptx: context is NULL");
+tk_status tk_module_load_ptx(tk_context *h, tk_module **out, const char *ptx, size_t len) {
+  rt_context *GET(ctx, ctx_of, h, "tk_module_load_ptx: context");
   REQUIRE(ctx, out, "tk_module_load_ptx: out is NULL");
   *out = NULL;
   REQUIRE(ctx, ptx && len > 0, "tk_module_load_ptx: no PTX text");
-  tk_module *m = module_new(ctx);
+  rt_module *m = module_new(ctx);
   tk_status s = ctx->be->load_ptx(ctx, m, ptx, len);
   if (s != TK_OK) {
     module_release(m);
     return s;
   }
-  module_link(ctx, m);
-  *out = m;
-  return TK_OK;
+  return module_link(ctx, m, out);
 }
 
-void tk_module_destroy(tk_module *m) {
-  if (!m) return;
-  for (tk_module **p = &m->ctx->modules; *p; p = &(*p)->next)
+void tk_module_destroy(tk_module *h) {
+  if (!h) return;
+  rt_module *m = module_of(h);
+  if (!m) {
+    rt_error(NULL, TK_ERR_INVALID, "tk_module_destroy: the module is %s", dead(h));
+    return;
+  }
+  for (rt_module **p = &m->ctx->modules; *p; p = &(*p)->next)
     if (*p == m) {
       *p = m->next;
       break;
@@ -305,15 +387,20 @@ void tk_module_destroy(tk_module *m) {
   module_release(m);
 }
 
-tk_status tk_module_get_kernel(tk_module *m, const char *name, tk_kernel **out) {
-  REQUIRE(NULL, m, "tk_module_get_kernel: module is NULL");
+/* The kernel's handle, made the first time it is asked for. */
+static tk_status kernel_handle(rt_module *m, rt_kernel *k, tk_kernel **out) {
+  if (!k->id) k->id = rt_handle_new(RT_H_KERNEL, k);
+  if (!k->id) return rt_error(m->ctx, TK_ERR_MEMORY, "out of handles");
+  *out = (tk_kernel *)(uintptr_t)k->id;
+  return TK_OK;
+}
+
+tk_status tk_module_get_kernel(tk_module *h, const char *name, tk_kernel **out) {
+  rt_module *GET(m, module_of, h, "tk_module_get_kernel: module");
   REQUIRE(m->ctx, name && out, "tk_module_get_kernel: %s is NULL", name ? "out" : "name");
   *out = NULL;
   for (int i = 0; i < m->nkernels; i++)
-    if (strcmp(m->kernels[i].sig->name, name) == 0) {
-      *out = &m->kernels[i];
-      return TK_OK;
-    }
+    if (strcmp(m->kernels[i].sig->name, name) == 0) return kernel_handle(m, &m->kernels[i], out);
   su_buf have = {0};
   for (int i = 0; i < m->nkernels; i++)
     su_buf_printf(&have, "%s'%s'", i ? ", " : "", m->kernels[i].sig->name);
@@ -326,11 +413,13 @@ tk_status tk_module_get_kernel(tk_module *m, const char *name, tk_kernel **out) 
 }
 
 /* Parameter i of k, or NULL when there is no such parameter. */
-static const ir_sig_param *param(const tk_kernel *k, int i) {
+static const ir_sig_param *param(const tk_kernel *h, int i) {
+  const rt_kernel *k = kernel_of(h);
   return k && i >= 0 && i < k->sig->nparams ? &k->sig->params[i] : NULL;
 }
 
-int tk_kernel_num_params(const tk_kernel *k) {
+int tk_kernel_num_params(const tk_kernel *h) {
+  const rt_kernel *k = kernel_of(h);
   return k ? k->sig->nparams : -1;
 }
 
@@ -346,7 +435,8 @@ const char *tk_kernel_param_name(const tk_kernel *k, int i) {
   return param(k, i) ? param(k, i)->name : NULL;
 }
 
-int tk_kernel_num_threads(const tk_kernel *k) {
+int tk_kernel_num_threads(const tk_kernel *h) {
+  const rt_kernel *k = kernel_of(h);
   return k ? 32 * k->sig->num_warps : -1;
 }
 
@@ -367,7 +457,7 @@ static void param_type_text(su_buf *b, const ir_sig_param *p) {
 }
 
 /* PTX keeps no signedness, so a kernel without IR accepts either of a width. */
-static bool type_accepts(const tk_kernel *k, tk_dtype want, tk_dtype got) {
+static bool type_accepts(const rt_kernel *k, tk_dtype want, tk_dtype got) {
   if (want == got) return true;
   /* Without IR (AOT PTX) a signature only says u64 for a pointer: PTX for CUDA does not
    * mark pointer parameters, so any 64-bit value, a pointer included, is accepted. */
@@ -385,7 +475,7 @@ static bool fits(const tk_arg *a) {
   return a->v.u < (UINT64_C(1) << bits);
 }
 
-static tk_status check_args(tk_context *ctx, const tk_kernel *k, const tk_arg *args, int nargs) {
+static tk_status check_args(rt_context *ctx, const rt_kernel *k, const tk_arg *args, int nargs) {
   const ir_signature *sig = k->sig;
   if (nargs != sig->nparams)
     return rt_error(ctx, TK_ERR_ARGS, "kernel '%s' expects %d argument%s, got %d", sig->name,
@@ -411,11 +501,17 @@ static tk_status check_args(tk_context *ctx, const tk_kernel *k, const tk_arg *a
   return TK_OK;
 }
 
-tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args, int nargs) {
-  REQUIRE(NULL, k, "tk_launch: kernel is NULL");
-  tk_context *ctx = k->module->ctx;
+tk_status tk_launch(tk_kernel *h, tk_grid grid, void *stream, const tk_arg *args, int nargs) {
+  rt_kernel *GET(k, kernel_of, h, "tk_launch: kernel");
+  rt_context *ctx = k->module->ctx;
   REQUIRE(ctx, nargs >= 0, "tk_launch: negative argument count %d", nargs);
   REQUIRE(ctx, args || nargs == 0, "tk_launch: args is NULL but nargs is %d", nargs);
+  /* The CUDA limits hold on every backend, checked before any driver call, so that a
+   * grid the GPU would refuse is refused the same way by the interpreter. */
+  if (grid.x > INT32_MAX || grid.y > 65535 || grid.z > 65535)
+    return rt_error(ctx, TK_ERR_ARGS, "kernel '%s': grid (%u, %u, %u) exceeds the CUDA limits "
+                    "(x at most 2147483647, y and z at most 65535)", k->sig->name, grid.x,
+                    grid.y, grid.z);
   tk_status s = check_args(ctx, k, args, nargs);
   return s != TK_OK ? s : ctx->be->launch(ctx, k, grid, stream, args, nargs);
 }

@@ -8,10 +8,21 @@
  *    except launch; a launch from a thread where it is not current fails with
  *    CUDA_ERROR_INVALID_CONTEXT, and only then is it made current and the launch retried,
  *    so the common path pays nothing for it.
+ *  - Every buffer tk_malloc makes is recorded (sorted by address), so that
+ *    tk_context_destroy frees them all even though the primary context outlives it when
+ *    another user (the CUDA runtime, PyTorch, a second tk context) holds it too; tk_free
+ *    and copies refuse an address that is another tk context's, and so does a launch.
+ *    Addresses tk did not allocate (PyTorch's tensors) are the caller's business.
+ *  - libcuda is never dlclosed once cuInit ran: the driver has started threads and
+ *    registered handlers by then, and unloading its code under them crashes the process.
+ *  - A kernel fault (illegal address, trap, ...) is sticky in CUDA: the context can do
+ *    nothing afterwards. It is reported as such, and every later call on the tk context
+ *    says that the context is dead, and why, instead of a confusing driver error.
  *  - What is compiled when, and how launch arguments are packed and matched to a variant,
  *    is the JIT's (jit.h); this file makes the driver calls: loading PTX, resolving and
  *    configuring functions, launching.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,13 +31,26 @@
 #include "ptx_sig.h"
 
 typedef struct {
+  CUdeviceptr base;
+  size_t size;
+} allocation;
+
+typedef struct cuda_state {
   rt_cuda_api cu;
   CUdevice dev;
   CUcontext pctx;
   int sms;          /* multiprocessors: a persistent kernel's grid */
   rt_cache cache;
   su_arena *arena;  /* for the state's own strings */
+  allocation *allocs; /* what tk_malloc made here, sorted by base */
+  size_t nallocs, capallocs;
+  su_buf dead;      /* non-empty once a sticky fault killed the context: its message */
+  struct cuda_state *next_live; /* the process's CUDA contexts (live_lock) */
 } cuda_state;
+
+/* Every live CUDA tk context, so that an address of another one is recognised. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static cuda_state *live;
 
 /* A module's driver state: its CUmodules (the one loaded with it, then one per variant
  * compiled at launch) and what compiling another variant needs. */
@@ -36,29 +60,104 @@ typedef struct {
   rt_jit_module jit;
 } cuda_module;
 
-static cuda_state *state(tk_context *ctx) { return ctx->state; }
+static cuda_state *state(rt_context *ctx) { return ctx->state; }
 
-/* Maps a driver failure to a tk status and message ("what: CUDA_ERROR_X: text"). */
-static tk_status fail(tk_context *ctx, CUresult r, const char *what) {
+/* True for the driver errors that leave the context unusable (a kernel faulted). */
+static bool sticky(CUresult r) {
+  switch (r) {
+  case 700: /* ILLEGAL_ADDRESS */ case 710: /* ASSERT */ case 714: /* HARDWARE_STACK_ERROR */
+  case 715: /* ILLEGAL_INSTRUCTION */ case 716: /* MISALIGNED_ADDRESS */
+  case 717: /* INVALID_ADDRESS_SPACE */ case 718: /* INVALID_PC */ case 719: /* LAUNCH_FAILED */
+  case 720: /* COOPERATIVE_LAUNCH_TOO_LARGE */
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Maps a driver failure to a tk status and message ("what: CUDA_ERROR_X: text"); a
+ * sticky fault also marks the context dead. */
+static tk_status fail(rt_context *ctx, CUresult r, const char *what) {
   cuda_state *st = state(ctx);
   su_buf b = {0};
   rt_cuda_describe(&st->cu, r, &b);
   tk_status s = TK_ERR_DRIVER;
-  switch (r) {
-  case CUDA_ERROR_OUT_OF_MEMORY: s = TK_ERR_MEMORY; break;
-  case 700: case 710: case 714: case 715: case 716: case 719: /* the kernel faulted */
-    s = TK_ERR_RUNTIME; break;
-  default: break;
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) s = TK_ERR_MEMORY;
+  if (sticky(r)) {
+    s = TK_ERR_RUNTIME;
+    if (!st->dead.len)
+      su_buf_printf(&st->dead, "a kernel faulted (%s, reported by %s)", su_buf_str(&b), what);
+    rt_error(ctx, s, "%s: a kernel faulted: %s; the CUDA context is now unusable (the fault "
+             "is sticky): destroy this tk context", what, su_buf_str(&b));
+  } else {
+    rt_error(ctx, s, "%s: %s", what, su_buf_str(&b));
   }
-  rt_error(ctx, s, "%s: %s", what, su_buf_str(&b));
   su_buf_free(&b);
   return s;
+}
+
+/* Refuses every call on a context a sticky fault killed, saying so. */
+#define ALIVE(ctx)                                                                        \
+  do {                                                                                    \
+    if (state(ctx)->dead.len)                                                             \
+      return rt_error((ctx), TK_ERR_RUNTIME, "the CUDA context is dead: %s; destroy this " \
+                      "tk context", state(ctx)->dead.data);                               \
+  } while (0)
+
+/* ---- allocations ------------------------------------------------------------------- */
+
+/* The index of the allocation of st holding address p (base <= p < base + size, or
+ * p == base + size: one past the end is a valid kernel argument), or -1. */
+static ptrdiff_t find_alloc(const cuda_state *st, CUdeviceptr p, bool past_end) {
+  size_t lo = 0, hi = st->nallocs;
+  while (lo < hi) { /* the first allocation with base > p */
+    size_t mid = lo + (hi - lo) / 2;
+    if (st->allocs[mid].base <= p) lo = mid + 1; else hi = mid;
+  }
+  if (lo == 0) return -1;
+  const allocation *a = &st->allocs[lo - 1];
+  return p - a->base < a->size || (past_end && p - a->base == a->size) ? (ptrdiff_t)lo - 1 : -1;
+}
+
+static bool add_alloc(cuda_state *st, CUdeviceptr p, size_t bytes) {
+  if (st->nallocs == st->capallocs) {
+    size_t cap = st->capallocs ? 2 * st->capallocs : 16;
+    allocation *v = realloc(st->allocs, cap * sizeof *v);
+    if (!v) return false;
+    st->allocs = v;
+    st->capallocs = cap;
+  }
+  size_t i = st->nallocs;
+  while (i > 0 && st->allocs[i - 1].base > p) i--;
+  memmove(&st->allocs[i + 1], &st->allocs[i], (st->nallocs - i) * sizeof *st->allocs);
+  st->allocs[i] = (allocation){p, bytes};
+  st->nallocs++;
+  return true;
+}
+
+/* True if p lies in a buffer of another live CUDA tk context than st. */
+static bool of_another_context(const cuda_state *st, CUdeviceptr p) {
+  pthread_mutex_lock(&live_lock);
+  bool found = false;
+  for (const cuda_state *o = live; o && !found; o = o->next_live)
+    found = o != st && find_alloc(o, p, true) >= 0;
+  pthread_mutex_unlock(&live_lock);
+  return found;
+}
+
+/* A copy's device range must not reach into another context's buffer. */
+static tk_status check_range(rt_context *ctx, const char *what, CUdeviceptr p) {
+  cuda_state *st = state(ctx);
+  if (find_alloc(st, p, false) < 0 && of_another_context(st, p))
+    return rt_error(ctx, TK_ERR_INVALID, "%s: 0x%llx is a buffer of another tk context", what,
+                    (unsigned long long)p);
+  return TK_OK;
 }
 
 #define CHECK(ctx, call, what) \
   do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) return fail((ctx), r_, (what)); } while (0)
 
-static tk_status cuda_init(tk_context *ctx, int device) {
+static tk_status cuda_init(rt_context *ctx, int device) {
   cuda_state *st = calloc(1, sizeof *st);
   if (!st) return rt_error(ctx, TK_ERR_MEMORY, "out of host memory");
   su_buf why = {0};
@@ -71,14 +170,19 @@ static tk_status cuda_init(tk_context *ctx, int device) {
   ctx->state = st;
   tk_status s = TK_ERR_NO_DEVICE;
   int count = 0;
+  /* Only "no device" (cuInit's CUDA_ERROR_NO_DEVICE, or a count of 0) is TK_ERR_NO_DEVICE,
+   * which AUTO falls back on: a driver that fails to start, or an ordinal the machine does
+   * not have, is an error the caller must see. */
   CUresult r = st->cu.Init(0);
   if (r == CUDA_SUCCESS) r = st->cu.DeviceGetCount(&count);
-  if (r == CUDA_SUCCESS && device >= count) {
-    rt_error(ctx, TK_ERR_NO_DEVICE, "no CUDA device %d (the machine has %d)", device, count);
+  if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && count == 0)) {
+    rt_error(ctx, TK_ERR_NO_DEVICE, "no CUDA device %d (the machine has none)", device);
+  } else if (r == CUDA_SUCCESS && device >= count) {
+    s = rt_error(ctx, TK_ERR_INVALID, "no CUDA device %d (the machine has %d, numbered from 0)",
+                 device, count);
   } else if (r != CUDA_SUCCESS) {
     rt_cuda_describe(&st->cu, r, &why);
-    rt_error(ctx, TK_ERR_NO_DEVICE, "no CUDA device: the driver failed to start (%s)",
-             su_buf_str(&why));
+    s = rt_error(ctx, TK_ERR_DRIVER, "the CUDA driver failed to start: %s", su_buf_str(&why));
   } else {
     int major = 0, minor = 0;
     r = st->cu.DeviceGet(&st->dev, device);
@@ -100,10 +204,14 @@ static tk_status cuda_init(tk_context *ctx, int device) {
       st->arena = su_arena_new();
       rt_cache_open(&st->cache, st->arena, NULL);
       su_buf_free(&why);
+      pthread_mutex_lock(&live_lock);
+      st->next_live = live;
+      live = st;
+      pthread_mutex_unlock(&live_lock);
       return TK_OK;
     }
     if (r != CUDA_SUCCESS) {
-      fail(ctx, r, "creating the CUDA context");
+      s = fail(ctx, r, "creating the CUDA context");
     } else {
       su_buf names = {0};
       tg_names(&names, ", ");
@@ -115,56 +223,93 @@ static tk_status cuda_init(tk_context *ctx, int device) {
     if (st->pctx) st->cu.DevicePrimaryCtxRelease(st->dev);
   }
   su_buf_free(&why);
-  rt_cuda_unload(&st->cu);
+  /* cuInit ran: the library stays loaded (see the notes at the top) */
+  su_buf_free(&st->dead);
   free(st);
   ctx->state = NULL;
   return s;
 }
 
-static void cuda_shutdown(tk_context *ctx) {
+static void cuda_shutdown(rt_context *ctx) {
   cuda_state *st = state(ctx);
   if (!st) return;
-  /* Releasing the last reference destroys the primary context and with it every buffer
-   * and module the context still owned. */
+  pthread_mutex_lock(&live_lock);
+  for (cuda_state **p = &live; *p; p = &(*p)->next_live)
+    if (*p == st) {
+      *p = st->next_live;
+      break;
+    }
+  pthread_mutex_unlock(&live_lock);
+  /* The primary context may live on (another user holds it), so the buffers go one by
+   * one; on a dead context the driver refuses, and they go with the primary context's
+   * reset by whoever recovers the device. */
+  if (st->nallocs && st->cu.CtxSetCurrent(st->pctx) == CUDA_SUCCESS)
+    for (size_t i = 0; i < st->nallocs; i++) st->cu.MemFree(st->allocs[i].base);
+  free(st->allocs);
   st->cu.DevicePrimaryCtxRelease(st->dev);
-  rt_cuda_unload(&st->cu);
   su_arena_free(st->arena);
+  su_buf_free(&st->dead);
   free(st);
   ctx->state = NULL;
 }
 
-static tk_status cuda_malloc(tk_context *ctx, tk_devptr *out, size_t bytes) {
+static tk_status cuda_malloc(rt_context *ctx, tk_devptr *out, size_t bytes) {
   cuda_state *st = state(ctx);
+  ALIVE(ctx);
   CUdeviceptr p = 0;
   CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
   CHECK(ctx, st->cu.MemAlloc(&p, bytes), "cuMemAlloc");
+  pthread_mutex_lock(&live_lock); /* of_another_context may be reading the table */
+  bool ok = add_alloc(st, p, bytes);
+  pthread_mutex_unlock(&live_lock);
+  if (!ok) {
+    st->cu.MemFree(p);
+    return rt_error(ctx, TK_ERR_MEMORY, "tk_malloc: out of host memory");
+  }
   *out = p;
   return TK_OK;
 }
 
-static tk_status cuda_free(tk_context *ctx, tk_devptr p) {
+static tk_status cuda_free(rt_context *ctx, tk_devptr p) {
   cuda_state *st = state(ctx);
+  ALIVE(ctx);
+  ptrdiff_t i = find_alloc(st, p, false);
+  if (i < 0 || st->allocs[i].base != p)
+    return rt_error(ctx, TK_ERR_INVALID, "tk_free: 0x%llx is not an address returned by "
+                    "tk_malloc on this context%s", (unsigned long long)p,
+                    of_another_context(st, p) ? " (it is another tk context's)" : "");
   CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
   CHECK(ctx, st->cu.MemFree(p), "cuMemFree");
+  pthread_mutex_lock(&live_lock);
+  memmove(&st->allocs[i], &st->allocs[i + 1], (st->nallocs - (size_t)i - 1) * sizeof *st->allocs);
+  st->nallocs--;
+  pthread_mutex_unlock(&live_lock);
   return TK_OK;
 }
 
-static tk_status cuda_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes) {
+static tk_status cuda_htod(rt_context *ctx, tk_devptr dst, const void *src, size_t bytes) {
   cuda_state *st = state(ctx);
+  ALIVE(ctx);
+  tk_status s = check_range(ctx, "tk_memcpy_htod", dst);
+  if (s != TK_OK) return s;
   CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
   CHECK(ctx, st->cu.MemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
   return TK_OK;
 }
 
-static tk_status cuda_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes) {
+static tk_status cuda_dtoh(rt_context *ctx, void *dst, tk_devptr src, size_t bytes) {
   cuda_state *st = state(ctx);
+  ALIVE(ctx);
+  tk_status s = check_range(ctx, "tk_memcpy_dtoh", src);
+  if (s != TK_OK) return s;
   CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
   CHECK(ctx, st->cu.MemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
   return TK_OK;
 }
 
-static tk_status cuda_sync(tk_context *ctx) {
+static tk_status cuda_sync(rt_context *ctx) {
   cuda_state *st = state(ctx);
+  ALIVE(ctx);
   CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
   CHECK(ctx, st->cu.CtxSynchronize(), "a kernel or copy failed");
   return TK_OK;
@@ -173,7 +318,7 @@ static tk_status cuda_sync(tk_context *ctx) {
 /* ---- loading ------------------------------------------------------------------------- */
 
 /* Appends mod to m's modules (unloaded with it). */
-static void keep_module(tk_module *m, CUmodule mod) {
+static void keep_module(rt_module *m, CUmodule mod) {
   cuda_module *cm = m->handle;
   if (cm->nmods == cm->capmods) {
     int cap = cm->capmods ? 2 * cm->capmods : 4;
@@ -187,7 +332,7 @@ static void keep_module(tk_module *m, CUmodule mod) {
 
 /* Loads NUL-terminated PTX into a new CUmodule of m (*out); a JIT failure carries the
  * driver's log. */
-static tk_status load_module(tk_context *ctx, tk_module *m, const char *ptx, CUmodule *out) {
+static tk_status load_module(rt_context *ctx, rt_module *m, const char *ptx, CUmodule *out) {
   cuda_state *st = state(ctx);
   enum { LOG = 16384 };
   char *errlog = su_alloc(m->arena, LOG), *infolog = su_alloc(m->arena, LOG);
@@ -214,7 +359,7 @@ static tk_status load_module(tk_context *ctx, tk_module *m, const char *ptx, CUm
 /* Resolves k's CUfunction in mod (loaded from ptx) as the variant for key and makes it
  * the one in use; a kernel whose scratch exceeds the 48 KB of static shared memory is
  * allowed its dynamic size here, once, so a launch stays one driver call. */
-static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const char *ptx,
+static tk_status add_variant(rt_context *ctx, rt_kernel *k, CUmodule mod, const char *ptx,
                              uint64_t key) {
   cuda_state *st = state(ctx);
   CUfunction fn = NULL;
@@ -250,7 +395,7 @@ static tk_status add_variant(tk_context *ctx, tk_kernel *k, CUmodule mod, const 
 
 /* Sets up every kernel of m and adds each one's variant from mod, compiled for the
  * signature `all` selects (every bit, or none). */
-static tk_status bind_all(tk_context *ctx, tk_module *m, CUmodule mod, const char *ptx, bool all) {
+static tk_status bind_all(rt_context *ctx, rt_module *m, CUmodule mod, const char *ptx, bool all) {
   for (int i = 0; i < m->nkernels; i++) {
     m->kernels[i].handle = rt_jit_kernel_new(m->arena, &m->kernels[i]);
     uint64_t key = all ? rt_jit_full_key(m->kernels[i].handle) : 0;
@@ -262,7 +407,7 @@ static tk_status bind_all(tk_context *ctx, tk_module *m, CUmodule mod, const cha
 
 /* The PTX of m's variant for key (of `only` alone, or of every kernel), through the JIT
  * (*hit: from the cache). */
-static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_func *only, uint64_t key,
+static tk_status get_ptx(rt_context *ctx, rt_module *m, const ir_func *only, uint64_t key,
                          su_buf *ptx, bool *hit) {
   cuda_module *cm = m->handle;
   su_buf why = {0};
@@ -275,7 +420,7 @@ static tk_status get_ptx(tk_context *ctx, tk_module *m, const ir_func *only, uin
 
 /* get_ptx, then loads the PTX into a new CUmodule of m (*mod). A cache entry the driver
  * rejects is evicted and rebuilt, once. */
-static tk_status load_ptx_of(tk_context *ctx, tk_module *m, const ir_func *only, uint64_t key,
+static tk_status load_ptx_of(rt_context *ctx, rt_module *m, const ir_func *only, uint64_t key,
                              su_buf *ptx, CUmodule *mod) {
   bool hit;
   tk_status s = get_ptx(ctx, m, only, key, ptx, &hit);
@@ -291,9 +436,10 @@ static tk_status load_ptx_of(tk_context *ctx, tk_module *m, const ir_func *only,
 
 /* Compiles and loads the fully specialized variant of every kernel at once: the one the
  * common case (sizes multiple of 16, aligned allocations) launches. */
-static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
+static tk_status cuda_load_ir(rt_context *ctx, rt_module *m, const tk_compile_options *opts,
                               const drv_options *o, const char *source, size_t len) {
   cuda_state *st = state(ctx);
+  ALIVE(ctx);
   cuda_module *cm = SU_NEW(m->arena, cuda_module);
   m->handle = cm;
   rt_jit_module_init(&cm->jit, m->arena, opts, o, &st->cache, source, len,
@@ -308,24 +454,31 @@ static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_op
 
 /* Makes k's variant for signature key the one in use, compiling and loading it (k alone)
  * the first time. */
-static tk_status use_variant(tk_context *ctx, tk_kernel *k, uint64_t key) {
+static tk_status use_variant(rt_context *ctx, rt_kernel *k, uint64_t key) {
   if (rt_jit_use(k->handle, key)) return TK_OK;
   su_buf ptx = {0};
   CUmodule mod = NULL;
+  /* compiling at launch: an internal error of the compiler fails the launch, not the
+   * process (as tk_module_compile) */
+  su_trap trap;
+  if (!su_trap_set(&trap))
+    return rt_error(ctx, trap.oom ? TK_ERR_MEMORY : TK_ERR_COMPILE, "kernel '%s': internal "
+                    "compiler error compiling a variant: %s", k->sig->name, trap.msg);
   tk_status s = load_ptx_of(ctx, k->module, k->ir, key, &ptx, &mod);
+  su_trap_clear(&trap);
   if (s == TK_OK) s = add_variant(ctx, k, mod, su_buf_str(&ptx), key);
   su_buf_free(&ptx);
   return s;
 }
 
 /* Builds m->kernels from the PTX's entries when the caller has not (no IR to read). */
-static void kernels_from_ptx(tk_module *m, const char *ptx, size_t len) {
+static void kernels_from_ptx(rt_module *m, const char *ptx, size_t len) {
   rt_ptx_entry *es;
   int n = rt_ptx_entries(m->arena, ptx, len, &es);
-  m->kernels = SU_NEW_ARRAY(m->arena, tk_kernel, n);
+  m->kernels = SU_NEW_ARRAY(m->arena, rt_kernel, n);
   m->nkernels = n;
   for (int i = 0; i < n; i++) {
-    tk_kernel *k = &m->kernels[i];
+    rt_kernel *k = &m->kernels[i];
     ir_signature *sig = SU_NEW(m->arena, ir_signature);
     sig->name = es[i].name;
     sig->params = es[i].params;
@@ -343,7 +496,8 @@ static void kernels_from_ptx(tk_module *m, const char *ptx, size_t len) {
   }
 }
 
-static tk_status cuda_load_ptx(tk_context *ctx, tk_module *m, const char *ptx, size_t len) {
+static tk_status cuda_load_ptx(rt_context *ctx, rt_module *m, const char *ptx, size_t len) {
+  ALIVE(ctx);
   /* The driver needs a terminating NUL that the caller's buffer may lack. */
   char *text = su_strndup(m->arena, ptx, len);
   m->handle = SU_NEW(m->arena, cuda_module);
@@ -354,7 +508,7 @@ static tk_status cuda_load_ptx(tk_context *ctx, tk_module *m, const char *ptx, s
   return bind_all(ctx, m, mod, text, false);
 }
 
-static void cuda_unload(tk_context *ctx, tk_module *m) {
+static void cuda_unload(rt_context *ctx, rt_module *m) {
   cuda_state *st = state(ctx);
   cuda_module *cm = m->handle;
   if (!cm || !cm->nmods) return;
@@ -365,10 +519,18 @@ static void cuda_unload(tk_context *ctx, tk_module *m) {
 
 /* ---- launching ----------------------------------------------------------------------- */
 
-static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,
+static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
                              const tk_arg *args, int nargs) {
   rt_jit_kernel *jk = k->handle;
-  (void)nargs; /* api.c checked it against the signature */
+  ALIVE(ctx);
+  for (int i = 0; i < nargs; i++) {
+    if (args[i].type != TK_PTR || !args[i].v.p) continue;
+    if (find_alloc(state(ctx), args[i].v.p, true) < 0 &&
+        of_another_context(state(ctx), args[i].v.p))
+      return rt_error(ctx, TK_ERR_ARGS, "argument %d of '%s' ('%s') is 0x%llx, a buffer of "
+                      "another tk context", i, k->sig->name, k->sig->params[i].name,
+                      (unsigned long long)args[i].v.p);
+  }
   uint64_t key = rt_jit_pack(jk, args);
   if (key != jk->cur) {
     tk_status s = use_variant(ctx, k, key);
@@ -407,7 +569,8 @@ static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *
   return TK_OK;
 }
 
-CUfunction rt_cuda_kernel_function(const tk_kernel *k) {
+CUfunction rt_cuda_kernel_function(const tk_kernel *h) {
+  const rt_kernel *k = rt_handle_get((uint64_t)(uintptr_t)h, RT_H_KERNEL);
   if (!k || !k->module || !k->module->ctx || k->module->ctx->be != &rt_cuda_backend ||
       !k->handle)
     return NULL;

@@ -6,42 +6,42 @@
 #include "../interp/interp.h"
 #include "runtime.h"
 
-static ip_memory *memory(tk_context *ctx) {
+static ip_memory *memory(rt_context *ctx) {
   return ctx->state;
 }
 
 /* Moves a message the interpreter wrote into the context's error. */
-static tk_status report(tk_context *ctx, tk_status s, const char *what, su_buf *why) {
+static tk_status report(rt_context *ctx, tk_status s, const char *what, su_buf *why) {
   rt_error(ctx, s, "%s%s", what, su_buf_str(why));
   su_buf_free(why);
   return s;
 }
 
-static tk_status interp_init(tk_context *ctx, int device) {
+static tk_status interp_init(rt_context *ctx, int device) {
   (void)device; /* one host, one "device" */
   ctx->state = ip_memory_new();
-  return TK_OK;
+  return ctx->state ? TK_OK : rt_error(ctx, TK_ERR_MEMORY, "out of host memory");
 }
 
-static void interp_shutdown(tk_context *ctx) {
+static void interp_shutdown(rt_context *ctx) {
   ip_memory_free(memory(ctx));
   ctx->state = NULL;
 }
 
-static tk_status interp_malloc(tk_context *ctx, tk_devptr *out, size_t bytes) {
+static tk_status interp_malloc(rt_context *ctx, tk_devptr *out, size_t bytes) {
   su_buf why = {0};
   if (!ip_mem_alloc(memory(ctx), bytes, out, &why))
     return report(ctx, TK_ERR_MEMORY, "tk_malloc: ", &why);
   return TK_OK;
 }
 
-static tk_status interp_free(tk_context *ctx, tk_devptr p) {
+static tk_status interp_free(rt_context *ctx, tk_devptr p) {
   su_buf why = {0};
   if (!ip_mem_free(memory(ctx), p, &why)) return report(ctx, TK_ERR_INVALID, "tk_free: ", &why);
   return TK_OK;
 }
 
-static tk_status interp_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes) {
+static tk_status interp_htod(rt_context *ctx, tk_devptr dst, const void *src, size_t bytes) {
   su_buf why = {0};
   void *host = ip_mem_host(memory(ctx), dst, bytes, &why);
   if (!host) return report(ctx, TK_ERR_INVALID, "tk_memcpy_htod: ", &why);
@@ -49,7 +49,7 @@ static tk_status interp_htod(tk_context *ctx, tk_devptr dst, const void *src, si
   return TK_OK;
 }
 
-static tk_status interp_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes) {
+static tk_status interp_dtoh(rt_context *ctx, void *dst, tk_devptr src, size_t bytes) {
   su_buf why = {0};
   const void *host = ip_mem_host(memory(ctx), src, bytes, &why);
   if (!host) return report(ctx, TK_ERR_INVALID, "tk_memcpy_dtoh: ", &why);
@@ -57,36 +57,46 @@ static tk_status interp_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t b
   return TK_OK;
 }
 
-static tk_status interp_sync(tk_context *ctx) {
+static tk_status interp_sync(rt_context *ctx) {
   (void)ctx;
   return TK_OK;
 }
 
 /* The interpreter runs the module's IR as it is: nothing to load. */
-static tk_status interp_load_ir(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
+static tk_status interp_load_ir(rt_context *ctx, rt_module *m, const tk_compile_options *opts,
                                 const drv_options *o, const char *source, size_t len) {
   (void)ctx, (void)m, (void)opts, (void)o, (void)source, (void)len;
   return TK_OK;
 }
 
-static tk_status interp_load_ptx(tk_context *ctx, tk_module *m, const char *ptx, size_t len) {
+static tk_status interp_load_ptx(rt_context *ctx, rt_module *m, const char *ptx, size_t len) {
   (void)m, (void)ptx, (void)len;
   return rt_error(ctx, TK_ERR_UNSUPPORTED,
                   "the interpreter cannot run PTX: compile the .tk source with "
                   "tk_module_compile, or use the CUDA backend");
 }
 
-static void interp_unload(tk_context *ctx, tk_module *m) {
+static void interp_unload(rt_context *ctx, rt_module *m) {
   (void)ctx, (void)m;
 }
 
-static tk_status interp_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,
+static tk_status interp_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
                                const tk_arg *args, int nargs) {
   (void)stream; /* launches complete before returning */
   if (!k->ir)
     return rt_error(ctx, TK_ERR_UNSUPPORTED, "kernel '%s' has no IR to interpret", k->sig->name);
   su_buf why = {0};
+  /* an internal error of the interpreter outside a program's run (grid.c traps those)
+   * fails the launch, not the process */
+  su_trap trap;
+  if (!su_trap_set(&trap)) {
+    su_buf_free(&why);
+    return rt_error(ctx, trap.oom ? TK_ERR_MEMORY : TK_ERR_RUNTIME,
+                    "kernel '%s': internal error in the interpreter%s: %s", k->sig->name,
+                    trap.oom ? " (out of memory)" : "", trap.msg);
+  }
   ip_status st = ip_launch(memory(ctx), k->module->ir, k->ir, grid, args, nargs, stdout, &why);
+  su_trap_clear(&trap);
   if (st == IP_OK) {
     su_buf_free(&why);
     return TK_OK;

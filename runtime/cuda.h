@@ -8,7 +8,8 @@
  *    the driver library or one of the required symbols is missing, and never aborts.
  *  - The entry points are the current ABI versions (the _v2 names where they exist), so
  *    CUdeviceptr is 64-bit and sizes are size_t.
- *  - The table is plain data owned by the caller; rt_cuda_unload closes the library.
+ *  - The table is plain data owned by the caller; rt_cuda_unload closes the library (only
+ *    before cuInit).
  * Prefix: rt_cuda_ (the CUDA names keep their own spelling so that they read like the
  * driver documentation).
  */
@@ -102,7 +103,8 @@ typedef struct {
  * false, leaves api closed and appends the reason to why. Does not call cuInit. */
 bool rt_cuda_load(rt_cuda_api *api, su_buf *why);
 /* Closes the library; the table is unusable afterwards. A never-loaded (zeroed) table is
- * ignored. */
+ * ignored. Only for a table whose cuInit was never called: once the driver has started,
+ * its threads and handlers outlive any unload, and libtk never unloads it. */
 void rt_cuda_unload(rt_cuda_api *api);
 /* "CUDA_ERROR_X: description" for a driver status, in a static or driver-owned string
  * written to b (works with a partially loaded table). */

@@ -82,7 +82,7 @@ static slot_kind slot_of(tk_dtype t) {
   }
 }
 
-rt_jit_kernel *rt_jit_kernel_new(su_arena *a, const tk_kernel *k) {
+rt_jit_kernel *rt_jit_kernel_new(su_arena *a, const rt_kernel *k) {
   const ir_signature *sig = k->sig;
   rt_jit_kernel *jk = SU_NEW(a, rt_jit_kernel);
   jk->block = jk->base_block = 32u * (unsigned)(sig->num_warps > 0 ? sig->num_warps : TG_DEFAULT_WARPS);

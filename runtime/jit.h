@@ -79,7 +79,7 @@ typedef struct {
 } rt_jit_kernel;
 
 /* k's launch state, in a (no variant yet). */
-rt_jit_kernel *rt_jit_kernel_new(su_arena *a, const tk_kernel *k);
+rt_jit_kernel *rt_jit_kernel_new(su_arena *a, const rt_kernel *k);
 /* The signature with every bit k has set. */
 uint64_t rt_jit_full_key(const rt_jit_kernel *jk);
 /* Stores each argument (checked against the signature by the caller) into its slot as

@@ -17,11 +17,30 @@
 #include "../support/support.h"
 
 typedef struct rt_backend rt_backend;
+typedef struct rt_context rt_context;
+typedef struct rt_module rt_module;
+typedef struct rt_kernel rt_kernel;
+
+/* ---- handles ---------------------------------------------------------------------------
+ * The tk_context, tk_module and tk_kernel pointers the API hands out are not addresses
+ * but generation-counted handles (slot, generation, kind) into one process-wide table, so
+ * that a handle whose object was destroyed is recognised as such (TK_ERR_INVALID) instead
+ * of being dereferenced: the slot's generation moves on when the object goes, and a slot
+ * is reused only with a new generation. Lookups take no lock (slots live in chunks that
+ * are never freed or moved); making and releasing handles takes a mutex. */
+typedef enum { RT_H_CONTEXT = 1, RT_H_MODULE, RT_H_KERNEL } rt_handle_kind;
+/* A new handle for obj (never 0); 0 when the table is full or out of memory. */
+uint64_t rt_handle_new(rt_handle_kind kind, void *obj);
+/* The object behind h if h is a live handle of that kind, else NULL. */
+void *rt_handle_get(uint64_t h, rt_handle_kind kind);
+/* Ends h: later rt_handle_get(h) return NULL. 0 and stale handles are ignored. */
+void rt_handle_release(uint64_t h);
 
 /* A kernel: its signature (from the IR, or read from the PTX of an AOT module), what
  * launches are checked against and packed by. */
-struct tk_kernel {
-  tk_module *module;
+struct rt_kernel {
+  rt_module *module;
+  uint64_t id;         /* its handle (0 until tk_module_get_kernel first returns it) */
   const ir_signature *sig;
   const ir_func *ir;   /* NULL for kernels loaded from AOT PTX without IR */
   void *handle;        /* backend's */
@@ -30,49 +49,51 @@ struct tk_kernel {
 /* What a backend keeps per module: the IR (when compiled here: the interpreter runs it,
  * the JIT specializes it) and, on CUDA, the loaded modules. */
 
-struct tk_module {
-  tk_context *ctx;
+struct rt_module {
+  rt_context *ctx;
+  uint64_t id;         /* its handle */
   su_arena *arena;
   ir_module *ir;       /* may be NULL for AOT PTX */
-  tk_kernel *kernels;
+  rt_kernel *kernels;
   int nkernels;
   void *handle;        /* backend's (CUmodule) */
-  tk_module *next;     /* the context's list */
+  rt_module *next;     /* the context's list */
 };
 
 struct rt_backend {
   const char *name;
   /* Each returns TK_OK or a status after writing a message with rt_error. */
-  tk_status (*init)(tk_context *ctx, int device);
-  void (*shutdown)(tk_context *ctx);
-  tk_status (*malloc_)(tk_context *ctx, tk_devptr *out, size_t bytes);
-  tk_status (*free_)(tk_context *ctx, tk_devptr p);
-  tk_status (*htod)(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes);
-  tk_status (*dtoh)(tk_context *ctx, void *dst, tk_devptr src, size_t bytes);
-  tk_status (*sync)(tk_context *ctx);
+  tk_status (*init)(rt_context *ctx, int device);
+  void (*shutdown)(rt_context *ctx);
+  tk_status (*malloc_)(rt_context *ctx, tk_devptr *out, size_t bytes);
+  tk_status (*free_)(rt_context *ctx, tk_devptr p);
+  tk_status (*htod)(rt_context *ctx, tk_devptr dst, const void *src, size_t bytes);
+  tk_status (*dtoh)(rt_context *ctx, void *dst, tk_devptr src, size_t bytes);
+  tk_status (*sync)(rt_context *ctx);
   /* Makes the compiled module runnable (CUDA: codegen + load PTX, through the cache).
    * opts are the caller's (NULL allowed), o the driver options they resolved to, with the
    * arch to generate for (the options', else ctx->arch). */
-  tk_status (*load_ir)(tk_context *ctx, tk_module *m, const tk_compile_options *opts,
+  tk_status (*load_ir)(rt_context *ctx, rt_module *m, const tk_compile_options *opts,
                        const drv_options *o, const char *source, size_t len);
-  tk_status (*load_ptx)(tk_context *ctx, tk_module *m, const char *ptx, size_t len);
-  void (*unload)(tk_context *ctx, tk_module *m);
-  tk_status (*launch)(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,
+  tk_status (*load_ptx)(rt_context *ctx, rt_module *m, const char *ptx, size_t len);
+  void (*unload)(rt_context *ctx, rt_module *m);
+  tk_status (*launch)(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
                       const tk_arg *args, int nargs);
 };
 
-struct tk_context {
+struct rt_context {
+  uint64_t id;        /* its handle */
   tk_backend kind;
   const rt_backend *be;
   const char *arch;   /* what modules compile for when the options name none: the
                          device's (CUDA), set by init; NULL on the interpreter */
   void *state;        /* the backend's */
   su_buf err;         /* last error message */
-  tk_module *modules;
+  rt_module *modules;
 };
 
 /* Sets ctx's last error (ctx NULL: the global one) and returns status. */
-tk_status rt_error(tk_context *ctx, tk_status status, const char *fmt, ...)
+tk_status rt_error(rt_context *ctx, tk_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 extern const rt_backend rt_interp_backend;

@@ -154,6 +154,22 @@ static void check_instance(sema_ctx *c, ast_node *inst, ast_node *e, sema_call *
   sema_scope_pop(c);
 }
 
+bool sema_spend(sema_ctx *c, su_loc loc, const char *helper) {
+  int64_t budget = c->opt && c->opt->budget > 0 ? c->opt->budget : SEMA_DEFAULT_BUDGET;
+  if (c->over_budget) return false;
+  if (++c->work <= budget) return true;
+  c->over_budget = true;
+  su_error(c->d, loc, "compile-time work budget exhausted at %s%s%s: helper calls inlined and "
+           "static_range iterations unrolled exceed %lld", helper ? "this call to '" : "",
+           helper ? helper : "an iteration of this static_range", helper ? "'" : "",
+           (long long)budget);
+  for (sema_inst *in = c->inst; in; in = in->outer)
+    su_note(c->d, in->call->loc, "inside this call to '%s'", in->func->name);
+  su_note(c->d, loc, "raise the budget with --budget=N (tkc) or TK_COMPILE_BUDGET (libtk), "
+          "or restructure the kernel: a runtime 'range' loop is not unrolled");
+  return false;
+}
+
 const ir_type *sema_instantiate(sema_ctx *c, ast_node *e, sema_sym *fn, sema_call *cl) {
   for (sema_inst *in = c->inst; in; in = in->outer)
     if (in->func == fn->decl) {
@@ -162,6 +178,7 @@ const ir_type *sema_instantiate(sema_ctx *c, ast_node *e, sema_sym *fn, sema_cal
               e->name);
       return NULL;
     }
+  if (!sema_spend(c, e->loc, e->name)) return NULL;
   if (c->inst_depth >= MAX_INSTANCE_DEPTH) {
     su_error(c->d, e->loc, "helper calls are nested more than %d deep", MAX_INSTANCE_DEPTH);
     return NULL;

@@ -336,6 +336,7 @@ static void predeclare(sema_ctx *c, const char *name, double v) {
   s->cval.f = v;
   s->next = c->global->syms;
   c->global->syms = s;
+  su_map_put(c->global->index, name, strlen(name), s);
 }
 
 bool sema_check(su_arena *a, ast_file *f, ir_module *m, const sema_options *opt, su_diags *d) {
@@ -343,6 +344,7 @@ bool sema_check(su_arena *a, ast_file *f, ir_module *m, const sema_options *opt,
   int nerr0 = d->nerrors;
   sema_scope_push(&c);
   c.global = c.scope;
+  c.global->index = su_map_new(a);
   predeclare(&c, "inf", INFINITY);
   predeclare(&c, "nan", NAN);
   for (int i = 0; i < f->decls.len; i++) {

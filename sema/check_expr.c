@@ -318,6 +318,7 @@ const ir_type *sema_check_expr(sema_ctx *c, ast_node *e) {
   }
   e->sema_type = t == SEMA_VOID ? NULL : t;
   if (!t) e->sema_is_const = false;
+  if (e->sema_type) sema_overflow_track(c, e);
   return t;
 }
 

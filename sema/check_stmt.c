@@ -165,6 +165,10 @@ static void check_static_for(sema_ctx *c, ast_node *s, const ir_type *ivt, bool 
   s->stmts.items = SU_NEW_ARRAY(c->a, ast_node *, count ? count : 1);
   s->stmts.len = (int)count;
   for (int64_t k = 0; k < count; k++) {
+    if (!sema_spend(c, s->lhs->loc, NULL)) {
+      s->stmts.len = (int)k;
+      return;
+    }
     ast_node *copy = sema_clone(c->a, s->body);
     sema_scope_push(c);
     sema_sym *iv = sema_declare(c, SYM_CONST, s->name, s);

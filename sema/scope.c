@@ -1,5 +1,7 @@
-/* sema/scope.c — block scopes: a chain of symbol lists, innermost first. Lookup is a
- * linear walk; kernels are small and this keeps shadowing rules obvious. */
+/* sema/scope.c — block scopes: a chain of symbol lists, innermost first. Lookup in a block
+ * is a linear walk (blocks are small, and it keeps shadowing rules obvious); the file
+ * scope, which holds every kernel and helper of a file, also has a hash index, so that a
+ * file of 100 000 kernels checks in linear time. */
 #include <string.h>
 
 #include "sema_int.h"
@@ -17,6 +19,7 @@ void sema_scope_pop(sema_ctx *c) {
 }
 
 static sema_sym *find_in(sema_scope *s, const char *name) {
+  if (s->index) return su_map_get(s->index, name, strlen(name));
   for (sema_sym *y = s->syms; y; y = y->next)
     if (y->name == name || strcmp(y->name, name) == 0) return y;
   return NULL;
@@ -35,6 +38,7 @@ sema_sym *sema_declare(sema_ctx *c, sema_sym_kind k, const char *name, ast_node 
   y->depth = c->scope->depth;
   y->next = c->scope->syms;
   c->scope->syms = y;
+  if (c->scope->index) su_map_put(c->scope->index, name, strlen(name), y);
   return y;
 }
 

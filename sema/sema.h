@@ -31,7 +31,13 @@ typedef struct {
 typedef struct {
   const sema_define *defines;
   int ndefines;
+  /* The compile-time work a file may ask for: helper calls inlined plus static_range
+   * iterations unrolled, over the whole file (0: SEMA_DEFAULT_BUDGET). Past it, a located
+   * error naming the call chain, instead of a compile that exhausts the host. */
+  int64_t budget;
 } sema_options;
+
+enum { SEMA_DEFAULT_BUDGET = 100000 };
 
 /* Checks f; the module m provides type interning (sema types are ir types). */
 bool sema_check(su_arena *a, ast_file *f, ir_module *m, const sema_options *opt, su_diags *d);

@@ -60,6 +60,8 @@ typedef struct sema_sym {
 typedef struct sema_scope {
   struct sema_scope *parent;
   sema_sym *syms;
+  su_map *index;  /* name -> newest symbol, for the file scope (any number of kernels);
+                     block scopes stay short lists */
   int depth;
 } sema_scope;
 
@@ -144,6 +146,9 @@ typedef struct {
   sema_flow_frame *flow;
   sema_inst *inst;       /* helpers being instantiated, innermost first */
   int inst_depth;
+  int64_t work;          /* helper instances and static_range iterations so far */
+  bool over_budget;      /* work passed opt->budget (reported once) */
+  su_map *warned;        /* overflow.c: the products already warned about */
   ast_node *func;        /* the kernel or helper instance whose body is checked */
   bool in_helper;
   const ir_type *ret_type; /* a helper instance's result: SEMA_VOID until `return e;`,
@@ -154,6 +159,13 @@ typedef struct {
 /* ---- scope.c ---------------------------------------------------------------------------- */
 
 /* Opens a block scope below the current one. */
+/* Counts one unit of compile-time work at loc: an instance of helper (its name), or, with
+ * helper NULL, a static_range iteration; false once the budget is spent, after reporting
+ * it once with the chain of helper calls. */
+bool sema_spend(sema_ctx *c, su_loc loc, const char *helper);
+/* overflow.c: records what checked expression e derives from and warns when a pointer is
+ * offset by a 32-bit product of run-time values (called for every checked expression). */
+void sema_overflow_track(sema_ctx *c, ast_node *e);
 void sema_scope_push(sema_ctx *c);
 /* Closes the innermost scope. */
 void sema_scope_pop(sema_ctx *c);

@@ -17,20 +17,60 @@ struct su_arena {
   size_t total;
 };
 
-_Noreturn void su_fatal_at(const char *cfile, int cline, const char *fmt, ...) {
-  va_list ap;
+static _Thread_local su_trap *trap;
+
+void su_trap_push_(su_trap *t) {
+  t->prev = trap;
+  t->oom = false;
+  t->msg[0] = 0;
+  trap = t;
+}
+
+void su_trap_clear(su_trap *t) {
+  SU_ASSERT(trap == t);
+  trap = t->prev;
+}
+
+bool su_trap_active(void) { return trap != NULL; }
+
+/* Unwinds to the innermost trap with the message, or prints it and aborts. */
+static _Noreturn void fatal(bool oom, const char *cfile, int cline, const char *fmt, va_list ap) {
+  su_trap *t = trap;
+  if (t) {
+    int n = vsnprintf(t->msg, sizeof t->msg, fmt, ap);
+    if (n >= 0 && (size_t)n < sizeof t->msg)
+      snprintf(t->msg + n, sizeof t->msg - (size_t)n, " (at %s:%d)", cfile, cline);
+    t->oom = oom;
+    trap = t->prev;
+    longjmp(t->jb, 1);
+  }
   fflush(stdout);
   fprintf(stderr, "tk: internal error: ");
-  va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
-  va_end(ap);
   fprintf(stderr, " (at %s:%d)\n", cfile, cline);
   abort();
 }
 
+_Noreturn void su_fatal_at(const char *cfile, int cline, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fatal(false, cfile, cline, fmt, ap);
+}
+
+static _Noreturn void oom_at(const char *cfile, int cline, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fatal(true, cfile, cline, fmt, ap);
+}
+
+_Noreturn void su_oom(size_t bytes) {
+  if (bytes) oom_at(__FILE__, __LINE__, "out of memory (%zu bytes)", bytes);
+  oom_at(__FILE__, __LINE__, "out of memory");
+}
+
 su_arena *su_arena_new(void) {
   su_arena *a = calloc(1, sizeof *a);
-  if (!a) su_fatal("out of memory");
+  if (!a) su_oom(sizeof *a);
   return a;
 }
 
@@ -51,7 +91,7 @@ void *su_alloc(su_arena *a, size_t n) {
   if (!c || c->size - c->used < n) {
     size_t size = n > CHUNK ? n : CHUNK;
     c = malloc(sizeof(chunk) + size);
-    if (!c) su_fatal("out of memory (%zu bytes)", size);
+    if (!c) su_oom(size);
     c->size = size;
     c->used = 0;
     /* A big request gets its own chunk behind the current one, so the rest of the

@@ -8,7 +8,7 @@ void su_vec_push(su_vec *v, void *p) {
   if (v->len == v->cap) {
     int cap = v->cap ? v->cap * 2 : 8;
     void **d = realloc(v->data, sizeof(void *) * (size_t)cap);
-    if (!d) su_fatal("out of memory");
+    if (!d) su_oom(0);
     v->data = d;
     v->cap = cap;
   }
@@ -30,7 +30,7 @@ static void reserve(su_buf *b, size_t extra) {
   size_t cap = b->cap ? b->cap : 256;
   while (cap < b->len + extra + 1) cap *= 2;
   char *d = realloc(b->data, cap);
-  if (!d) su_fatal("out of memory");
+  if (!d) su_oom(0);
   b->data = d;
   b->cap = cap;
 }

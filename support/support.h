@@ -4,12 +4,14 @@
  * Contract:
  *  - Memory: every compilation owns one su_arena; nodes, types, IR and strings are
  *    allocated from it and freed together by su_arena_free. Nothing returned by an arena
- *    is ever freed on its own. Allocation failure is an internal error (abort).
+ *    is ever freed on its own. Allocation failure is an internal error (su_oom).
  *  - Strings: su_intern returns a canonical copy, so interned names compare with ==.
  *  - Diagnostics: user errors go through su_diag_* with a source location; they are
  *    printed (file:line:col: error: msg, the line, a caret or range underline, then notes)
  *    and counted; the caller decides when to stop. Internal errors use su_fatal /
- *    SU_UNREACHABLE, which print "internal error" and abort.
+ *    SU_UNREACHABLE / SU_ASSERT / su_oom, which print "internal error" and abort —
+ *    unless the thread has set a trap (su_trap_set): then they unwind to it with the
+ *    message, which is how libtk keeps an internal error from taking its host down.
  *  - Output files: su_write_outputs never leaves a half-written file, never turns a
  *    device or FIFO into a regular file, and never overwrites an input.
  * Prefix: su_.
@@ -32,6 +34,32 @@ _Noreturn void su_fatal_at(const char *cfile, int cline, const char *fmt, ...)
 #define SU_UNREACHABLE() su_fatal_at(__FILE__, __LINE__, "unreachable code reached")
 #define SU_ASSERT(c) \
   do { if (!(c)) su_fatal_at(__FILE__, __LINE__, "assertion failed: %s", #c); } while (0)
+/* Out of memory (bytes asked for; 0 if unknown): an internal error of kind oom. */
+_Noreturn void su_oom(size_t bytes);
+
+/* A recovery point for internal errors on this thread. Usage:
+ *     su_trap t;
+ *     if (su_trap_set(&t)) { ... work that may hit su_fatal ...; su_trap_clear(&t); }
+ *     else { ... t.msg says what failed, t.oom whether memory ran out ... }
+ * su_trap_set is a macro around setjmp, so it must be called where the work is: the
+ * branch taken when an internal error unwinds (the else) sees the trap already cleared.
+ * Traps nest (the innermost catches). Unwinding skips every frame in between: what they
+ * allocated outside arenas is leaked, and state they were changing may be half-changed,
+ * so the work must be on objects the recovery then throws away (a compilation's arena,
+ * an LLVM context), never on shared ones. */
+#include <setjmp.h>
+typedef struct su_trap {
+  jmp_buf jb;
+  struct su_trap *prev;
+  bool oom;
+  char msg[1024];
+} su_trap;
+#define su_trap_set(t) (su_trap_push_(t), setjmp((t)->jb) == 0)
+void su_trap_push_(su_trap *t);
+/* Removes t (the innermost trap) after the work succeeded. */
+void su_trap_clear(su_trap *t);
+/* True if the thread has a trap set: an internal error would not abort. */
+bool su_trap_active(void);
 
 /* ---- arena -------------------------------------------------------------------------- */
 

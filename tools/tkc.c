@@ -64,6 +64,8 @@ static void usage(FILE *f) {
           "  --print-after=A,B    print the IR after the named passes\n"
           "  --time-passes        print the time each pass took\n"
           "  --verify-each        verify the IR after every pass (always on in debug builds)\n"
+          "  --budget=N           compile-time work allowed: helper calls inlined plus\n"
+          "                       static_range iterations unrolled (default 100000)\n"
           "  -fno-fuse            materialize every op (the fusion baseline) [not implemented yet]\n"
           "  --roofline           print, per kernel, the bytes and FLOPs of one program, the\n"
           "                       bound they imply on the target (memory or compute) and\n"
@@ -181,6 +183,11 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       o->drv.time_passes = true;
     } else if (!strcmp(s, "--verify-each")) {
       o->drv.verify_each = true;
+    } else if (!strncmp(s, "--budget=", 9)) {
+      char *end;
+      long long v = strtoll(s + 9, &end, 10);
+      if (end == s + 9 || *end || v <= 0) usage_error("--budget expects a positive integer, got '%s'", s + 9);
+      o->drv.budget = v;
     } else if (!strcmp(s, "-fno-fuse")) {
       not_yet("-fno-fuse (the fusion pass)");
     } else if (!strcmp(s, "--roofline")) {
@@ -287,7 +294,7 @@ static int run(options *o, su_arena *a) {
     ast_file *f = drv_parse(a, src, names, &d);
     if (!d.nerrors) {
       ir_module *m = ir_module_new(a, src->name);
-      sema_options so = {o->drv.defines, o->drv.ndefines};
+      sema_options so = {.defines = o->drv.defines, .ndefines = o->drv.ndefines, .budget = o->drv.budget};
       sema_check(a, f, m, &so, &d);
     }
     if (d.nerrors) return 1;

@@ -5,6 +5,7 @@
 #   // expect: LINE:COL: error: MESSAGE   the exact first line tkc must print is
 #                                         FILE:LINE:COL: error: MESSAGE, and it exits 1
 #   // expect: tk: error: MESSAGE         the same for a diagnostic without a location
+#   // expect: LINE:COL: warning: MESSAGE the same for a warning, and tkc exits 0
 #   // expect: ok                         the file is correct: exit 0, no output at all
 #   // expect-note: LINE:COL: note: MESSAGE  (optional) this line, FILE: prefixed, is among
 #                                         the diagnostics (the hint that follows the error)
@@ -88,8 +89,9 @@ for f in "$dir"/*.tk; do
     [0-9]*) want="$f:$expect" ;;
     *) want=$expect ;;
   esac
-  if [ "$status" -ne 1 ]; then
-    failed "$f" "expected exit 1, got $status"
+  case $expect in *": warning: "*) want_status=0 ;; *) want_status=1 ;; esac
+  if [ "$status" -ne "$want_status" ]; then
+    failed "$f" "expected exit $want_status, got $status"
     continue
   fi
   if [ "$first" != "$want" ]; then

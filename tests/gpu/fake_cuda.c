@@ -11,6 +11,9 @@
  * text. Each load gets its own module and function handles, so that a test can tell which
  * load a launch ran.
  * PTX containing "frobnicate" is rejected with a log, as the JIT would.
+ * Failures: fake_cuda_set_init(r) makes cuInit return r; fake_cuda_fault(r) makes the
+ * next cuCtxSynchronize return r and, like a sticky fault, every call after it too (until
+ * fake_cuda_reset()); fake_cuda_live_allocs() counts the allocations not yet freed.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +38,12 @@ static int nloads;
 static char last_ptx[1 << 16];
 
 static int cc_major = 9, cc_minor = 0;
+static int init_result, pending_fault, sticky, live_allocs;
+
+void fake_cuda_set_init(int r) { init_result = r; }
+void fake_cuda_fault(int r) { pending_fault = r; }
+void fake_cuda_reset(void) { init_result = pending_fault = sticky = 0; }
+int fake_cuda_live_allocs(void) { return live_allocs; }
 
 void fake_cuda_set_devices(int n) { ndevices = n; }
 void fake_cuda_set_cc(int major, int minor) { cc_major = major, cc_minor = minor; }
@@ -42,10 +51,14 @@ const fake_launch *fake_cuda_last_launch(void) { return &last; }
 int fake_cuda_loads(void) { return nloads; }
 const char *fake_cuda_last_ptx(void) { return last_ptx; }
 
-CUresult cuInit(unsigned flags) { (void)flags; return 0; }
+CUresult cuInit(unsigned flags) { (void)flags; return init_result; }
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
 CUresult cuGetErrorName(CUresult e, const char **s) {
-  *s = e == 218 ? "CUDA_ERROR_INVALID_PTX" : e == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_FAKE";
+  *s = e == 218   ? "CUDA_ERROR_INVALID_PTX"
+       : e == 2   ? "CUDA_ERROR_OUT_OF_MEMORY"
+       : e == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS"
+       : e == 999 ? "CUDA_ERROR_UNKNOWN"
+                  : "CUDA_ERROR_FAKE";
   return 0;
 }
 CUresult cuGetErrorString(CUresult e, const char **s) { (void)e; *s = "fake driver error"; return 0; }
@@ -60,18 +73,31 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
 CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx_token; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
 CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
-CUresult cuCtxSynchronize(void) { return 0; }
+CUresult cuCtxSynchronize(void) {
+  if (pending_fault) sticky = pending_fault, pending_fault = 0;
+  return sticky;
+}
 CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
+  if (sticky) return sticky;
   void *m = malloc(n ? n : 1);
   *p = (uint64_t)(uintptr_t)m;
+  live_allocs += m != NULL;
   return m ? 0 : 2;
 }
-CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
+CUresult cuMemFree_v2(uint64_t p) {
+  /* after a sticky fault the driver refuses, and the memory goes with the context's
+   * reset; the fake frees it at once, so that a leak checker sees only real leaks */
+  free((void *)(uintptr_t)p);
+  live_allocs--;
+  return sticky;
+}
 CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) {
+  if (sticky) return sticky;
   memcpy((void *)(uintptr_t)d, s, n);
   return 0;
 }
 CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) {
+  if (sticky) return sticky;
   memcpy(d, (const void *)(uintptr_t)s, n);
   return 0;
 }
@@ -109,6 +135,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   (void)shmem;
   (void)s;
   (void)extra;
+  if (sticky) return sticky;
   last = (fake_launch){f, {gx, gy, gz}, {bx, by, bz}, params};
   return 0;
 }

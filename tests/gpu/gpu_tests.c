@@ -520,6 +520,12 @@ static const fake_launch *last_launch(void *lib) {
   return get();
 }
 
+static const char VCOPY_TK[] =
+    "kernel vcopy<BLOCK: i32 = 1024>(x: *f32, y: *f32, n: i32) {\n"
+    "    let o = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    store(y + o, load(x + o, o < n, 0.0), o < n);\n"
+    "}\n";
+
 static void test_fake_no_device(void **state) {
   (void)state;
   const char *path = getenv("TK_FAKE_LIBCUDA");
@@ -534,12 +540,140 @@ static void test_fake_no_device(void **state) {
   tk_context *ctx = NULL;
   assert_int_equal(tk_context_create(&ctx, &(tk_context_options){TK_BACKEND_CUDA, 0}),
                    TK_ERR_NO_DEVICE);
-  assert_non_null(strstr(tk_last_error(NULL), "no CUDA device 0 (the machine has 0)"));
+  assert_non_null(strstr(tk_last_error(NULL), "no CUDA device 0 (the machine has none)"));
+  /* no device: AUTO falls back to the interpreter */
+  assert_int_equal(tk_context_create(&ctx, NULL), TK_OK);
+  assert_int_equal(tk_context_backend(ctx), TK_BACKEND_INTERP);
+  tk_context_destroy(ctx);
   set(1);
+  /* a bad ordinal is an error, on AUTO too, with its message */
   assert_int_equal(tk_context_create(&ctx, &(tk_context_options){TK_BACKEND_CUDA, 3}),
-                   TK_ERR_NO_DEVICE);
+                   TK_ERR_INVALID);
+  assert_non_null(strstr(tk_last_error(NULL), "no CUDA device 3 (the machine has 1"));
+  assert_int_equal(tk_context_create(&ctx, &(tk_context_options){TK_BACKEND_AUTO, 3}),
+                   TK_ERR_INVALID);
+  assert_null(ctx);
+  assert_non_null(strstr(tk_last_error(NULL), "no CUDA device 3 (the machine has 1"));
   unsetenv("TK_LIBCUDA");
   dlclose(lib);
+}
+
+static void *fake_fn(void *lib, const char *name) {
+  void *sym = dlsym(lib, name);
+  assert_non_null(sym);
+  return sym;
+}
+
+static void fake_call_int(void *lib, const char *name, int v) {
+  void (*f)(int);
+  void *sym = fake_fn(lib, name);
+  memcpy(&f, &sym, sizeof sym);
+  f(v);
+}
+
+static int fake_get_int(void *lib, const char *name) {
+  int (*f)(void);
+  void *sym = fake_fn(lib, name);
+  memcpy(&f, &sym, sizeof sym);
+  return f();
+}
+
+/* A driver that fails to start is an error with the driver's message, never a silent
+ * fall back to the interpreter; and the driver library stays loaded once cuInit ran. */
+static void test_fake_init_failure(void **state) {
+  (void)state;
+  const char *path = getenv("TK_FAKE_LIBCUDA");
+  if (!path || !*path) skip();
+  void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(lib);
+  setenv("TK_LIBCUDA", path, 1);
+  fake_call_int(lib, "fake_cuda_set_init", 999);
+  tk_context *ctx = NULL;
+  assert_int_equal(tk_context_create(&ctx, NULL), TK_ERR_DRIVER);
+  assert_null(ctx);
+  assert_non_null(strstr(tk_last_error(NULL), "the CUDA driver failed to start: CUDA_ERROR_UNKNOWN"));
+  /* cuInit reports no device: AUTO falls back */
+  fake_call_int(lib, "fake_cuda_set_init", 100);
+  assert_int_equal(tk_context_create(&ctx, NULL), TK_OK);
+  assert_int_equal(tk_context_backend(ctx), TK_BACKEND_INTERP);
+  tk_context_destroy(ctx);
+  fake_call_int(lib, "fake_cuda_reset", 0);
+  assert_int_equal(tk_context_create(&ctx, &(tk_context_options){TK_BACKEND_CUDA, 0}), TK_OK);
+  tk_context_destroy(ctx);
+  unsetenv("TK_LIBCUDA");
+  dlclose(lib);
+  /* our handle is gone; libtk's must still be there */
+  void *still = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  assert_non_null(still);
+  dlclose(still);
+}
+
+/* tk_context_destroy frees every buffer the context made, although the primary context
+ * (held here by a second tk context, as PyTorch would hold it) lives on; a buffer of one
+ * context is refused by another. */
+static void test_fake_buffers_and_contexts(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  setenv("TK_LIBCUDA", getenv("TK_FAKE_LIBCUDA"), 1);
+  tk_context *other = NULL;
+  assert_int_equal(tk_context_create(&other, &(tk_context_options){TK_BACKEND_CUDA, 0}), TK_OK);
+  unsetenv("TK_LIBCUDA");
+  int live = fake_get_int(lib, "fake_cuda_live_allocs");
+  tk_devptr p[3], q;
+  for (int i = 0; i < 3; i++) assert_int_equal(tk_malloc(ctx, &p[i], 256), TK_OK);
+  assert_int_equal(tk_malloc(other, &q, 64), TK_OK);
+  assert_int_equal(tk_free(ctx, p[1]), TK_OK);
+  assert_int_equal(tk_free(ctx, p[1]), TK_ERR_INVALID);
+  assert_non_null(strstr(tk_last_error(ctx), "not an address returned by tk_malloc"));
+  assert_int_equal(tk_free(ctx, q), TK_ERR_INVALID);
+  assert_non_null(strstr(tk_last_error(ctx), "another tk context's"));
+  char buf[16] = {0};
+  assert_int_equal(tk_memcpy_htod(ctx, q + 8, buf, 8), TK_ERR_INVALID);
+  assert_int_equal(tk_memcpy_dtoh(ctx, buf, q, 8), TK_ERR_INVALID);
+  assert_int_equal(tk_memcpy_htod(ctx, p[2] + 8, buf, 8), TK_OK);
+  tk_module *m;
+  tk_kernel *k;
+  assert_int_equal(tk_module_compile(ctx, &m, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "vcopy", &k), TK_OK);
+  tk_arg args[] = {tk_arg_ptr(p[0]), tk_arg_ptr(q), tk_arg_i32(16)};
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 3), TK_ERR_ARGS);
+  assert_non_null(strstr(tk_last_error(ctx), "argument 1 of 'vcopy' ('y')"));
+  assert_non_null(strstr(tk_last_error(ctx), "a buffer of another tk context"));
+  args[1] = tk_arg_ptr(0x2000); /* not tk's (a PyTorch tensor, say): the caller's business */
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 3), TK_OK);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live + 3);
+  tk_context_destroy(ctx);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live + 1);
+  tk_context_destroy(other);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live);
+  fake_done(NULL, lib, dir);
+}
+
+/* A sticky fault is reported as one, and every later call says the context is dead. */
+static void test_fake_sticky_fault(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  tk_devptr p;
+  assert_int_equal(tk_malloc(ctx, &p, 64), TK_OK);
+  fake_call_int(lib, "fake_cuda_fault", 700);
+  assert_int_equal(tk_synchronize(ctx), TK_ERR_RUNTIME);
+  assert_non_null(strstr(tk_last_error(ctx), "a kernel faulted: CUDA_ERROR_ILLEGAL_ADDRESS"));
+  assert_non_null(strstr(tk_last_error(ctx), "sticky"));
+  char buf[8];
+  assert_int_equal(tk_memcpy_dtoh(ctx, buf, p, 8), TK_ERR_RUNTIME);
+  assert_non_null(strstr(tk_last_error(ctx), "the CUDA context is dead: a kernel faulted "
+                                             "(CUDA_ERROR_ILLEGAL_ADDRESS"));
+  tk_module *m;
+  assert_int_equal(tk_module_compile(ctx, &m, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", NULL),
+                   TK_ERR_RUNTIME);
+  assert_non_null(strstr(tk_last_error(ctx), "the CUDA context is dead"));
+  assert_int_equal(tk_malloc(ctx, &p, 64), TK_ERR_RUNTIME);
+  fake_done(ctx, lib, dir); /* destroying a dead context is fine */
+  fake_call_int(lib, "fake_cuda_reset", 0);
 }
 
 /* Each scalar type lands in its parameter slot with the bytes the PTX ABI wants. */
@@ -661,11 +795,6 @@ static int cache_entries(const char *dir) {
   return n;
 }
 
-static const char VCOPY_TK[] =
-    "kernel vcopy<BLOCK: i32 = 1024>(x: *f32, y: *f32, n: i32) {\n"
-    "    let o = program_id(0) * BLOCK + arange(0, BLOCK);\n"
-    "    store(y + o, load(x + o, o < n, 0.0), o < n);\n"
-    "}\n";
 
 /* Launches vcopy with x, y, n; returns the function the driver was asked to run. */
 static void *launch_vcopy(void *lib, tk_kernel *k, tk_devptr x, tk_devptr y, int n) {
@@ -848,9 +977,10 @@ static void test_fake_arch_from_device(void **state) {
   assert_int_equal(tk_context_create(&old, &(tk_context_options){TK_BACKEND_CUDA, 0}),
                    TK_ERR_UNSUPPORTED);
   assert_non_null(strstr(tk_last_error(NULL), "compute capability 7.5, older than every target"));
-  assert_int_equal(tk_context_create(&old, NULL), TK_OK);
-  assert_int_equal(tk_context_backend(old), TK_BACKEND_INTERP);
-  tk_context_destroy(old);
+  /* a device is there: AUTO reports it rather than quietly interpreting */
+  assert_int_equal(tk_context_create(&old, NULL), TK_ERR_UNSUPPORTED);
+  assert_null(old);
+  assert_non_null(strstr(tk_last_error(NULL), "compute capability 7.5, older than every target"));
   unsetenv("TK_LIBCUDA");
   set_cc(9, 0);
   fake_done(ctx, lib, dir);
@@ -924,6 +1054,9 @@ int main(void) {
     cmocka_unit_test(test_no_driver_is_no_device),
     cmocka_unit_test(test_ptx_signatures),
     cmocka_unit_test(test_fake_no_device),
+    cmocka_unit_test(test_fake_init_failure),
+    cmocka_unit_test(test_fake_buffers_and_contexts),
+    cmocka_unit_test(test_fake_sticky_fault),
     cmocka_unit_test(test_fake_launch_packing),
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),

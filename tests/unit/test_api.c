@@ -5,7 +5,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -265,6 +269,295 @@ static void test_runtime_fault(void **state) {
   tk_context_destroy(ctx);
 }
 
+
+/* ---- handles (issue 13, item 5) ------------------------------------------------------ */
+
+static const char *store_src =
+    "kernel k(x: *i32, i: i64) {\n    store(x + i, 7);\n}\n";
+
+/* A context with store_src compiled: *m, *k. */
+static tk_context *with_kernel(tk_module **m, tk_kernel **k) {
+  tk_context *ctx = interp();
+  assert_int_equal(tk_module_compile(ctx, m, store_src, strlen(store_src), "s.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(*m, "k", k), TK_OK);
+  return ctx;
+}
+
+/* Destroyed objects passed again are refused by name, never touched (ASan would see a
+ * use-after-free here before handles were generation-counted). */
+static void test_stale_handles(void **state) {
+  (void)state;
+  tk_module *m = NULL;
+  tk_kernel *k = NULL;
+  tk_context *ctx = with_kernel(&m, &k);
+  tk_devptr p;
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(p), tk_arg_i64(0)};
+  tk_module_destroy(m);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_INVALID);
+  contains(tk_last_error(NULL), "tk_launch: kernel is not a live handle");
+  assert_int_equal(tk_kernel_num_params(k), -1);
+  assert_null(tk_kernel_param_name(k, 0));
+  tk_kernel *k2 = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "k", &k2), TK_ERR_INVALID);
+  contains(tk_last_error(NULL), "module is not a live handle");
+  tk_module_destroy(m); /* again: ignored, with a message */
+  contains(tk_last_error(NULL), "tk_module_destroy: the module is not a live handle");
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_OK); /* the context is fine */
+
+  /* a module that dies with its context */
+  assert_int_equal(tk_module_compile(ctx, &m, store_src, strlen(store_src), "s.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "k", &k), TK_OK);
+  tk_context_destroy(ctx);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_INVALID);
+  assert_int_equal(tk_module_get_kernel(m, "k", &k2), TK_ERR_INVALID);
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_ERR_INVALID);
+  contains(tk_last_error(NULL), "tk_malloc: context is not a live handle");
+  assert_int_equal(tk_free(ctx, p), TK_ERR_INVALID);
+  assert_int_equal(tk_synchronize(ctx), TK_ERR_INVALID);
+  assert_int_equal(tk_module_compile(ctx, &m, store_src, strlen(store_src), "s.tk", NULL),
+                   TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "not a live handle");
+  tk_context_destroy(ctx); /* twice: ignored */
+  contains(tk_last_error(NULL), "tk_context_destroy: the context is not a live handle");
+  /* a new context, even where the old one's memory was, is not reachable by the old handle */
+  tk_context *ctx2 = interp();
+  assert_true(ctx2 != ctx);
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_ERR_INVALID);
+  /* arbitrary values are not handles either */
+  assert_int_equal(tk_malloc((tk_context *)&p, &p, 16), TK_ERR_INVALID);
+  assert_int_equal(tk_launch((tk_kernel *)ctx2, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_INVALID);
+  tk_context_destroy(ctx2);
+}
+
+/* A buffer of one context is refused by another, as a launch argument and in copies. */
+static void test_buffer_of_another_context(void **state) {
+  (void)state;
+  tk_module *m = NULL;
+  tk_kernel *k = NULL;
+  tk_context *a = with_kernel(&m, &k), *b = interp();
+  tk_devptr pa, pb;
+  assert_int_equal(tk_malloc(a, &pa, 16), TK_OK);
+  assert_int_equal(tk_malloc(b, &pb, 16), TK_OK);
+  assert_true(pa != pb); /* the first buffer of each context */
+  tk_arg args[] = {tk_arg_ptr(pb), tk_arg_i64(0)};
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 2), TK_ERR_ARGS);
+  contains(tk_last_error(a), "another context's");
+  int32_t v[4] = {0};
+  assert_int_equal(tk_memcpy_htod(a, pb, v, 16), TK_ERR_INVALID);
+  contains(tk_last_error(a), "another context's");
+  assert_int_equal(tk_free(a, pb), TK_ERR_INVALID);
+  assert_int_equal(tk_free(b, pb), TK_OK);
+  tk_context_destroy(b);
+  tk_context_destroy(a);
+}
+
+/* The CUDA grid limits, on the interpreter too, before anything runs. */
+static void test_grid_limits(void **state) {
+  (void)state;
+  tk_module *m = NULL;
+  tk_kernel *k = NULL;
+  tk_context *ctx = with_kernel(&m, &k);
+  tk_devptr p;
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(p), tk_arg_i64(0)};
+  assert_int_equal(tk_launch(k, (tk_grid){1u << 31, 1, 1}, NULL, a, 2), TK_ERR_ARGS);
+  contains(tk_last_error(ctx), "grid (2147483648, 1, 1) exceeds the CUDA limits");
+  assert_int_equal(tk_launch(k, (tk_grid){1, 65536, 1}, NULL, a, 2), TK_ERR_ARGS);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 65536}, NULL, a, 2), TK_ERR_ARGS);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 65535, 1}, NULL, a, 2), TK_OK);
+  tk_context_destroy(ctx);
+}
+
+/* An offset that wraps 64 bits back into the buffer is a fault, not an access. */
+static void test_pointer_offset_wrap(void **state) {
+  (void)state;
+  tk_module *m = NULL;
+  tk_kernel *k = NULL;
+  tk_context *ctx = with_kernel(&m, &k);
+  tk_devptr p;
+  assert_int_equal(tk_malloc(ctx, &p, 16), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(p), tk_arg_i64(INT64_C(1) << 62)}; /* * 4 bytes = 2^64 */
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_RUNTIME);
+  contains(tk_last_error(ctx), "pointer-overflow store");
+  a[1] = tk_arg_i64(-(INT64_C(1) << 62) + 1);
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 2), TK_ERR_RUNTIME);
+  int32_t v[4];
+  assert_int_equal(tk_memcpy_dtoh(ctx, v, p, 16), TK_OK);
+  for (int i = 0; i < 4; i++) assert_int_equal(v[i], 0);
+  tk_context_destroy(ctx);
+}
+
+/* Allocation ids are reused (after a quarantine), so a long-lived context does not run
+ * out of them; a recently freed buffer is still caught as freed. */
+static void test_allocation_ids_reused(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  enum { N = 20000 };
+  tk_devptr seen_max = 0, first = 0;
+  for (int i = 0; i < N; i++) {
+    tk_devptr p;
+    assert_int_equal(tk_malloc(ctx, &p, 8), TK_OK);
+    if (!first) first = p;
+    if (p > seen_max) seen_max = p;
+    assert_int_equal(tk_free(ctx, p), TK_OK);
+  }
+  /* ids are contiguous from the first: at most the quarantine's worth were in use */
+  assert_true((seen_max - first) >> 38 <= 1025);
+  tk_devptr p, q;
+  assert_int_equal(tk_malloc(ctx, &p, 8), TK_OK);
+  assert_int_equal(tk_free(ctx, p), TK_OK);
+  assert_int_equal(tk_malloc(ctx, &q, 8), TK_OK);
+  assert_true(q != p);
+  assert_int_equal(tk_memcpy_htod(ctx, p, &q, 8), TK_ERR_INVALID);
+  tk_context_destroy(ctx);
+}
+
+
+/* ---- compiles never take the host down (issue 13, item 3) --------------------------- */
+
+/* Memory running out inside the compiler is TK_ERR_MEMORY with a message, and the context
+ * compiles again afterwards: run in a child process whose address space is capped just
+ * above what it has, so that the compile of a large file cannot fit. (Not under ASan,
+ * whose shadow memory needs the address space the cap takes away.) */
+static void test_out_of_memory_is_an_error(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  skip();
+#else
+  tk_context *ctx = interp();
+  size_t cap = 64u << 20, len = 0;
+  char *src = malloc(cap);
+  assert_non_null(src);
+  for (int i = 0; len + 64 < cap; i++)
+    len += (size_t)snprintf(src + len, cap - len, "kernel k%d(x: *f32) { store(x, 1.0); }\n", i);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* what the process maps now, from /proc/self/statm (pages), plus 256 MB */
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (!f || fscanf(f, "%lu", &pages) != 1) _exit(2);
+    fclose(f);
+    struct rlimit rl = {(rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (256u << 20), RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+    tk_module *m = NULL;
+    tk_status s = tk_module_compile(ctx, &m, src, len, "big.tk", NULL);
+    if (s != TK_ERR_MEMORY) _exit(4);
+    if (!strstr(tk_last_error(ctx), "out of memory")) _exit(5);
+    const char *ok = "kernel k(x: *f32) { store(x, 1.0); }\n";
+    if (tk_module_compile(ctx, &m, ok, strlen(ok), "ok.tk", NULL) != TK_OK) _exit(6);
+    _exit(0);
+  }
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st)) fail_msg("the compile killed the process (signal %d)", WTERMSIG(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  free(src);
+  tk_context_destroy(ctx);
+#endif
+}
+
+/* The compile-time work budget is TK_COMPILE_BUDGET's for libtk. */
+static void test_compile_budget_env(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  const char *src = "kernel k(x: *i32) {\n    var s = 0;\n    for i in static_range(0, 64) { s = s + i; }\n"
+                    "    store(x, s);\n}\n";
+  tk_module *m = NULL;
+  setenv("TK_COMPILE_BUDGET", "10", 1);
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "b.tk", NULL), TK_ERR_COMPILE);
+  contains(tk_last_error(ctx), "b.tk:3:14: error: compile-time work budget exhausted");
+  setenv("TK_COMPILE_BUDGET", "ten", 1);
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "b.tk", NULL), TK_ERR_INVALID);
+  unsetenv("TK_COMPILE_BUDGET");
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "b.tk", NULL), TK_OK);
+  tk_context_destroy(ctx);
+}
+
+
+/* An i32 offset that wraps is reported as such on the interpreter, not only as an
+ * access out of bounds (issue 13, item 7). */
+static void test_wrapped_offset_reported(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  const char *src = "kernel k<BLOCK: i32 = 16>(x: *f32, y: *f32, stride: i32) {\n"
+                    "    let row = program_id(0) + 2;\n"
+                    "    let cols = arange(0, BLOCK);\n"
+                    "    store(y + cols, load(x + row * stride + cols));\n"
+                    "}\n";
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "w.tk", NULL), TK_OK);
+  tk_kernel *k = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "k", &k), TK_OK);
+  tk_devptr x, y;
+  assert_int_equal(tk_malloc(ctx, &x, 64), TK_OK);
+  assert_int_equal(tk_malloc(ctx, &y, 64), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(x), tk_arg_ptr(y), tk_arg_i32(1 << 30)}; /* 2 * 2^30 wraps */
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 3), TK_ERR_RUNTIME);
+  contains(tk_last_error(ctx), "out-of-bounds load");
+  contains(tk_last_error(ctx), "the offset wrapped around: the mul at w.tk:4:30 computed "
+                               "2147483648, which does not fit i32 (it gave -2147483648)");
+  a[2] = tk_arg_i32(1 << 20); /* out of bounds without wrapping: said plainly */
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 3), TK_ERR_RUNTIME);
+  assert_null(strstr(tk_last_error(ctx), "wrapped"));
+  tk_context_destroy(ctx);
+}
+
+
+/* The same for a launch on the interpreter: with no memory left for its values, the
+ * launch fails with an internal error (TK_ERR_MEMORY or TK_ERR_RUNTIME), not the process. */
+static void test_interpreter_out_of_memory_is_an_error(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  skip();
+#else
+  tk_context *ctx = interp();
+  const char *src = "kernel big(x: *f32) {\n"
+                    "    let i = arange(0, 1048576);\n"
+                    "    let a = load(x + i, i < 0, 1.0);\n"
+                    "    let b = a * 2.0 + a;\n"
+                    "    store(x + i, b * a - b, i < 0);\n"
+                    "}\n";
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "big.tk", NULL), TK_OK);
+  tk_kernel *k = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "big", &k), TK_OK);
+  tk_devptr x;
+  assert_int_equal(tk_malloc(ctx, &x, 64), TK_OK);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setenv("TK_INTERPRET_THREADS", "1", 1);
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (!f || fscanf(f, "%lu", &pages) != 1) _exit(2);
+    fclose(f);
+    struct rlimit rl = {(rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE), RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+    tk_arg a[] = {tk_arg_ptr(x)};
+    tk_status ls = tk_launch(k, (tk_grid){1, 1, 1}, NULL, a, 1);
+    if (ls != TK_ERR_RUNTIME && ls != TK_ERR_MEMORY) {
+      fprintf(stderr, "launch: %s: %s\n", tk_status_name(ls), tk_last_error(ctx));
+      _exit(4);
+    }
+    if (!strstr(tk_last_error(ctx), "internal error in the interpreter") ||
+        !strstr(tk_last_error(ctx), "out of memory")) {
+      fprintf(stderr, "launch: %s\n", tk_last_error(ctx));
+      _exit(5);
+    }
+    _exit(0);
+  }
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st)) fail_msg("the launch killed the process (signal %d)", WTERMSIG(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  tk_context_destroy(ctx);
+#endif
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -276,6 +569,15 @@ int main(void) {
       cmocka_unit_test(test_compile_failures),
       cmocka_unit_test(test_compile_arch),
       cmocka_unit_test(test_runtime_fault),
+      cmocka_unit_test(test_stale_handles),
+      cmocka_unit_test(test_buffer_of_another_context),
+      cmocka_unit_test(test_grid_limits),
+      cmocka_unit_test(test_pointer_offset_wrap),
+      cmocka_unit_test(test_allocation_ids_reused),
+      cmocka_unit_test(test_out_of_memory_is_an_error),
+      cmocka_unit_test(test_interpreter_out_of_memory_is_an_error),
+      cmocka_unit_test(test_compile_budget_env),
+      cmocka_unit_test(test_wrapped_offset_reported),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

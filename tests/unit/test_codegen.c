@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "codegen/cg.h"
 #include "codegen/codegen.h"
 #include "tests/unit/ptx_check.h"
 
@@ -955,8 +956,41 @@ static void test_errors_of_kernels_apart(void **state) {
   su_arena_free(a);
 }
 
+
+/* LLVM's report_fatal_error, which would exit the process, unwinds to the thread's trap
+ * through the handler target.c installs (issue 13: no compile takes the host down). The
+ * module is the one LLVM used to die on: a symbol PTX cannot spell. */
+static void test_llvm_fatal_error_unwinds(void **state) {
+  (void)state;
+  LLVMTargetMachineRef tm = cg_target_machine("sm_90", 3);
+  LLVMContextRef llc = LLVMContextCreate();
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("bad", llc);
+  LLVMSetTarget(mod, "nvptx64-nvidia-cuda");
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(llc), NULL, 0, 0);
+  LLVMValueRef fn = LLVMAddFunction(mod, "with space", fty);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(llc);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(llc, fn, "entry"));
+  LLVMBuildRetVoid(b);
+  su_trap t;
+  volatile bool unwound = false;
+  if (su_trap_set(&t)) {
+    char *err = NULL;
+    LLVMMemoryBufferRef mb = NULL;
+    LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &mb);
+    su_trap_clear(&t);
+  } else {
+    unwound = true;
+    if (!strstr(t.msg, "LLVM error: Symbol name with unsupported characters"))
+      fail_msg("unexpected message: %s", t.msg);
+  }
+  assert_true(unwound);
+  assert_false(su_trap_active());
+  /* what LLVM was doing is abandoned: the objects are leaked, not disposed */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_llvm_fatal_error_unwinds),
       cmocka_unit_test(test_unmasked_add_is_vectorized),
       cmocka_unit_test(test_unspecialized_pointers_are_not_vectorized),
       cmocka_unit_test(test_masked_add_unspecialized_n),

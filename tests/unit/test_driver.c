@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -234,6 +235,66 @@ static void test_target_limits(void **state) {
   }
 }
 
+
+/* ---- scale (issue 13, item 3): name lookup and IR construction are linear ---------- */
+
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Sanitizers slow everything down alike; the bounds are for a plain build. */
+#if defined(__SANITIZE_ADDRESS__)
+enum { SLOWDOWN = 4 };
+#else
+enum { SLOWDOWN = 1 };
+#endif
+
+/* The front end (parse, check, lower, verify) of src, named name; its time in *secs, the
+ * arena's bytes in *bytes. */
+static bool front_end(const char *name, const char *src, size_t len, double *secs, size_t *bytes) {
+  su_arena *a = su_arena_new();
+  su_diags d;
+  su_diags_init(&d, a, stderr);
+  drv_options o;
+  drv_options_init(&o);
+  o.verify_each = false;
+  double t0 = seconds();
+  ir_module *m = drv_frontend(a, su_source_new(a, name, src, len), &o, &d);
+  *secs = seconds() - t0;
+  *bytes = su_arena_used(a);
+  su_arena_free(a);
+  return m != NULL;
+}
+
+static void test_scale(void **state) {
+  (void)state;
+  enum { KERNELS = 100000, PARAMS = 10000 };
+  su_buf b = {0};
+  for (int i = 0; i < KERNELS; i++) su_buf_printf(&b, "kernel k%d(x: *f32) { store(x, 1.0); }\n", i);
+  double secs;
+  size_t bytes;
+  assert_true(front_end("many.tk", b.data, b.len, &secs, &bytes));
+  if (secs > 5.0 * SLOWDOWN) fail_msg("%d kernels took %.2f s to check", KERNELS, secs);
+  /* the same as textual IR */
+  b.len = 0;
+  su_buf_puts(&b, "module \"many.tk\"\n");
+  for (int i = 0; i < KERNELS; i++)
+    su_buf_printf(&b, "kernel @k%d(%%0: ptr<f32>) warps(4) stages(2) @1:1 {\n  return @1:1\n}\n", i);
+  assert_true(front_end("many.tkir", b.data, b.len, &secs, &bytes));
+  if (secs > 5.0 * SLOWDOWN) fail_msg("%d kernels of IR took %.2f s to parse", KERNELS, secs);
+  /* one kernel with 10 000 parameters */
+  b.len = 0;
+  su_buf_puts(&b, "kernel k(x: *f32");
+  for (int i = 0; i < PARAMS; i++) su_buf_printf(&b, ", p%d: f32", i);
+  su_buf_printf(&b, ") { store(x, p0 + p%d); }\n", PARAMS - 1);
+  assert_true(front_end("params.tk", b.data, b.len, &secs, &bytes));
+  if (bytes > (size_t)100 << 20) fail_msg("%d parameters took %zu MB", PARAMS, bytes >> 20);
+  if (secs > 5.0 * SLOWDOWN) fail_msg("%d parameters took %.2f s", PARAMS, secs);
+  su_buf_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compile_reports_errors),
@@ -242,6 +303,7 @@ int main(void) {
       cmocka_unit_test(test_codegen),
       cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_target_limits),
+      cmocka_unit_test(test_scale),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

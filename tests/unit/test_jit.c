@@ -24,7 +24,7 @@ static const char *const SRC =
 typedef struct {
   su_arena *a;
   ir_module *m;
-  tk_kernel k;
+  rt_kernel k;
   char dir[64];
   rt_cache cache;
 } fixture;
@@ -72,7 +72,7 @@ static void test_bits(void **state) {
   assert_int_equal(jk->block, 128);
   assert_true(rt_jit_full_key(jk) == (1u << 0 | 1u << 1 | 1u << 2 | 1u << 6));
   for (int i = 0; i < 7; i++) assert_ptr_equal(jk->argv[i], &jk->slots[i]);
-  tk_kernel aot = f->k;
+  rt_kernel aot = f->k;
   aot.ir = NULL;
   assert_true(rt_jit_full_key(rt_jit_kernel_new(f->a, &aot)) == 0);
 }

@@ -24,7 +24,7 @@ static lowered lower_with(const char *src, const sema_define *defs, int ndefs) {
   ast_file *f = ast_parse(r.a, s, &d, su_map_new(r.a));
   assert_int_equal(d.nerrors, 0);
   r.m = ir_module_new(r.a, "t.tk");
-  sema_options o = {defs, ndefs};
+  sema_options o = {.defines = defs, .ndefines = ndefs};
   assert_true(sema_check(r.a, f, r.m, &o, &d));
   sema_lower(f, r.m);
   assert_true(ir_verify(r.m, &d));

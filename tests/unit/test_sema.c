@@ -27,7 +27,7 @@ static fixture *check_with(const char *src, const sema_define *defs, int ndefs) 
   x->f = ast_parse(x->a, s, &x->d, su_map_new(x->a));
   assert_int_equal(x->d.nerrors, 0);
   x->m = ir_module_new(x->a, "t.tk");
-  sema_options o = {defs, ndefs};
+  sema_options o = {.defines = defs, .ndefines = ndefs};
   x->ok = sema_check(x->a, x->f, x->m, &o, &x->d);
   return x;
 }

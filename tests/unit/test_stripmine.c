@@ -32,7 +32,7 @@ static ir_module *compile(su_arena *a, const char *src, int block, const char *p
   assert_int_equal(d.nerrors, 0);
   ir_module *m = ir_module_new(a, "t.tk");
   sema_define def = {"BLOCK", su_fmt(a, "%d", block)};
-  sema_options o = {&def, 1};
+  sema_options o = {.defines = &def, .ndefines = 1};
   assert_true(sema_check(a, f, m, &o, &d));
   sema_lower(f, m);
   pass_options po = {.opt_level = 3, .verify_each = true, .only = passes};

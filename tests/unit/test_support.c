@@ -14,7 +14,7 @@ static void test_arena_zeroed_and_aligned(void **state) {
   su_arena *a = su_arena_new();
   for (int i = 1; i < 2000; i += 37) {
     unsigned char *p = su_alloc(a, (size_t)i);
-    assert_int_equal((uintptr_t)p % sizeof(max_align_t), 0);
+    assert_int_equal((uintptr_t)p % _Alignof(max_align_t), 0);
     for (int j = 0; j < i; j++) assert_int_equal(p[j], 0);
     memset(p, 0xab, (size_t)i);
   }
@@ -132,6 +132,53 @@ static void test_diag_max_errors(void **state) {
   su_arena_free(a);
 }
 
+
+/* An internal error unwinds to the innermost trap with its message; without one it would
+ * abort. Out of memory is marked as such. */
+static volatile int fail_at_bottom = 1;
+
+static int trapped_depth(int n) {
+  if (n == 0) {
+    if (fail_at_bottom) su_fatal("deep failure %d", 7);
+    return 0;
+  }
+  return trapped_depth(n - 1) + 1;
+}
+
+static void test_trap(void **state) {
+  (void)state;
+  assert_false(su_trap_active());
+  su_trap outer;
+  volatile int reached = 0;
+  if (su_trap_set(&outer)) {
+    su_trap inner;
+    if (su_trap_set(&inner)) {
+      reached = trapped_depth(50);
+      su_trap_clear(&inner);
+    } else {
+      assert_non_null(strstr(inner.msg, "deep failure 7 (at "));
+      assert_false(inner.oom);
+      reached = 1;
+    }
+    assert_true(su_trap_active()); /* the outer one is still set */
+    SU_ASSERT(1 + 1 == 3);
+    su_trap_clear(&outer);
+    fail_msg("the assertion did not unwind");
+  } else {
+    assert_non_null(strstr(outer.msg, "assertion failed: 1 + 1 == 3"));
+  }
+  assert_int_equal(reached, 1);
+  assert_false(su_trap_active());
+  su_trap t;
+  if (su_trap_set(&t)) {
+    su_oom(123);
+  } else {
+    assert_true(t.oom);
+    assert_non_null(strstr(t.msg, "out of memory (123 bytes)"));
+  }
+  assert_false(su_trap_active());
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_arena_zeroed_and_aligned),
@@ -140,6 +187,7 @@ int main(void) {
       cmocka_unit_test(test_diag_caret),
       cmocka_unit_test(test_diag_long_line_and_binary),
       cmocka_unit_test(test_diag_max_errors),
+      cmocka_unit_test(test_trap),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
