@@ -22,6 +22,14 @@
 extern "C" {
 #endif
 
+/* Marks the API: libtk is built with hidden visibility by default, so these are the only
+ * symbols libtk.so exports (tests/cli/install.sh checks it with nm -D). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TK_API __attribute__((visibility("default")))
+#else
+#define TK_API
+#endif
+
 /* Element types of the language, as the API sees them (launch arguments, buffers). */
 typedef enum {
   TK_I1, TK_I8, TK_I16, TK_I32, TK_I64,
@@ -65,29 +73,29 @@ typedef struct {
 
 /* Creates a context. opts may be NULL (TK_BACKEND_AUTO, device 0). With TK_INTERPRET=1 in
  * the environment, AUTO selects the interpreter. */
-tk_status tk_context_create(tk_context **out, const tk_context_options *opts);
+TK_API tk_status tk_context_create(tk_context **out, const tk_context_options *opts);
 /* Destroys the context and all modules and buffers it owns. NULL is ignored. */
-void tk_context_destroy(tk_context *ctx);
+TK_API void tk_context_destroy(tk_context *ctx);
 /* The backend the context runs on. */
-tk_backend tk_context_backend(const tk_context *ctx);
+TK_API tk_backend tk_context_backend(const tk_context *ctx);
 /* The message of the last failure on ctx (NULL: the last failure with no context, e.g. of
  * tk_context_create). Never NULL; "" when nothing failed. */
-const char *tk_last_error(const tk_context *ctx);
+TK_API const char *tk_last_error(const tk_context *ctx);
 /* A static name for a status ("TK_ERR_ARGS", ...). */
-const char *tk_status_name(tk_status s);
+TK_API const char *tk_status_name(tk_status s);
 
 /* ---- memory --------------------------------------------------------------------------- */
 
 /* Allocates bytes of device memory (interpreter: host memory, bounds-checked). */
-tk_status tk_malloc(tk_context *ctx, tk_devptr *out, size_t bytes);
+TK_API tk_status tk_malloc(tk_context *ctx, tk_devptr *out, size_t bytes);
 /* Frees a buffer from tk_malloc. 0 is ignored. */
-tk_status tk_free(tk_context *ctx, tk_devptr p);
+TK_API tk_status tk_free(tk_context *ctx, tk_devptr p);
 /* Copies bytes host -> device. */
-tk_status tk_memcpy_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes);
+TK_API tk_status tk_memcpy_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes);
 /* Copies bytes device -> host (waits for prior work). */
-tk_status tk_memcpy_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes);
+TK_API tk_status tk_memcpy_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes);
 /* Waits for all work on the context. */
-tk_status tk_synchronize(tk_context *ctx);
+TK_API tk_status tk_synchronize(tk_context *ctx);
 
 /* ---- compiling ------------------------------------------------------------------------ */
 
@@ -108,26 +116,26 @@ typedef struct {
 
 /* Compiles .tk source text. name is used in diagnostics (e.g. "softmax.tk"). opts may be
  * NULL. On TK_ERR_COMPILE, tk_last_error holds every diagnostic, rendered. */
-tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source, size_t len,
+TK_API tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source, size_t len,
                             const char *name, const tk_compile_options *opts);
 /* Reads and compiles a .tk file. */
-tk_status tk_module_compile_file(tk_context *ctx, tk_module **out, const char *path,
+TK_API tk_status tk_module_compile_file(tk_context *ctx, tk_module **out, const char *path,
                                  const tk_compile_options *opts);
 /* Loads an ahead-of-time compiled PTX module (CUDA backend only). */
-tk_status tk_module_load_ptx(tk_context *ctx, tk_module **out, const char *ptx, size_t len);
+TK_API tk_status tk_module_load_ptx(tk_context *ctx, tk_module **out, const char *ptx, size_t len);
 /* Releases a module (its kernels become invalid). NULL is ignored. */
-void tk_module_destroy(tk_module *m);
+TK_API void tk_module_destroy(tk_module *m);
 /* Looks a kernel up by name. */
-tk_status tk_module_get_kernel(tk_module *m, const char *name, tk_kernel **out);
+TK_API tk_status tk_module_get_kernel(tk_module *m, const char *name, tk_kernel **out);
 
 /* The kernel's parameters, in order: how many, and each one's type. */
-int tk_kernel_num_params(const tk_kernel *k);
-tk_dtype tk_kernel_param_type(const tk_kernel *k, int i);
+TK_API int tk_kernel_num_params(const tk_kernel *k);
+TK_API tk_dtype tk_kernel_param_type(const tk_kernel *k, int i);
 /* The pointee type of a pointer parameter (TK_NDTYPE for a scalar parameter). */
-tk_dtype tk_kernel_param_pointee(const tk_kernel *k, int i);
-const char *tk_kernel_param_name(const tk_kernel *k, int i);
+TK_API tk_dtype tk_kernel_param_pointee(const tk_kernel *k, int i);
+TK_API const char *tk_kernel_param_name(const tk_kernel *k, int i);
 /* Threads per program (32 x warps). */
-int tk_kernel_num_threads(const tk_kernel *k);
+TK_API int tk_kernel_num_threads(const tk_kernel *k);
 
 /* ---- launching ------------------------------------------------------------------------ */
 
@@ -158,7 +166,7 @@ typedef struct {
 /* Launches k on grid (programs along x, y, z; 0 counts as 1) on stream (a CUstream; NULL
  * for the default stream; ignored by the interpreter, which runs to completion). The
  * arguments must match the kernel's parameters in number and type exactly. */
-tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args, int nargs);
+TK_API tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args, int nargs);
 
 #ifdef __cplusplus
 }
