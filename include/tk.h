@@ -128,6 +128,13 @@ TK_API void tk_module_destroy(tk_module *m);
 /* Looks a kernel up by name. */
 TK_API tk_status tk_module_get_kernel(tk_module *m, const char *name, tk_kernel **out);
 
+/* The module's kernels, in source order: how many, and the i-th (NULL when i is out of
+ * range), for callers that list them (the Python binding). */
+TK_API int tk_module_num_kernels(const tk_module *m);
+TK_API tk_kernel *tk_module_kernel(tk_module *m, int i);
+/* The kernel's name. */
+TK_API const char *tk_kernel_name(const tk_kernel *k);
+
 /* The kernel's parameters, in order: how many, and each one's type. */
 TK_API int tk_kernel_num_params(const tk_kernel *k);
 TK_API tk_dtype tk_kernel_param_type(const tk_kernel *k, int i);
@@ -159,13 +166,22 @@ static inline tk_arg tk_arg_f32(float x) { tk_arg a; a.type = TK_F32; a.v.f = x;
 static inline tk_arg tk_arg_f64(double x) { tk_arg a; a.type = TK_F64; a.v.f = x; return a; }
 static inline tk_arg tk_arg_bool(int x) { tk_arg a; a.type = TK_I1; a.v.i = x != 0; return a; }
 
+/* The compile-time parameters as the kernel was compiled with them (defaults included;
+ * none for AOT PTX): how many, and the i-th one's name and value (value->type TK_I64 for
+ * an integer or bool, TK_F64 for a float). TK_ERR_INVALID when i is out of range. */
+TK_API int tk_kernel_num_cparams(const tk_kernel *k);
+TK_API tk_status tk_kernel_cparam(const tk_kernel *k, int i, const char **name, tk_arg *value);
+
 typedef struct {
   unsigned x, y, z;
 } tk_grid;
 
 /* Launches k on grid (programs along x, y, z; 0 counts as 1) on stream (a CUstream; NULL
  * for the default stream; ignored by the interpreter, which runs to completion). The
- * arguments must match the kernel's parameters in number and type exactly. */
+ * arguments must match the kernel's parameters in number and type exactly. A launch whose
+ * arguments need a variant not compiled yet (docs/api.md, specialization) while stream is
+ * capturing a CUDA graph fails with TK_ERR_INVALID instead of compiling: launch once with
+ * such arguments before capturing. */
 TK_API tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args, int nargs);
 
 #ifdef __cplusplus

@@ -350,6 +350,40 @@ int tk_kernel_num_threads(const tk_kernel *k) {
   return k ? 32 * k->sig->num_warps : -1;
 }
 
+int tk_module_num_kernels(const tk_module *m) {
+  return m ? m->nkernels : -1;
+}
+
+tk_kernel *tk_module_kernel(tk_module *m, int i) {
+  return m && i >= 0 && i < m->nkernels ? &m->kernels[i] : NULL;
+}
+
+const char *tk_kernel_name(const tk_kernel *k) {
+  return k ? k->sig->name : NULL;
+}
+
+int tk_kernel_num_cparams(const tk_kernel *k) {
+  return k ? k->sig->nconsts : -1;
+}
+
+tk_status tk_kernel_cparam(const tk_kernel *k, int i, const char **name, tk_arg *value) {
+  REQUIRE(NULL, k, "tk_kernel_cparam: kernel is NULL");
+  tk_context *ctx = k->module->ctx;
+  REQUIRE(ctx, name && value, "tk_kernel_cparam: %s is NULL", name ? "value" : "name");
+  REQUIRE(ctx, i >= 0 && i < k->sig->nconsts, "tk_kernel_cparam: kernel '%s' has %d compile-time parameters, not %d",
+          k->sig->name, k->sig->nconsts, i + 1);
+  const ir_binding *b = &k->sig->consts[i];
+  *name = b->name;
+  if (b->is_float) {
+    value->type = TK_F64;
+    value->v.f = b->fval;
+  } else {
+    value->type = TK_I64;
+    value->v.i = b->ival;
+  }
+  return TK_OK;
+}
+
 /* ---- launching ------------------------------------------------------------------------ */
 
 static const char *dtype_name(tk_dtype t) {

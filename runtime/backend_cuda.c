@@ -307,9 +307,19 @@ static tk_status cuda_load_ir(tk_context *ctx, tk_module *m, const tk_compile_op
 }
 
 /* Makes k's variant for signature key the one in use, compiling and loading it (k alone)
- * the first time. */
-static tk_status use_variant(tk_context *ctx, tk_kernel *k, uint64_t key) {
+ * the first time — but not while stream is capturing a CUDA graph: loading a module then
+ * is illegal under the global capture mode (PyTorch's default) and would put a compile
+ * inside what the user meant to be a replayable launch, so it is an error saying what to
+ * do instead. */
+static tk_status use_variant(tk_context *ctx, tk_kernel *k, uint64_t key, CUstream stream) {
   if (rt_jit_use(k->handle, key)) return TK_OK;
+  int capturing = 0;
+  if (state(ctx)->cu.StreamIsCapturing(stream, &capturing) == CUDA_SUCCESS && capturing)
+    return rt_error(ctx, TK_ERR_INVALID,
+                    "kernel '%s': these arguments need a variant that is not compiled yet "
+                    "(specialization signature 0x%llx), and the stream is capturing a CUDA "
+                    "graph; launch the kernel once with arguments of the same sizes and "
+                    "alignment before capturing", k->sig->name, (unsigned long long)key);
   su_buf ptx = {0};
   CUmodule mod = NULL;
   tk_status s = load_ptx_of(ctx, k->module, k->ir, key, &ptx, &mod);
@@ -371,7 +381,7 @@ static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *
   (void)nargs; /* api.c checked it against the signature */
   uint64_t key = rt_jit_pack(jk, args);
   if (key != jk->cur) {
-    tk_status s = use_variant(ctx, k, key);
+    tk_status s = use_variant(ctx, k, key, (CUstream)stream);
     if (s != TK_OK) return s;
   }
   cuda_state *st = state(ctx);

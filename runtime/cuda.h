@@ -90,6 +90,8 @@ typedef struct {
                            unsigned by, unsigned bz, unsigned shmem, CUstream s,
                            void **params, void **extra);
   CUresult (*StreamSynchronize)(CUstream s);
+  /* *status: 0 not capturing, 1 capturing a graph, 2 a capture that was invalidated */
+  CUresult (*StreamIsCapturing)(CUstream s, int *status);
   CUresult (*EventCreate)(CUevent *e, unsigned flags);
   CUresult (*EventRecord)(CUevent e, CUstream s);
   CUresult (*EventSynchronize)(CUevent e);
