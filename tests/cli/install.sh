@@ -46,6 +46,8 @@ declared=$(grep -oE '^TK_API [^(]*\btk_[a-z0-9_]+\(' "$src/include/tk.h" |
 # staged prefix), the program runs against the installed library.
 export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
 flags=$(pkg-config --cflags --libs tk) || fail "pkg-config --cflags --libs tk failed"
+[ "$(pkg-config --variable=tkc tk)" = "$dest$prefix/bin/tkc" ] ||
+  fail "tk.pc's tkc variable is '$(pkg-config --variable=tkc tk)', not $prefix/bin/tkc"
 cc -std=c11 -Wall -Wextra -Werror "$src/samples/host/example.c" -o "$dest/example" $flags -lm
 out=$(TK_INTERPRET=1 LD_LIBRARY_PATH=$lib "$dest/example") || fail "example failed: $out"
 grep -q "saxpy of 1000 elements: ok" <<<"$out" || fail "example's output is wrong: $out"
