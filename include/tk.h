@@ -184,6 +184,51 @@ typedef struct {
  * such arguments before capturing. */
 TK_API tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args, int nargs);
 
+/* ---- autotuning ------------------------------------------------------------------------ */
+
+/* One configuration to try: compile-time parameters, and the launch attributes (0: the
+ * kernel's own; else as -D warps=N / -D stages=N). */
+typedef struct {
+  const tk_define *defines;
+  int ndefines;
+  int warps, stages;
+} tk_tune_config;
+
+/* The grid a configuration's kernel is launched on (it reads its compile-time parameters
+ * with tk_kernel_cparam). */
+typedef tk_grid (*tk_tune_grid_fn)(void *user, const tk_kernel *k);
+/* A replacement clock, for tests: the milliseconds that timed launch rep of config take. */
+typedef double (*tk_tune_timer_fn)(void *user, int config, int rep);
+
+typedef struct {
+  const char *key;      /* what the winner is kept for beside the source, the signature and
+                           the arch, e.g. the sizes ("M=4096,N=4096"); NULL is "" */
+  int warmup, reps;     /* launches before timing, and timed launches (median); 0: 2, 10 */
+  int jobs;             /* configurations compiled at once; 0: the machine's cores */
+  int progress;         /* 1: a progress line on stderr (in place on a terminal) */
+  int no_cache;         /* 1: neither read nor write the winner on disk */
+  int no_flush;         /* 1: do not flush the L2 cache before each timed launch */
+  tk_tune_timer_fn timer; /* NULL: the device's (CUDA events; the interpreter: wall clock) */
+  void *timer_user;
+} tk_tune_options;
+
+/* Compiles `kernel` of source under every configuration (over base's options; in
+ * parallel, through the disk cache, on CUDA), times each on the context's device with
+ * args (warm-up, then the median of reps launches on stream, L2 flushed before each, CUDA
+ * events), and returns the index of the fastest in *best and its module, compiled on ctx,
+ * in *out. The winner is kept on disk per (source, kernel, base options, configurations,
+ * arguments' signature, arch, key), corruption-safe like the compile cache, so a later
+ * call returns it without timing anything. times, when not NULL, receives each
+ * configuration's median in milliseconds (a negative value: not timed, because it failed
+ * to compile or launch or the winner came from the cache). A configuration that fails is
+ * skipped; all failing is the last failure's status. */
+TK_API tk_status tk_tune(tk_context *ctx, const char *source, size_t len, const char *name,
+                         const char *kernel, const tk_compile_options *base,
+                         const tk_tune_config *configs, int nconfigs, tk_tune_grid_fn grid,
+                         void *grid_user, void *stream, const tk_arg *args, int nargs,
+                         const tk_tune_options *topts, int *best, double *times,
+                         tk_module **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,6 +55,7 @@ static bool interpret_requested(void) {
 
 static tk_status start_backend(tk_context *ctx, tk_backend kind, int device) {
   ctx->kind = kind;
+  ctx->device = device;
   ctx->be = &rt_interp_backend;
 #ifdef TK_HAVE_CUDA_BACKEND
   if (kind == TK_BACKEND_CUDA) ctx->be = &rt_cuda_backend;
@@ -419,7 +420,7 @@ static bool fits(const tk_arg *a) {
   return a->v.u < (UINT64_C(1) << bits);
 }
 
-static tk_status check_args(tk_context *ctx, const tk_kernel *k, const tk_arg *args, int nargs) {
+tk_status rt_check_args(tk_context *ctx, const tk_kernel *k, const tk_arg *args, int nargs) {
   const ir_signature *sig = k->sig;
   if (nargs != sig->nparams)
     return rt_error(ctx, TK_ERR_ARGS, "kernel '%s' expects %d argument%s, got %d", sig->name,
@@ -450,6 +451,6 @@ tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args
   tk_context *ctx = k->module->ctx;
   REQUIRE(ctx, nargs >= 0, "tk_launch: negative argument count %d", nargs);
   REQUIRE(ctx, args || nargs == 0, "tk_launch: args is NULL but nargs is %d", nargs);
-  tk_status s = check_args(ctx, k, args, nargs);
+  tk_status s = rt_check_args(ctx, k, args, nargs);
   return s != TK_OK ? s : ctx->be->launch(ctx, k, grid, stream, args, nargs);
 }

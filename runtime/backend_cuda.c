@@ -26,6 +26,10 @@ typedef struct {
   int sms;          /* multiprocessors: a persistent kernel's grid */
   rt_cache cache;
   su_arena *arena;  /* for the state's own strings */
+  /* the autotuner's (time_launch), made at its first use */
+  CUdeviceptr flush;  /* a buffer twice the L2 cache, written to evict it */
+  size_t flush_bytes;
+  CUevent ev[2];
 } cuda_state;
 
 /* A module's driver state: its CUmodules (the one loaded with it, then one per variant
@@ -124,6 +128,10 @@ static tk_status cuda_init(tk_context *ctx, int device) {
 static void cuda_shutdown(tk_context *ctx) {
   cuda_state *st = state(ctx);
   if (!st) return;
+  if (st->flush || st->ev[0]) st->cu.CtxSetCurrent(st->pctx);
+  if (st->flush) st->cu.MemFree(st->flush);
+  for (int i = 0; i < 2; i++)
+    if (st->ev[i]) st->cu.EventDestroy(st->ev[i]);
   /* Releasing the last reference destroys the primary context and with it every buffer
    * and module the context still owned. */
   st->cu.DevicePrimaryCtxRelease(st->dev);
@@ -417,6 +425,38 @@ static tk_status cuda_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *
   return TK_OK;
 }
 
+/* One launch between two events on stream; with flush, a write of twice the L2 cache
+ * first (and a synchronize, so the flush is not timed), as Triton's do_bench does. */
+static tk_status cuda_time_launch(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,
+                                  const tk_arg *args, int nargs, bool flush, double *ms) {
+  cuda_state *st = state(ctx);
+  CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+  if (!st->ev[0]) {
+    CHECK(ctx, st->cu.EventCreate(&st->ev[0], CU_EVENT_DEFAULT), "cuEventCreate");
+    CHECK(ctx, st->cu.EventCreate(&st->ev[1], CU_EVENT_DEFAULT), "cuEventCreate");
+  }
+  if (flush && !st->flush) {
+    int l2 = 0;
+    if (st->cu.DeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, st->dev) != CUDA_SUCCESS || l2 <= 0)
+      l2 = 64 << 20;
+    st->flush_bytes = 2 * (size_t)l2;
+    CHECK(ctx, st->cu.MemAlloc(&st->flush, st->flush_bytes), "cuMemAlloc (the L2 flush buffer)");
+  }
+  if (flush) {
+    CHECK(ctx, st->cu.MemsetD8(st->flush, 0, st->flush_bytes), "cuMemsetD8 (flushing L2)");
+    CHECK(ctx, st->cu.CtxSynchronize(), "a kernel or copy failed");
+  }
+  CHECK(ctx, st->cu.EventRecord(st->ev[0], (CUstream)stream), "cuEventRecord");
+  tk_status s = cuda_launch(ctx, k, grid, stream, args, nargs);
+  if (s != TK_OK) return s;
+  CHECK(ctx, st->cu.EventRecord(st->ev[1], (CUstream)stream), "cuEventRecord");
+  CHECK(ctx, st->cu.EventSynchronize(st->ev[1]), "the timed kernel failed");
+  float t = 0;
+  CHECK(ctx, st->cu.EventElapsedTime(&t, st->ev[0], st->ev[1]), "cuEventElapsedTime");
+  *ms = t;
+  return TK_OK;
+}
+
 CUfunction rt_cuda_kernel_function(const tk_kernel *k) {
   if (!k || !k->module || !k->module->ctx || k->module->ctx->be != &rt_cuda_backend ||
       !k->handle)
@@ -437,4 +477,5 @@ const rt_backend rt_cuda_backend = {
   .load_ptx = cuda_load_ptx,
   .unload = cuda_unload,
   .launch = cuda_launch,
+  .time_launch = cuda_time_launch,
 };

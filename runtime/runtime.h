@@ -59,11 +59,17 @@ struct rt_backend {
   void (*unload)(tk_context *ctx, tk_module *m);
   tk_status (*launch)(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,
                       const tk_arg *args, int nargs);
+  /* Launches as launch does and measures it: *ms of device time (CUDA: events around the
+   * launch on stream, the L2 cache flushed first when flush is set; the interpreter: the
+   * wall clock). For the autotuner (tune.c). */
+  tk_status (*time_launch)(tk_context *ctx, tk_kernel *k, tk_grid grid, void *stream,
+                           const tk_arg *args, int nargs, bool flush, double *ms);
 };
 
 struct tk_context {
   tk_backend kind;
   const rt_backend *be;
+  int device;         /* the ordinal it was created for */
   const char *arch;   /* what modules compile for when the options name none: the
                          device's (CUDA), set by init; NULL on the interpreter */
   void *state;        /* the backend's */
@@ -74,6 +80,8 @@ struct tk_context {
 /* Sets ctx's last error (ctx NULL: the global one) and returns status. */
 tk_status rt_error(tk_context *ctx, tk_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* tk_launch's checks of args against k's signature (TK_OK, or TK_ERR_ARGS with a message). */
+tk_status rt_check_args(tk_context *ctx, const tk_kernel *k, const tk_arg *args, int nargs);
 
 extern const rt_backend rt_interp_backend;
 extern const rt_backend rt_cuda_backend;
