@@ -69,7 +69,7 @@ setup(
     description="tk tile kernels from Python: compile .tk, launch on PyTorch tensors",
     packages=["tilek"],
     ext_modules=[Extension("tilek._tilek",
-                           sources=["src/module.c", "src/kernel.c", "src/args.c"],
+                           sources=["src/module.c", "src/kernel.c", "src/args.c", "src/tune.c"],
                            extra_compile_args=["-std=c11", "-Wall", "-Wextra",
                                                "-Wno-missing-field-initializers"],
                            **tk)],

@@ -192,13 +192,7 @@ enum { DL_CPU = 1, DL_CUDA = 2, DL_CUDA_HOST = 3, DL_CUDA_MANAGED = 13 };
 
 /* ---- one launch ---------------------------------------------------------------------- */
 
-/* A host range an interpreter launch copies in (and back when writable). */
-typedef struct {
-  uintptr_t host;
-  size_t bytes;
-  bool writable;
-  tk_devptr dev;
-} span;
+typedef tp_span span;
 
 typedef struct {
   tp_kernel *k;
@@ -581,33 +575,25 @@ static int resolve_stream(launch *L, PyObject *stream_obj, void **out) {
   return PyErr_Occurred() ? -1 : 0;
 }
 
-/* Interpreter: allocates and fills a buffer per span, points the arguments at them,
- * launches, copies writable spans back, frees. */
-static tk_status interp_launch(launch *L, tk_context *ctx, tk_grid grid, tk_arg *args,
-                               const int *span_of, int n) {
+/* Interpreter: allocates and fills a buffer per span and points the arguments at them. */
+static tk_status upload(tp_args *A, tk_context *ctx) {
   tk_status s = TK_OK;
-  int made = 0;
-  for (; made < L->nspans && s == TK_OK; made++) {
-    span *q = &L->spans[made];
+  for (; A->uploaded < A->nspans && s == TK_OK; A->uploaded++) {
+    span *q = &A->spans[A->uploaded];
     s = tk_malloc(ctx, &q->dev, q->bytes);
-    if (s == TK_OK) s = tk_memcpy_htod(ctx, q->dev, (const void *)q->host, q->bytes);
+    if (s != TK_OK) break;
+    s = tk_memcpy_htod(ctx, q->dev, (const void *)q->host, q->bytes);
   }
-  if (s == TK_OK) {
-    for (int i = 0; i < n; i++)
-      if (span_of[i] >= 0) {
-        span *q = &L->spans[span_of[i]];
-        args[i].v.p = q->dev + (args[i].v.p - q->host);
-      }
-    s = tk_launch(L->k->k, grid, NULL, args, n);
-    for (int j = 0; j < L->nspans && s == TK_OK; j++)
-      if (L->spans[j].writable)
-        s = tk_memcpy_dtoh(ctx, (void *)L->spans[j].host, L->spans[j].dev, L->spans[j].bytes);
-  }
-  for (int j = 0; j < made; j++) tk_free(ctx, L->spans[j].dev);
+  for (int i = 0; s == TK_OK && i < A->n; i++)
+    if (A->span_of[i] >= 0) {
+      span *q = &A->spans[A->span_of[i]];
+      A->args[i].v.p = q->dev + (A->args[i].v.p - q->host);
+    }
   return s;
 }
 
-int tp_launch(tp_kernel *k, tk_grid grid, PyObject *args, PyObject *stream_obj) {
+int tp_args_prepare(tp_kernel *k, PyObject *args, tp_args *A) {
+  memset(A, 0, sizeof *A);
   if (intern_names() < 0) return -1;
   torch_probe();
   int n = k->nparams;
@@ -618,57 +604,84 @@ int tp_launch(tp_kernel *k, tk_grid grid, PyObject *args, PyObject *stream_obj) 
     return -1;
   }
   tp_context *ctx = k->module->ctx;
-  enum { STACK = 32 };
-  tk_arg stack_args[STACK];
-  int stack_span_of[STACK];
-  span stack_spans[STACK];
-  tk_arg *targs = stack_args;
-  int *span_of = stack_span_of;
-  span *spans = stack_spans;
-  if (n > STACK) {
-    targs = PyMem_Malloc(sizeof *targs * (size_t)n);
-    span_of = PyMem_Malloc(sizeof *span_of * (size_t)n);
-    spans = PyMem_Malloc(sizeof *spans * (size_t)n);
-    if (!targs || !span_of || !spans) {
+  A->ctx = ctx->ctx;
+  A->n = n;
+  A->args = A->stack_args;
+  A->span_of = A->stack_span_of;
+  A->spans = A->stack_spans;
+  if (n > TP_STACK_ARGS) {
+    A->args = PyMem_Malloc(sizeof *A->args * (size_t)n);
+    A->span_of = PyMem_Malloc(sizeof *A->span_of * (size_t)n);
+    A->spans = PyMem_Malloc(sizeof *A->spans * (size_t)n);
+    if (!A->args || !A->span_of || !A->spans) {
       PyErr_NoMemory();
-      goto fail;
+      tp_args_finish(A, false);
+      return -1;
     }
   }
-  launch L = {k, ctx->backend == TK_BACKEND_CUDA, ctx->device, spans, 0};
+  launch L = {k, ctx->backend == TK_BACKEND_CUDA, ctx->device, A->spans, 0};
   for (int i = 0; i < n; i++) {
     PyObject *o = PyTuple_GET_ITEM(args, i);
-    span_of[i] = -1;
-    int rc = k->types[i] == TK_PTR ? convert_pointer(&L, i, o, &targs[i], &span_of[i])
-                                   : convert_scalar(&L, i, o, &targs[i]);
-    if (rc < 0) goto fail;
+    A->span_of[i] = -1;
+    int rc = k->types[i] == TK_PTR ? convert_pointer(&L, i, o, &A->args[i], &A->span_of[i])
+                                   : convert_scalar(&L, i, o, &A->args[i]);
+    if (rc < 0) {
+      tp_args_finish(A, false);
+      return -1;
+    }
   }
-  if (grid.x == 0) goto done; /* an empty grid: checked, nothing to run */
-  tk_status s;
-  if (L.cuda) {
-    void *stream;
-    if (resolve_stream(&L, stream_obj, &stream) < 0) goto fail;
-    s = tk_launch(k->k, grid, stream, targs, n);
-  } else {
-    s = interp_launch(&L, ctx->ctx, grid, targs, span_of, n);
+  A->nspans = L.nspans;
+  return 0;
+}
+
+int tp_args_upload(tp_args *A) {
+  tk_status s = upload(A, A->ctx);
+  if (s != TK_OK) {
+    tp_raise(A->ctx, s, "copying the arguments to the interpreter");
+    return -1;
   }
+  return 0;
+}
+
+int tp_args_finish(tp_args *A, bool copy_back) {
+  tk_status s = TK_OK;
+  for (int j = 0; copy_back && j < A->uploaded && s == TK_OK; j++)
+    if (A->spans[j].writable)
+      s = tk_memcpy_dtoh(A->ctx, (void *)A->spans[j].host, A->spans[j].dev, A->spans[j].bytes);
+  if (s != TK_OK) tp_raise(A->ctx, s, "copying the results back from the interpreter");
+  for (int j = 0; j < A->uploaded; j++) tk_free(A->ctx, A->spans[j].dev);
+  A->uploaded = 0;
+  if (A->args && A->args != A->stack_args) {
+    PyMem_Free(A->args);
+    PyMem_Free(A->span_of);
+    PyMem_Free(A->spans);
+  }
+  A->args = NULL;
+  return s == TK_OK ? 0 : -1;
+}
+
+int tp_resolve_stream(tp_kernel *k, PyObject *stream_obj, void **out) {
+  launch L = {k, true, k->module->ctx->device, NULL, 0};
+  return resolve_stream(&L, stream_obj, out);
+}
+
+int tp_launch(tp_kernel *k, tk_grid grid, PyObject *args, PyObject *stream_obj) {
+  tp_args A;
+  if (tp_args_prepare(k, args, &A) < 0) return -1;
+  if (grid.x == 0) return tp_args_finish(&A, false); /* an empty grid: checked, nothing to run */
+  bool cuda = k->module->ctx->backend == TK_BACKEND_CUDA;
+  void *stream = NULL;
+  if (cuda ? tp_resolve_stream(k, stream_obj, &stream) < 0 : tp_args_upload(&A) < 0) {
+    tp_args_finish(&A, false);
+    return -1;
+  }
+  tk_status s = tk_launch(k->k, grid, stream, A.args, A.n);
   if (s != TK_OK) {
     char what[160];
     snprintf(what, sizeof what, "kernel '%s'", tk_kernel_name(k->k));
-    tp_raise(ctx->ctx, s, what);
-    goto fail;
+    tp_raise(A.ctx, s, what);
+    tp_args_finish(&A, false);
+    return -1;
   }
-done:
-  if (n > STACK) {
-    PyMem_Free(targs);
-    PyMem_Free(span_of);
-    PyMem_Free(spans);
-  }
-  return 0;
-fail:
-  if (n > STACK) {
-    PyMem_Free(targs);
-    PyMem_Free(span_of);
-    PyMem_Free(spans);
-  }
-  return -1;
+  return tp_args_finish(&A, true);
 }

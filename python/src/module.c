@@ -209,6 +209,7 @@ done:
 }
 
 static PyMethodDef functions[] = {
+  {"tune", tp_tune, METH_VARARGS, "tune(...): tk_tune (use tilek.tune)"},
   {"compile", (PyCFunction)(void (*)(void))compile, METH_VARARGS | METH_KEYWORDS,
    "compile(ctx, source, name='<source>', defines=(), opt_level=3, arch=None, no_cache=False)"},
   {NULL, NULL, 0, NULL},

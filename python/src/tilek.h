@@ -22,6 +22,7 @@
 #include <Python.h>
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "tk.h"
 
@@ -59,10 +60,45 @@ PyObject *tp_raise(tk_context *ctx, tk_status s, const char *what);
 /* A Kernel object for k of module m (kernel.c). */
 PyObject *tp_kernel_new(tp_module *m, tk_kernel *k);
 
-/* Converts args (a tuple) for kernel k into out[0..nparams) (args.c) and launches on
- * grid; stream_obj is the stream= keyword (NULL: the caller's current PyTorch stream when
- * torch is loaded, else the default stream). Returns 0, or -1 with an exception set. */
+/* A host range an interpreter launch copies in (and back when writable). */
+typedef struct {
+  uintptr_t host;
+  size_t bytes;
+  bool writable;
+  tk_devptr dev;
+} tp_span;
+
+enum { TP_STACK_ARGS = 32 };
+
+/* A launch's arguments, converted (args.c). */
+typedef struct {
+  tk_context *ctx;
+  int n;
+  tk_arg *args;
+  int *span_of;    /* per argument: its span, or -1 */
+  tp_span *spans;  /* the interpreter's host ranges */
+  int nspans, uploaded;
+  tk_arg stack_args[TP_STACK_ARGS];
+  int stack_span_of[TP_STACK_ARGS];
+  tp_span stack_spans[TP_STACK_ARGS];
+} tp_args;
+
+/* Converts args (a tuple) for kernel k's signature into A (0, or -1 with an exception). */
+int tp_args_prepare(tp_kernel *k, PyObject *args, tp_args *A);
+/* Interpreter: copies the host arrays into its buffers and points the arguments there. */
+int tp_args_upload(tp_args *A);
+/* Copies writable arrays back (copy_back) and releases everything A holds; -1 with an
+ * exception when a copy failed. Safe after a failed prepare. */
+int tp_args_finish(tp_args *A, bool copy_back);
+/* The stream a CUDA launch of k goes on: stream_obj (the stream= keyword), else the
+ * caller's current PyTorch stream when torch is loaded, else the default stream. */
+int tp_resolve_stream(tp_kernel *k, PyObject *stream_obj, void **out);
+
+/* Converts args and launches k on grid (grid.x == 0: converts only). */
 int tp_launch(tp_kernel *k, tk_grid grid, PyObject *args, PyObject *stream_obj);
+
+/* _tilek.tune (tune.c): tk_tune over converted arguments. */
+PyObject *tp_tune(PyObject *unused, PyObject *args);
 
 /* "f32", "*f32", ... */
 const char *tp_dtype_name(tk_dtype t);

@@ -18,8 +18,8 @@ import os
 from ._tilek import CompileError, Error, Kernel, Launch
 from . import _tilek
 
-__all__ = ["compile", "compile_file", "context", "cdiv", "Module", "Kernel", "Launch",
-           "Error", "CompileError"]
+__all__ = ["compile", "compile_file", "tune", "Tuned", "context", "cdiv", "Module", "Kernel",
+           "Launch", "Error", "CompileError"]
 
 _contexts = {}
 
@@ -98,3 +98,50 @@ def compile_file(path, **kw):
     path = os.fspath(path)
     with open(path, encoding="utf-8") as f:
         return compile(f.read(), name=kw.pop("name", path), **kw)
+
+
+class Tuned:
+    """What tune() found: the winning kernel (compiled), its configuration and index, and
+    every configuration's median time in ms (None: not timed — it failed, or the winner
+    came from the disk cache)."""
+
+    def __init__(self, kernel, best, config, times):
+        self.kernel, self.best, self.config, self.times = kernel, best, config, times
+
+    def __getitem__(self, grid):
+        return self.kernel[grid]
+
+    def __repr__(self):
+        return f"<tilek.Tuned {self.kernel.name}: config {self.best} {self.config}>"
+
+
+def tune(source, kernel, configs, args, grid, *, key="", name="<source>", cparams=None,
+         opt_level=3, arch=None, cache=True, tune_cache=True, backend="auto", device=0,
+         warmup=0, reps=0, jobs=0, progress=False, flush=True, timer=None, stream=None):
+    """Autotunes `kernel` of `source` over `configs` (dicts of compile-time parameters,
+    plus "warps" and "stages"): compiles each (in parallel on CUDA), launches it on `args`
+    over `grid` (an int, a tuple, or a callable taking the configuration's meta), times it
+    on the device (CUDA events, L2 flushed, `warmup` launches, the median of `reps`), and
+    returns a Tuned with the fastest. The winner is kept on disk per (source, kernel,
+    cparams, configs, the arguments' types and alignment, arch, `key`), so a later
+    process gets it without timing anything: put the sizes that matter in `key`.
+    The launches write to `args` as the kernel does. `timer(config, rep) -> ms` replaces
+    the clock (tests)."""
+    if isinstance(source, bytes):
+        source = source.decode()
+    if not configs:
+        raise ValueError("tune: no configurations")
+    base = [(str(k), _literal(v)) for k, v in (cparams or {}).items()]
+    cfgs = []
+    for c in configs:
+        c = dict(c)
+        warps, stages = int(c.pop("warps", 0)), int(c.pop("stages", 0))
+        cfgs.append(([(str(k), _literal(v)) for k, v in c.items()], warps, stages))
+    ctx = context(backend, device)
+    # the signature the arguments are checked against: every configuration shares it
+    sig_mod = _tilek.compile(ctx, source, name, base, opt_level, arch, not cache)
+    handle, best, times = _tilek.tune(
+        sig_mod.kernel(kernel), source, name, base, opt_level, arch, not cache, cfgs, grid,
+        tuple(args), str(key), warmup, reps, jobs, bool(progress), not tune_cache, not flush,
+        timer, stream)
+    return Tuned(Module(handle, name)[kernel], best, dict(configs[best]), times)
