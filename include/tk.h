@@ -210,6 +210,8 @@ typedef struct {
   int no_flush;         /* 1: do not flush the L2 cache before each timed launch */
   tk_tune_timer_fn timer; /* NULL: the device's (CUDA events; the interpreter: wall clock) */
   void *timer_user;
+  const char *record;   /* a file to append "KEY: CONFIG" to when a winner is found (what
+                           tkc --tune=FILE --emit=c embeds), or NULL */
 } tk_tune_options;
 
 /* Compiles `kernel` of source under every configuration (over base's options; in

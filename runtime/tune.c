@@ -20,6 +20,8 @@
  *    code), the arch, the user's key and the compiler's identity. Its payload names the
  *    configuration's index and text, both checked on reading.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -133,6 +135,18 @@ static void store_winner(rt_cache *c, const rt_cache_key *k, int w, const char *
   su_buf b = {0};
   su_buf_printf(&b, "tk-tune 1 %d %s", w, text);
   rt_cache_put(c, k, b.data, b.len);
+  su_buf_free(&b);
+}
+
+/* Appends "KEY: CONFIG" to path (one write, O_APPEND: lines of concurrent tuners do not
+ * interleave); a failure is reported, not fatal (the winner is still returned). */
+static void record_winner(const char *path, const char *key, const char *text) {
+  su_buf b = {0};
+  su_buf_printf(&b, "%s: %s\n", *key ? key : "default", strcmp(text, "(defaults)") ? text : "");
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0 || write(fd, b.data, b.len) != (ssize_t)b.len)
+    fprintf(stderr, "tk tune: warning: cannot record the winner in '%s': %s\n", path, strerror(errno));
+  if (fd >= 0) close(fd);
   su_buf_free(&b);
 }
 
@@ -285,6 +299,7 @@ tk_status tk_tune(tk_context *ctx, const char *source, size_t len, const char *n
     s = compile_config(ctx, source, len, name, kernel, &opts[w], out, &k);
     if (s == TK_OK) {
       *best = w;
+      if (t.record) record_winner(t.record, key, texts[w]);
       progress_show(&p, w, texts[w], "the cached winner", 0, NULL, false);
       if (p.on && p.tty) fputc('\n', stderr);
       su_arena_free(a);
@@ -343,6 +358,7 @@ tk_status tk_tune(tk_context *ctx, const char *source, size_t len, const char *n
   }
   su_buf_free(&last_msg);
   if (!t.no_cache) store_winner(&cache, &wk, *best, texts[*best]);
+  if (t.record) record_winner(t.record, key, texts[*best]);
   *out = best_m;
   su_arena_free(a);
   return TK_OK;

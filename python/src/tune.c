@@ -110,19 +110,19 @@ static int defines_of(PyObject *seq, tk_define **out, int *n) {
 }
 
 /* tune(kernel, source, name, base_defines, opt_level, arch, no_cache, configs, grid, args,
- *      key, warmup, reps, jobs, progress, no_tune_cache, no_flush, timer, stream)
+ *      key, warmup, reps, jobs, progress, no_tune_cache, no_flush, timer, stream, record)
  * configs: a list of (defines, warps, stages). Returns (Module, best, times). */
 PyObject *tp_tune(PyObject *unused, PyObject *a) {
   (void)unused;
   tp_kernel *k;
-  const char *source, *name, *arch, *key;
+  const char *source, *name, *arch, *key, *record;
   Py_ssize_t len;
   PyObject *base_defs, *configs, *grid, *args, *timer, *stream_obj;
   int opt_level, no_cache, warmup, reps, jobs, progress, no_tune_cache, no_flush;
-  if (!PyArg_ParseTuple(a, "O!s#sOizpOOO!siiiippOO", &tp_kernel_type, &k, &source, &len, &name,
+  if (!PyArg_ParseTuple(a, "O!s#sOizpOOO!siiiippOOz", &tp_kernel_type, &k, &source, &len, &name,
                         &base_defs, &opt_level, &arch, &no_cache, &configs, &grid, &PyTuple_Type,
                         &args, &key, &warmup, &reps, &jobs, &progress, &no_tune_cache, &no_flush,
-                        &timer, &stream_obj))
+                        &timer, &stream_obj, &record))
     return NULL;
   PyObject *cfgs = PySequence_Fast(configs, "configs must be a sequence");
   if (!cfgs) return NULL;
@@ -158,7 +158,8 @@ PyObject *tp_tune(PyObject *unused, PyObject *a) {
                              .arch = arch, .no_cache = no_cache};
   tk_tune_options t = {.key = key, .warmup = warmup, .reps = reps, .jobs = jobs,
                        .progress = progress, .no_cache = no_tune_cache, .no_flush = no_flush,
-                       .timer = cb.timer ? timer_cb : NULL, .timer_user = &cb};
+                       .timer = cb.timer ? timer_cb : NULL, .timer_user = &cb,
+                       .record = record};
   int best = -1;
   tk_module *mod = NULL;
   tk_status s = tk_tune(ctx->ctx, source, (size_t)len, name, tk_kernel_name(k->k), &base, tc,

@@ -66,6 +66,14 @@ class Tune(unittest.TestCase):
         self.assertEqual(self.tune("c", flipped).best, 0)
         self.assertEqual(self.tune("b", flipped, tune_cache=False).best, 0)
 
+    def test_record(self):
+        path = os.path.join(os.environ["TK_CACHE_DIR"], "winners.txt")
+        ms = [[5, 5, 5], [1, 1, 1], [2, 2, 2], [3, 3, 3]]
+        self.tune("n=100", ms, record=path)
+        self.tune("n=100", ms, record=path)  # from the cache: recorded again
+        with open(path) as f:
+            self.assertEqual(f.read(), "n=100: BLOCK=64 warps=2\n" * 2)
+
     def test_callback_errors(self):
         def bad_timer(config, rep):
             raise KeyError("boom")

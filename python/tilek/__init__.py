@@ -117,7 +117,8 @@ class Tuned:
 
 def tune(source, kernel, configs, args, grid, *, key="", name="<source>", cparams=None,
          opt_level=3, arch=None, cache=True, tune_cache=True, backend="auto", device=0,
-         warmup=0, reps=0, jobs=0, progress=False, flush=True, timer=None, stream=None):
+         warmup=0, reps=0, jobs=0, progress=False, flush=True, timer=None, stream=None,
+         record=None):
     """Autotunes `kernel` of `source` over `configs` (dicts of compile-time parameters,
     plus "warps" and "stages"): compiles each (in parallel on CUDA), launches it on `args`
     over `grid` (an int, a tuple, or a callable taking the configuration's meta), times it
@@ -126,7 +127,8 @@ def tune(source, kernel, configs, args, grid, *, key="", name="<source>", cparam
     cparams, configs, the arguments' types and alignment, arch, `key`), so a later
     process gets it without timing anything: put the sizes that matter in `key`.
     The launches write to `args` as the kernel does. `timer(config, rep) -> ms` replaces
-    the clock (tests)."""
+    the clock (tests). `record`: a file the winner is appended to as "KEY: CONFIG", what
+    `tkc --tune=FILE --emit=c` compiles into launchers that pick a configuration by key."""
     if isinstance(source, bytes):
         source = source.decode()
     if not configs:
@@ -143,5 +145,5 @@ def tune(source, kernel, configs, args, grid, *, key="", name="<source>", cparam
     handle, best, times = _tilek.tune(
         sig_mod.kernel(kernel), source, name, base, opt_level, arch, not cache, cfgs, grid,
         tuple(args), str(key), warmup, reps, jobs, bool(progress), not tune_cache, not flush,
-        timer, stream)
+        timer, stream, None if record is None else os.fspath(record))
     return Tuned(Module(handle, name)[kernel], best, dict(configs[best]), times)
