@@ -103,6 +103,7 @@ static tk_status cuda_init(tk_context *ctx, int device) {
       ctx->arch = t->name;
       st->arena = su_arena_new();
       rt_cache_open(&st->cache, st->arena, NULL);
+      ctx->cache_dir = st->cache.dir;
       su_buf_free(&why);
       return TK_OK;
     }

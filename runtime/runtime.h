@@ -70,6 +70,8 @@ struct tk_context {
   tk_backend kind;
   const rt_backend *be;
   int device;         /* the ordinal it was created for */
+  const char *cache_dir; /* the compile cache's directory (NULL: none, or the backend has
+                            no cache; the autotuner then resolves one as the cache does) */
   const char *arch;   /* what modules compile for when the options name none: the
                          device's (CUDA), set by init; NULL on the interpreter */
   void *state;        /* the backend's */

@@ -9,7 +9,9 @@
  *    again, hitting the cache, and times it. The PTX a worker stores is by construction
  *    what the caller's compile would make (the same call, the same key), so nothing here
  *    can put wrong code under a key. Without a usable cache, or on the interpreter (whose
- *    compile is only the front end), configurations are compiled one after another.
+ *    compile is only the front end), configurations are compiled one after another. The
+ *    workers' contexts find the driver and the cache directory in the environment, as
+ *    any context does.
  *  - Timing: warm-up launches (which also compile the specialization the arguments need),
  *    then the median of reps launches, each measured by the backend (time_launch: CUDA
  *    events, L2 flushed before each). A replacement clock (tk_tune_options.timer) stands
@@ -289,7 +291,8 @@ tk_status tk_tune(tk_context *ctx, const char *source, size_t len, const char *n
   }
   const char *arch = base && base->arch ? base->arch : ctx->arch ? ctx->arch : "interp";
   rt_cache cache = {0};
-  if (!t.no_cache) rt_cache_open(&cache, a, NULL);
+  /* the winners go where the context's compiles go */
+  if (!t.no_cache) rt_cache_open(&cache, a, ctx->cache_dir);
   rt_cache_key wk = winner_key(source, len, name, kernel, base, texts, nconfigs, args, nargs, arch, key);
   progress p = {t.progress != 0, isatty(2) != 0, kernel, key, nconfigs};
 
