@@ -315,6 +315,8 @@ static bool read_winners(const char *path, su_arena *a, su_vec *out) {
       char *eq = strchr(tok, '=');
       if (!eq || eq == tok || !eq[1]) {
         fprintf(stderr, "%s:%d: error: '%s' is not NAME=VALUE\n", path, lineno, tok);
+        su_vec_free(&defs);
+        su_buf_free(&text);
         return false;
       }
       *eq = 0;
@@ -347,7 +349,10 @@ static bool read_winners(const char *path, su_arena *a, su_vec *out) {
  * the command line's -D), one file pair that holds them all. */
 static int emit_tuned(options *o, su_arena *a, su_source *src, su_diags *d) {
   su_vec ws = {0};
-  if (!read_winners(o->tune, a, &ws)) return 1;
+  if (!read_winners(o->tune, a, &ws)) {
+    su_vec_free(&ws);
+    return 1;
+  }
   int n = ws.len;
   const ir_module **ms = SU_NEW_ARRAY(a, const ir_module *, n);
   const char **ptxs = SU_NEW_ARRAY(a, const char *, n), **keys = SU_NEW_ARRAY(a, const char *, n);

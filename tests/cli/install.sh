@@ -48,7 +48,12 @@ export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
 flags=$(pkg-config --cflags --libs tk) || fail "pkg-config --cflags --libs tk failed"
 [ "$(pkg-config --variable=tkc tk)" = "$dest$prefix/bin/tkc" ] ||
   fail "tk.pc's tkc variable is '$(pkg-config --variable=tkc tk)', not $prefix/bin/tkc"
-cc -std=c11 -Wall -Wextra -Werror "$src/samples/host/example.c" -o "$dest/example" $flags -lm
+# (a sanitized libtk needs a sanitized program: the runtime must come first)
+san=$(meson introspect "$build" --buildoptions |
+  python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "b_sanitize"))')
+sanflags=
+[ "$san" = none ] || sanflags=-fsanitize=$san
+cc -std=c11 -Wall -Wextra -Werror $sanflags "$src/samples/host/example.c" -o "$dest/example" $flags -lm
 out=$(TK_INTERPRET=1 LD_LIBRARY_PATH=$lib "$dest/example") || fail "example failed: $out"
 grep -q "saxpy of 1000 elements: ok" <<<"$out" || fail "example's output is wrong: $out"
 grep -q "wrong argument: TK_ERR_ARGS" <<<"$out" || fail "example did not report the bad argument: $out"
