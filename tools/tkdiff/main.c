@@ -19,11 +19,15 @@ static void usage(FILE *f) {
           "  --no-gpu         do not run on the CUDA backend even when there is a device\n"
           "  --require-gpu    fail when there is no CUDA device\n"
           "  --no-o0          do not compare the unoptimized IR on the interpreter\n"
+          "  --no-roundtrip   do not compare the optimized IR printed and parsed back\n"
+          "  --self-check     perturb one output element of every kernel's -O0 run: every\n"
+          "                   kernel must then fail (checks that the comparison can fail)\n"
           "  --no-ptx         do not compile to PTX for sm_90a\n"
           "  --ptxas PATH     the ptxas to assemble with (default: $TK_PTXAS, ptxas on PATH,\n"
           "                   $CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas; none: skip)\n"
           "  --no-ptxas       compile to PTX but do not assemble it\n"
-          "  --batch N        kernels per ptxas run (default 32)\n"
+          "  --batch N        kernels per ptxas run (default 32, at most 256)\n"
+          "  --ptx-every N    compile only every Nth kernel to PTX (default 1: all)\n"
           "  --max-elems N    elements of a kernel's main tile (default 1024)\n"
           "  --no-dot         generate no dot\n"
           "  --write FILE     write the source of the first failing kernel (with --count 1: of\n"
@@ -90,12 +94,12 @@ static void write_kernel(const td_kernel *k) {
 }
 
 int main(int argc, char **argv) {
-  long long count = 100, max_fail = 20;
+  long long count = 100, max_fail = 20, ptx_every = 1;
   unsigned long long seed = (unsigned long long)time(NULL) * 1000003ull ^ (unsigned long long)getpid();
   double limit = 0;
   bool print = false, verbose = false, require_gpu = false, no_ptxas = false;
   const char *ptxas = NULL;
-  td_run_options ro = {.gpu = true, .o0 = true, .ptx = true, .ptx_batch = 32};
+  td_run_options ro = {.gpu = true, .o0 = true, .roundtrip = true, .ptx = true, .ptx_batch = 32};
   td_gen_options go = {.max_depth = 4, .max_elems = 1024};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -105,10 +109,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--no-gpu")) ro.gpu = false;
     else if (!strcmp(a, "--require-gpu")) require_gpu = true;
     else if (!strcmp(a, "--no-o0")) ro.o0 = false;
+    else if (!strcmp(a, "--no-roundtrip")) ro.roundtrip = false;
+    else if (!strcmp(a, "--self-check")) ro.inject = true;
     else if (!strcmp(a, "--no-ptx")) ro.ptx = false;
     else if (!strcmp(a, "--ptxas")) ptxas = v, i++;
     else if (!strcmp(a, "--no-ptxas")) no_ptxas = true;
     else if (!strcmp(a, "--batch")) ro.ptx_batch = (int)num(a, v), i++;
+    else if (!strcmp(a, "--ptx-every")) ptx_every = num(a, v), i++;
     else if (!strcmp(a, "--max-elems")) go.max_elems = (int)num(a, v), i++;
     else if (!strcmp(a, "--no-dot")) go.no_dot = true;
     else if (!strcmp(a, "--write")) write_path = v, i++;
@@ -122,7 +129,11 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (ro.gpu && require_gpu == false && getenv("TK_INTERPRET")) ro.gpu = false;
+  if (ro.ptx_batch > 256) ro.ptx_batch = 256;
+  if (ro.inject && !ro.o0) {
+    fprintf(stderr, "tkdiff: --self-check perturbs the -O0 run: it cannot go with --no-o0\n");
+    return 2;
+  }
   char pbuf[4096];
   if (ro.ptx && !no_ptxas) {
     if (!ptxas) ptxas = find_ptxas(pbuf, sizeof pbuf);
@@ -142,15 +153,15 @@ int main(int argc, char **argv) {
     td_runner_free(r);
     return 1;
   }
-  printf("tkdiff: seed %llu, %lld kernels; executions: interpreter%s%s%s%s\n", seed, count,
-         ro.o0 ? ", interpreter -O0" : "", td_runner_has_gpu(r) ? ", CUDA" : "",
+  printf("tkdiff: seed %llu, %lld kernels; executions: interpreter%s%s%s%s%s\n", seed, count,
+         ro.o0 ? ", interpreter -O0" : "", ro.roundtrip ? ", IR text round trip" : "", td_runner_has_gpu(r) ? ", CUDA" : "",
          ro.ptx ? ", PTX sm_90a" : "", ptxas ? " + ptxas" : "");
   fflush(stdout);
 
   enum { MAX_SEEDS = 64 };
   uint64_t failed_seeds[MAX_SEEDS];
   int nseeds = 0;
-  long long n = 0, mismatches = 0, rejected = 0, runtime = 0, ptxfail = 0, since_flush = 0;
+  long long n = 0, mismatches = 0, rejected = 0, runtime = 0, ptxfail = 0;
   double t0 = now();
   su_buf flushlog = {0};
   for (long long i = 0; i < count; i++) {
@@ -162,9 +173,17 @@ int main(int argc, char **argv) {
     if (print) printf("// seed %llu\n%s\n", (unsigned long long)s, k.src.data);
     if (count == 1) write_kernel(&k);
     su_buf detail = {0};
-    td_result res = td_run(r, &k, &detail);
+    td_result res = td_run(r, &k, ptx_every > 0 && i % ptx_every == 0, &detail);
     n++;
-    if (res != TD_PASS) {
+    if (ro.inject) { /* the self-check: every kernel must be caught */
+      if (res != TD_MISMATCH) {
+        printf("FAIL seed %llu: the injected fault was %s\n%s", (unsigned long long)s,
+               res == TD_PASS ? "not detected" : "not reached", su_buf_str(&detail));
+        runtime++;
+      } else if (verbose) {
+        printf("ok   seed %llu: the injected fault was caught\n", (unsigned long long)s);
+      }
+    } else if (res != TD_PASS) {
       const char *what = res == TD_MISMATCH ? "mismatch" : res == TD_REJECTED ? "rejected" : "runtime error";
       if (res == TD_MISMATCH) mismatches++;
       else if (res == TD_REJECTED) rejected++;
@@ -181,10 +200,9 @@ int main(int argc, char **argv) {
     fflush(stdout);
     su_buf_free(&detail);
     td_kernel_free(&k);
-    if (ro.ptx && ++since_flush >= ro.ptx_batch) {
+    if (ro.ptx && td_runner_pending(r) >= (ro.ptx_batch > 0 ? ro.ptx_batch : 32)) {
       uint64_t fs[MAX_SEEDS];
       int nf = td_runner_flush(r, &flushlog, fs, MAX_SEEDS);
-      since_flush = 0;
       if (nf) {
         printf("FAIL (PTX or ptxas):\n%s", su_buf_str(&flushlog));
         for (int j = 0; j < nf && j < MAX_SEEDS; j++) {

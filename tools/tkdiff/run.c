@@ -63,6 +63,8 @@ void td_runner_free(td_runner *r) {
 
 bool td_runner_has_gpu(const td_runner *r) { return r->cuda != NULL; }
 
+int td_runner_pending(const td_runner *r) { return r->nbatch; }
+
 static size_t buf_bytes(const td_buf *b) { return b->n * (size_t)ir_dtype_bytes(b->dt); }
 
 /* Output contents of one execution: one host array per buffer (inputs too, unused). */
@@ -132,23 +134,41 @@ done:
   return ok;
 }
 
-/* The unoptimized IR on the interpreter, through the internal driver. */
-static bool run_o0(const td_kernel *k, outputs *out, su_buf *detail, td_result *kind) {
+/* The kernel on the interpreter through the internal driver, at opt level opt: from its
+ * source, or (roundtrip) from the text of its IR optimized at -O3, printed and parsed
+ * back as .tkir. */
+static bool run_internal(const td_kernel *k, int opt, bool roundtrip, outputs *out, su_buf *detail,
+                         td_result *kind) {
   su_arena *a = su_arena_new();
   su_diags d;
   su_diags_init(&d, a, NULL);
   drv_options o;
   drv_options_init(&o);
   o.arch = NULL;
-  o.opt_level = 0;
+  o.opt_level = opt;
+  const char *what = roundtrip ? "the -O3 IR printed and parsed back" : "the driver at -O0";
   su_source *src = su_source_new(a, "gen.tk", k->src.data, k->src.len);
-  ir_module *m = drv_compile(a, src, &o, &d);
+  ir_module *m = NULL;
+  su_buf text = {0};
+  if (roundtrip) {
+    drv_options o3 = o;
+    o3.opt_level = 3;
+    ir_module *m3 = drv_compile(a, src, &o3, &d);
+    if (m3) {
+      ir_print(&text, m3);
+      src = su_source_new(a, "gen.tkir", su_buf_str(&text), text.len);
+      m = drv_compile(a, src, &o, &d);
+    }
+  } else {
+    m = drv_compile(a, src, &o, &d);
+  }
   ip_memory *mem = NULL;
   bool ok = false;
   if (!m) {
     su_buf msg = {0};
     su_diags_render(&d, &msg);
-    su_buf_printf(detail, "the driver at -O0 rejected the kernel:\n%s", su_buf_str(&msg));
+    su_buf_printf(detail, "%s: rejected:\n%s", what, su_buf_str(&msg));
+    if (roundtrip) su_buf_printf(detail, "the IR:\n%s", su_buf_str(&text));
     su_buf_free(&msg);
     *kind = TD_REJECTED;
     goto done;
@@ -162,7 +182,7 @@ static bool run_o0(const td_kernel *k, outputs *out, su_buf *detail, td_result *
     out->host[i] = malloc(n);
     void *h;
     if (!out->host[i] || !ip_mem_alloc(mem, n, &dev[i], &err) || !(h = ip_mem_host(mem, dev[i], n, &err))) {
-      su_buf_printf(detail, "-O0: allocation failed: %s\n", su_buf_str(&err));
+      su_buf_printf(detail, "%s: allocation failed: %s\n", what, su_buf_str(&err));
       *kind = TD_RUNTIME;
       su_buf_free(&err);
       goto done;
@@ -173,7 +193,7 @@ static bool run_o0(const td_kernel *k, outputs *out, su_buf *detail, td_result *
     args[i] = k->params[i].is_ptr ? tk_arg_ptr(dev[k->params[i].buf]) : k->params[i].arg;
   ir_func *f = ir_module_find(m, k->name);
   if (!f || ip_launch(mem, m, f, k->grid, args, k->nparams, stdout, &err) != IP_OK) {
-    su_buf_printf(detail, "-O0 interpreter: the launch failed: %s\n", f ? su_buf_str(&err) : "no kernel");
+    su_buf_printf(detail, "%s: the launch failed: %s\n", what, f ? su_buf_str(&err) : "no kernel");
     *kind = TD_RUNTIME;
     su_buf_free(&err);
     goto done;
@@ -183,9 +203,35 @@ static bool run_o0(const td_kernel *k, outputs *out, su_buf *detail, td_result *
     if (k->bufs[i].out) memcpy(out->host[i], ip_mem_host(mem, dev[i], buf_bytes(&k->bufs[i]), NULL), buf_bytes(&k->bufs[i]));
   ok = true;
 done:
+  su_buf_free(&text);
   ip_memory_free(mem);
   su_arena_free(a);
   return ok;
+}
+
+/* The self-check: changes one element of the first output buffer of o (its last byte's
+ * low bit, which changes an integer, a float's value, or an i1 from 0 to 1); false if
+ * there is none. */
+static bool inject(const td_kernel *k, outputs *o) {
+  for (int i = 0; i < k->nbufs; i++) {
+    if (!k->bufs[i].out) continue;
+    size_t w = (size_t)ir_dtype_bytes(k->bufs[i].dt), n = k->bufs[i].n;
+    unsigned char *p = (unsigned char *)o->host[i] + (n / 2) * w;
+    /* the low mantissa bit (little-endian: the first byte); for i1 the value itself; a
+     * NaN, which would stay one, becomes zero */
+    bool nan = false;
+    switch (k->bufs[i].dt) {
+    case TK_F16: { uint16_t h; memcpy(&h, p, 2); nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff); break; }
+    case TK_BF16: { uint16_t h; memcpy(&h, p, 2); nan = (h & 0x7f80) == 0x7f80 && (h & 0x7f); break; }
+    case TK_F32: { float f; memcpy(&f, p, 4); nan = f != f; break; }
+    case TK_F64: { double f; memcpy(&f, p, 8); nan = f != f; break; }
+    default: break;
+    }
+    if (nan) memset(p, 0, w);
+    else p[0] ^= 1;
+    return true;
+  }
+  return false;
 }
 
 /* Compares every output buffer of got against ref; false with the differences. */
@@ -207,13 +253,21 @@ static bool compare_all(const td_kernel *k, const outputs *ref, const outputs *g
   return ok;
 }
 
-td_result td_run(td_runner *r, const td_kernel *k, su_buf *detail) {
-  outputs ref = {0}, o0 = {0}, gpu = {0};
+td_result td_run(td_runner *r, const td_kernel *k, bool ptx, su_buf *detail) {
+  outputs ref = {0}, o0 = {0}, gpu = {0}, rt = {0};
   td_result res = TD_PASS;
   if (!run_api(r->interp, k, &ref, detail, &res, "the interpreter")) goto done;
   if (r->o.o0) {
-    if (!run_o0(k, &o0, detail, &res)) goto done;
+    if (!run_internal(k, 0, false, &o0, detail, &res)) goto done;
+    if (r->o.inject && inject(k, &o0)) su_buf_puts(detail, "(a fault was injected into -O0's output)\n");
     if (!compare_all(k, &ref, &o0, 0, "-O0 against -O3 (interpreter, bit for bit)", detail)) {
+      res = TD_MISMATCH;
+      goto done;
+    }
+  }
+  if (r->o.roundtrip) {
+    if (!run_internal(k, 0, true, &rt, detail, &res)) goto done;
+    if (!compare_all(k, &ref, &rt, 0, "the -O3 IR through its text (interpreter, bit for bit)", detail)) {
       res = TD_MISMATCH;
       goto done;
     }
@@ -225,10 +279,7 @@ td_result td_run(td_runner *r, const td_kernel *k, su_buf *detail) {
       goto done;
     }
   }
-  if (r->o.ptx) {
-    if (r->nbatch >= r->o.ptx_batch) {
-      /* the caller flushes; never lose a kernel */
-    }
+  if (r->o.ptx && ptx && r->nbatch < MAX_BATCH) {
     su_buf_printf(&r->batch, "%s\n", k->src.data);
     r->seeds[r->nbatch] = k->seed;
     r->srcs[r->nbatch] = strdup(k->src.data);
@@ -238,6 +289,7 @@ done:
   outputs_free(&ref);
   outputs_free(&o0);
   outputs_free(&gpu);
+  outputs_free(&rt);
   return res;
 }
 

@@ -5,7 +5,8 @@
  *
  * Executions: the interpreter through libtk's public API (the optimized IR, the reference),
  * the interpreter on the unoptimized IR (internal driver, opt level 0: must agree bit for
- * bit — the passes may not change a result), the CUDA backend through libtk when there is a
+ * bit — the passes may not change a result) and on the optimized IR printed and parsed
+ * back as .tkir (bit for bit: the text form loses nothing), the CUDA backend through libtk when there is a
  * device (within the per-buffer tolerance the generator derived, see bounds.c), and PTX for
  * sm_90a through the GPU back end, assembled by ptxas when it is on PATH.
  *
@@ -106,9 +107,12 @@ typedef struct td_runner td_runner;
 typedef struct {
   bool gpu;          /* also run on the CUDA backend (skipped without a device) */
   bool o0;           /* also run the unoptimized IR on the interpreter */
+  bool roundtrip;    /* also run the -O3 IR printed and parsed back (.tkir) */
+  bool inject;       /* self-check: perturb one -O0 output element (every kernel must then
+                        fail as a mismatch) */
   bool ptx;          /* compile for sm_90a through the GPU back end */
   const char *ptxas; /* assemble that PTX with this ptxas (NULL: do not) */
-  int ptx_batch;     /* kernels per ptxas run */
+  int ptx_batch;     /* kernels per ptxas run (at most 256) */
   bool verbose;
 } td_run_options;
 
@@ -120,12 +124,15 @@ typedef enum { TD_PASS, TD_MISMATCH, TD_REJECTED, TD_RUNTIME, TD_PTX, TD_PTXAS }
 td_runner *td_runner_new(td_run_options *o);
 void td_runner_free(td_runner *r);
 /* Runs k on every execution the options ask for and compares; detail gets what failed.
- * ptxas work is batched: td_runner_flush assembles what is pending, and failures found
- * then are reported through the callback given to td_runner_new's caller (see main.c):
- * td_run returns TD_PASS for the ptxas part until the batch is flushed. */
-td_result td_run(td_runner *r, const td_kernel *k, su_buf *detail);
-/* Assembles the pending PTX batch; for each kernel of a failing batch re-assembles it on
- * its own and appends "seed: message" lines to failed. Returns the number that failed. */
+ * With ptx (and o->ptx), k joins the pending PTX batch instead of being compiled now:
+ * td_runner_flush compiles and assembles the batch and names the kernels that failed,
+ * so td_run's result says nothing of PTX. */
+td_result td_run(td_runner *r, const td_kernel *k, bool ptx, su_buf *detail);
+/* The number of kernels waiting in the PTX batch. */
+int td_runner_pending(const td_runner *r);
+/* Compiles the pending batch as one module for sm_90a and assembles it; when that fails,
+ * does so for each kernel alone and appends "seed S: message" for each failing one to
+ * failed, its seed to seeds (at most max_seeds). Returns the number that failed. */
 int td_runner_flush(td_runner *r, su_buf *failed, uint64_t *seeds, int max_seeds);
 /* Whether the runner has a real CUDA device. */
 bool td_runner_has_gpu(const td_runner *r);
