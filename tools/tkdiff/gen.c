@@ -994,6 +994,7 @@ static ex loop_stmt(gen *g, int depth) {
        start, step, g->total);
   g->lv = mk(g, lvn, ld, full_rank(g), sh, fmax(fabs(lo), fabs(hi)), 0);
   g->li = mk(g, iv, TK_I32, 0, NULL, end, 0);
+  g->li.weak = stat; /* a static_range variable is a compile-time constant: untyped */
   ex e = gen_ex(g, depth - 1);
   if (e.ok && !isf(d) && isf(e.dt) && e.err > 0) e = bad();
   if (!e.ok) e = g->lv;

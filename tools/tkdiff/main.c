@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,11 +30,13 @@ static void usage(FILE *f) {
           "  --batch N        kernels per ptxas run (default 32, at most 256)\n"
           "  --ptx-every N    compile only every Nth kernel to PTX (default 1: all)\n"
           "  --max-elems N    elements of a kernel's main tile (default 1024)\n"
+          "  --depth N        expression depth (default 4)\n"
           "  --no-dot         generate no dot\n"
           "  --write FILE     write the source of the first failing kernel (with --count 1: of\n"
           "                   that kernel) to FILE\n"
           "  --print          print each kernel's source\n"
-          "  --max-failures N stop after N failures (default 20)\n"
+          "  --max-failures N stop after N failures (default 20; per process with --jobs)\n"
+          "  -j, --jobs N     run N processes, kernel i in process i mod N (default 1)\n"
           "  -v, --verbose    one line per kernel\n"
           "Exit status: 0 when every kernel passed, 1 otherwise, 2 on bad usage.\n");
 }
@@ -93,8 +96,126 @@ static void write_kernel(const td_kernel *k) {
   fprintf(stderr, "tkdiff: wrote the kernel of seed %llu to %s\n", (unsigned long long)k->seed, write_path);
 }
 
+enum { MAX_SEEDS = 64 };
+
+/* What a run (or one shard of it) found. */
+typedef struct {
+  long long n, mismatches, rejected, runtime, ptxfail;
+  uint64_t seeds[MAX_SEEDS];
+  int nseeds;
+  double elapsed;
+  bool gpu, broken;
+} tally;
+
+/* One shard's work: kernels i < count with i % nshards == shard, seed + i each. */
+typedef struct {
+  unsigned long long seed;
+  long long count, max_fail, ptx_every;
+  double limit;
+  int shard, nshards;
+  bool print, verbose, require_gpu;
+} job;
+
+static void note_seed(tally *t, uint64_t s) {
+  if (t->nseeds < MAX_SEEDS) t->seeds[t->nseeds++] = s;
+}
+
+static void flush_ptx(td_runner *r, tally *t) {
+  su_buf log = {0};
+  uint64_t fs[MAX_SEEDS];
+  int nf = td_runner_flush(r, &log, fs, MAX_SEEDS);
+  if (nf) {
+    printf("FAIL (PTX or ptxas):\n%s", su_buf_str(&log));
+    for (int j = 0; j < nf && j < MAX_SEEDS; j++) {
+      printf("  replay: tkdiff --seed %llu --count 1 --print\n", (unsigned long long)fs[j]);
+      note_seed(t, fs[j]);
+    }
+    t->ptxfail += nf;
+    fflush(stdout);
+  }
+  su_buf_free(&log);
+}
+
+/* Runs the shard; false when its contexts could not be made. */
+static bool run_shard(const job *j, const td_run_options *ro0, const td_gen_options *go, tally *t) {
+  td_run_options ro = *ro0;
+  td_runner *r = td_runner_new(&ro);
+  if (!r) return false;
+  if (j->require_gpu && !td_runner_has_gpu(r)) {
+    fprintf(stderr, "tkdiff: --require-gpu, and there is no CUDA device\n");
+    td_runner_free(r);
+    return false;
+  }
+  t->gpu = td_runner_has_gpu(r);
+  if (j->shard == 0)
+    printf("tkdiff: seed %llu, %lld kernels%s; executions: interpreter%s%s%s%s%s\n", j->seed, j->count,
+           j->nshards > 1 ? " over several processes" : "", ro.o0 ? ", interpreter -O0" : "",
+           ro.roundtrip ? ", IR text round trip" : "", t->gpu ? ", CUDA" : "", ro.ptx ? ", PTX sm_90a" : "",
+           ro.ptxas ? " + ptxas" : "");
+  fflush(stdout);
+  double t0 = now();
+  for (long long i = j->shard; i < j->count; i += j->nshards) {
+    if (j->limit > 0 && now() - t0 > j->limit) break;
+    if (t->mismatches + t->rejected + t->runtime + t->ptxfail >= j->max_fail) break;
+    td_kernel k = {0};
+    uint64_t s = j->seed + (uint64_t)i;
+    td_generate(&k, s, go);
+    if (j->print) printf("// seed %llu\n%s\n", (unsigned long long)s, k.src.data);
+    if (j->count == 1) write_kernel(&k);
+    su_buf detail = {0};
+    td_result res = td_run(r, &k, j->ptx_every > 0 && i % j->ptx_every == 0, &detail);
+    t->n++;
+    if (ro.inject) { /* the self-check: every kernel must be caught */
+      if (res != TD_MISMATCH) {
+        printf("FAIL seed %llu: the injected fault was %s\n%s", (unsigned long long)s,
+               res == TD_PASS ? "not detected" : "not reached", su_buf_str(&detail));
+        t->runtime++;
+        note_seed(t, s);
+      } else if (j->verbose) {
+        printf("ok   seed %llu: the injected fault was caught\n", (unsigned long long)s);
+      }
+    } else if (res != TD_PASS) {
+      const char *what = res == TD_MISMATCH ? "mismatch" : res == TD_REJECTED ? "rejected" : "runtime error";
+      if (res == TD_MISMATCH) t->mismatches++;
+      else if (res == TD_REJECTED) t->rejected++;
+      else t->runtime++;
+      printf("FAIL seed %llu (%s; uses %s):\n%s", (unsigned long long)s, what,
+             k.features.data ? k.features.data : "-", su_buf_str(&detail));
+      printf("  replay: tkdiff --seed %llu --count 1 --print   (--write k.tk for the source)\n",
+             (unsigned long long)s);
+      note_seed(t, s);
+      write_kernel(&k);
+    } else if (j->verbose) {
+      printf("ok   seed %llu (%s)\n", (unsigned long long)s, k.features.data ? k.features.data : "-");
+    }
+    fflush(stdout);
+    su_buf_free(&detail);
+    td_kernel_free(&k);
+    if (ro.ptx && td_runner_pending(r) >= ro.ptx_batch) flush_ptx(r, t);
+  }
+  if (ro.ptx) flush_ptx(r, t);
+  t->elapsed = now() - t0;
+  td_runner_free(r);
+  return true;
+}
+
+/* The summary line; the exit status. */
+static int summary(const tally *t, unsigned long long seed, bool ptxas) {
+  long long bad = t->mismatches + t->rejected + t->runtime + t->ptxfail;
+  printf("tkdiff: %lld kernels, %lld mismatches, %lld rejected, %lld runtime errors, %lld PTX/ptxas failures "
+         "in %.1f s (seed %llu%s%s)",
+         t->n, t->mismatches, t->rejected, t->runtime, t->ptxfail, t->elapsed, seed,
+         t->gpu ? ", GPU compared" : ", no GPU", ptxas ? ", ptxas" : "");
+  if (t->nseeds) {
+    printf("; failing seeds:");
+    for (int j = 0; j < t->nseeds; j++) printf(" %llu", (unsigned long long)t->seeds[j]);
+  }
+  printf("\n");
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
-  long long count = 100, max_fail = 20, ptx_every = 1;
+  long long count = 100, max_fail = 20, ptx_every = 1, jobs = 1;
   unsigned long long seed = (unsigned long long)time(NULL) * 1000003ull ^ (unsigned long long)getpid();
   double limit = 0;
   bool print = false, verbose = false, require_gpu = false, no_ptxas = false;
@@ -116,8 +237,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--no-ptxas")) no_ptxas = true;
     else if (!strcmp(a, "--batch")) ro.ptx_batch = (int)num(a, v), i++;
     else if (!strcmp(a, "--ptx-every")) ptx_every = num(a, v), i++;
+    else if (!strcmp(a, "--jobs") || !strcmp(a, "-j")) jobs = num(a, v), i++;
     else if (!strcmp(a, "--max-elems")) go.max_elems = (int)num(a, v), i++;
     else if (!strcmp(a, "--no-dot")) go.no_dot = true;
+    else if (!strcmp(a, "--depth")) go.max_depth = (int)num(a, v), i++;
     else if (!strcmp(a, "--write")) write_path = v, i++;
     else if (!strcmp(a, "--print")) print = true;
     else if (!strcmp(a, "--max-failures")) max_fail = num(a, v), i++;
@@ -146,97 +269,65 @@ int main(int argc, char **argv) {
   }
   ro.ptxas = ptxas;
   ro.verbose = verbose;
-  td_runner *r = td_runner_new(&ro);
-  if (!r) return 1;
-  if (require_gpu && !td_runner_has_gpu(r)) {
-    fprintf(stderr, "tkdiff: --require-gpu, and there is no CUDA device\n");
-    td_runner_free(r);
-    return 1;
+  if (jobs < 1) jobs = 1;
+  if (jobs > 256) jobs = 256;
+  if (jobs == 1) {
+    job j = {.seed = seed, .count = count, .limit = limit, .max_fail = max_fail, .ptx_every = ptx_every,
+             .shard = 0, .nshards = 1, .print = print, .verbose = verbose, .require_gpu = require_gpu};
+    tally t = {0};
+    if (!run_shard(&j, &ro, &go, &t)) return 1;
+    return summary(&t, seed, ptxas != NULL);
   }
-  printf("tkdiff: seed %llu, %lld kernels; executions: interpreter%s%s%s%s%s\n", seed, count,
-         ro.o0 ? ", interpreter -O0" : "", ro.roundtrip ? ", IR text round trip" : "", td_runner_has_gpu(r) ? ", CUDA" : "",
-         ro.ptx ? ", PTX sm_90a" : "", ptxas ? " + ptxas" : "");
+  /* --jobs: a process per shard (kernel i goes to shard i mod jobs), each with its own
+   * contexts; the parent adds up their tallies */
   fflush(stdout);
-
-  enum { MAX_SEEDS = 64 };
-  uint64_t failed_seeds[MAX_SEEDS];
-  int nseeds = 0;
-  long long n = 0, mismatches = 0, rejected = 0, runtime = 0, ptxfail = 0;
-  double t0 = now();
-  su_buf flushlog = {0};
-  for (long long i = 0; i < count; i++) {
-    if (limit > 0 && now() - t0 > limit) break;
-    if (mismatches + rejected + runtime + ptxfail >= max_fail) break;
-    td_kernel k = {0};
-    uint64_t s = seed + (uint64_t)i;
-    td_generate(&k, s, &go);
-    if (print) printf("// seed %llu\n%s\n", (unsigned long long)s, k.src.data);
-    if (count == 1) write_kernel(&k);
-    su_buf detail = {0};
-    td_result res = td_run(r, &k, ptx_every > 0 && i % ptx_every == 0, &detail);
-    n++;
-    if (ro.inject) { /* the self-check: every kernel must be caught */
-      if (res != TD_MISMATCH) {
-        printf("FAIL seed %llu: the injected fault was %s\n%s", (unsigned long long)s,
-               res == TD_PASS ? "not detected" : "not reached", su_buf_str(&detail));
-        runtime++;
-      } else if (verbose) {
-        printf("ok   seed %llu: the injected fault was caught\n", (unsigned long long)s);
-      }
-    } else if (res != TD_PASS) {
-      const char *what = res == TD_MISMATCH ? "mismatch" : res == TD_REJECTED ? "rejected" : "runtime error";
-      if (res == TD_MISMATCH) mismatches++;
-      else if (res == TD_REJECTED) rejected++;
-      else runtime++;
-      printf("FAIL seed %llu (%s; uses %s):\n%s", (unsigned long long)s, what, k.features.data ? k.features.data : "-",
-             su_buf_str(&detail));
-      printf("  replay: tkdiff --seed %llu --count 1 --print   (--write k.tk for the source)\n",
-             (unsigned long long)s);
-      if (nseeds < MAX_SEEDS) failed_seeds[nseeds++] = s;
-      write_kernel(&k);
-    } else if (verbose) {
-      printf("ok   seed %llu (%s)\n", (unsigned long long)s, k.features.data ? k.features.data : "-");
+  int fds[256];
+  pid_t pids[256];
+  for (int sh = 0; sh < jobs; sh++) {
+    int p[2];
+    if (pipe(p) != 0) {
+      perror("tkdiff: pipe");
+      return 1;
     }
-    fflush(stdout);
-    su_buf_free(&detail);
-    td_kernel_free(&k);
-    if (ro.ptx && td_runner_pending(r) >= (ro.ptx_batch > 0 ? ro.ptx_batch : 32)) {
-      uint64_t fs[MAX_SEEDS];
-      int nf = td_runner_flush(r, &flushlog, fs, MAX_SEEDS);
-      if (nf) {
-        printf("FAIL (PTX or ptxas):\n%s", su_buf_str(&flushlog));
-        for (int j = 0; j < nf && j < MAX_SEEDS; j++) {
-          printf("  replay: tkdiff --seed %llu --count 1 --print\n", (unsigned long long)fs[j]);
-          if (nseeds < MAX_SEEDS) failed_seeds[nseeds++] = fs[j];
-        }
-        ptxfail += nf;
-        su_buf_free(&flushlog);
-      }
+    pid_t pid = fork();
+    if (pid < 0) {
+      perror("tkdiff: fork");
+      return 1;
     }
-  }
-  if (ro.ptx) {
-    uint64_t fs[MAX_SEEDS];
-    int nf = td_runner_flush(r, &flushlog, fs, MAX_SEEDS);
-    if (nf) {
-      printf("FAIL (PTX or ptxas):\n%s", su_buf_str(&flushlog));
-      for (int j = 0; j < nf && j < MAX_SEEDS; j++) {
-        printf("  replay: tkdiff --seed %llu --count 1 --print\n", (unsigned long long)fs[j]);
-        if (nseeds < MAX_SEEDS) failed_seeds[nseeds++] = fs[j];
-      }
-      ptxfail += nf;
+    if (pid == 0) {
+      close(p[0]);
+      setvbuf(stdout, NULL, _IOLBF, 0);
+      job j = {.seed = seed, .count = count, .limit = limit, .max_fail = max_fail, .ptx_every = ptx_every,
+               .shard = sh, .nshards = jobs, .print = print, .verbose = verbose, .require_gpu = require_gpu};
+      tally t = {0};
+      bool ok = run_shard(&j, &ro, &go, &t);
+      t.broken = !ok;
+      ssize_t w = write(p[1], &t, sizeof t);
+      _exit(w == (ssize_t)sizeof t ? 0 : 1);
     }
+    close(p[1]);
+    fds[sh] = p[0];
+    pids[sh] = pid;
   }
-  su_buf_free(&flushlog);
-  long long bad = mismatches + rejected + runtime + ptxfail;
-  printf("tkdiff: %lld kernels, %lld mismatches, %lld rejected, %lld runtime errors, %lld PTX/ptxas failures "
-         "in %.1f s (seed %llu%s%s)",
-         n, mismatches, rejected, runtime, ptxfail, now() - t0, seed,
-         td_runner_has_gpu(r) ? ", GPU compared" : ", no GPU", ptxas ? ", ptxas" : "");
-  if (nseeds) {
-    printf("; failing seeds:");
-    for (int j = 0; j < nseeds; j++) printf(" %llu", (unsigned long long)failed_seeds[j]);
+  tally all = {0};
+  for (int sh = 0; sh < jobs; sh++) {
+    tally t;
+    ssize_t got = read(fds[sh], &t, sizeof t);
+    close(fds[sh]);
+    int st = 0;
+    waitpid(pids[sh], &st, 0);
+    if (got != (ssize_t)sizeof t || !WIFEXITED(st)) {
+      printf("tkdiff: shard %d died (%s)\n", sh, WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "no tally");
+      all.runtime++;
+      continue;
+    }
+    if (t.broken) all.broken = true;
+    all.n += t.n, all.mismatches += t.mismatches, all.rejected += t.rejected;
+    all.runtime += t.runtime, all.ptxfail += t.ptxfail;
+    all.gpu = all.gpu || t.gpu;
+    if (t.elapsed > all.elapsed) all.elapsed = t.elapsed;
+    for (int k = 0; k < t.nseeds && all.nseeds < MAX_SEEDS; k++) all.seeds[all.nseeds++] = t.seeds[k];
   }
-  printf("\n");
-  td_runner_free(r);
-  return bad ? 1 : 0;
+  if (all.broken) return 1;
+  return summary(&all, seed, ptxas != NULL);
 }
