@@ -21,6 +21,7 @@ static void usage(FILE *f) {
           "  --require-gpu    fail when there is no CUDA device\n"
           "  --no-o0          do not compare the unoptimized IR on the interpreter\n"
           "  --no-roundtrip   do not compare the optimized IR printed and parsed back\n"
+          "  --no-scalar      do not compare the interpreter's scalar rules (no typed loops)\n"
           "  --self-check     perturb one output element of every kernel's -O0 run: every\n"
           "                   kernel must then fail (checks that the comparison can fail)\n"
           "  --no-ptx         do not compile to PTX for sm_90a\n"
@@ -148,9 +149,9 @@ static bool run_shard(const job *j, const td_run_options *ro0, const td_gen_opti
   }
   t->gpu = td_runner_has_gpu(r);
   if (j->shard == 0)
-    printf("tkdiff: seed %llu, %lld kernels%s; executions: interpreter%s%s%s%s%s\n", j->seed, j->count,
+    printf("tkdiff: seed %llu, %lld kernels%s; executions: interpreter%s%s%s%s%s%s\n", j->seed, j->count,
            j->nshards > 1 ? " over several processes" : "", ro.o0 ? ", interpreter -O0" : "",
-           ro.roundtrip ? ", IR text round trip" : "", t->gpu ? ", CUDA" : "", ro.ptx ? ", PTX sm_90a" : "",
+           ro.roundtrip ? ", IR text round trip" : "", ro.scalar ? ", scalar rules" : "", t->gpu ? ", CUDA" : "", ro.ptx ? ", PTX sm_90a" : "",
            ro.ptxas ? " + ptxas" : "");
   fflush(stdout);
   double t0 = now();
@@ -220,7 +221,7 @@ int main(int argc, char **argv) {
   double limit = 0;
   bool print = false, verbose = false, require_gpu = false, no_ptxas = false;
   const char *ptxas = NULL;
-  td_run_options ro = {.gpu = true, .o0 = true, .roundtrip = true, .ptx = true, .ptx_batch = 32};
+  td_run_options ro = {.gpu = true, .o0 = true, .roundtrip = true, .scalar = true, .ptx = true, .ptx_batch = 32};
   td_gen_options go = {.max_depth = 4, .max_elems = 1024};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -231,6 +232,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--require-gpu")) require_gpu = true;
     else if (!strcmp(a, "--no-o0")) ro.o0 = false;
     else if (!strcmp(a, "--no-roundtrip")) ro.roundtrip = false;
+    else if (!strcmp(a, "--no-scalar")) ro.scalar = false;
     else if (!strcmp(a, "--self-check")) ro.inject = true;
     else if (!strcmp(a, "--no-ptx")) ro.ptx = false;
     else if (!strcmp(a, "--ptxas")) ptxas = v, i++;

@@ -15,6 +15,7 @@
 
 #include "driver/driver.h"
 #include "interp/interp.h"
+#include "interp/internal.h" /* ip_typed_loops: the scalar rules alone */
 #include "ir/ir.h"
 
 enum { MAX_BATCH = 256 };
@@ -146,7 +147,8 @@ static bool run_internal(const td_kernel *k, int opt, bool roundtrip, outputs *o
   drv_options_init(&o);
   o.arch = NULL;
   o.opt_level = opt;
-  const char *what = roundtrip ? "the -O3 IR printed and parsed back" : "the driver at -O0";
+  const char *what = roundtrip ? "the -O3 IR printed and parsed back"
+                     : opt == 0 ? "the driver at -O0" : "the interpreter's scalar rules";
   su_source *src = su_source_new(a, "gen.tk", k->src.data, k->src.len);
   ir_module *m = NULL;
   su_buf text = {0};
@@ -254,13 +256,23 @@ static bool compare_all(const td_kernel *k, const outputs *ref, const outputs *g
 }
 
 td_result td_run(td_runner *r, const td_kernel *k, bool ptx, su_buf *detail) {
-  outputs ref = {0}, o0 = {0}, gpu = {0}, rt = {0};
+  outputs ref = {0}, o0 = {0}, gpu = {0}, rt = {0}, sc = {0};
   td_result res = TD_PASS;
   if (!run_api(r->interp, k, &ref, detail, &res, "the interpreter")) goto done;
   if (r->o.o0) {
     if (!run_internal(k, 0, false, &o0, detail, &res)) goto done;
     if (r->o.inject && inject(k, &o0)) su_buf_puts(detail, "(a fault was injected into -O0's output)\n");
     if (!compare_all(k, &ref, &o0, 0, "-O0 against -O3 (interpreter, bit for bit)", detail)) {
+      res = TD_MISMATCH;
+      goto done;
+    }
+  }
+  if (r->o.scalar) {
+    ip_typed_loops = false;
+    bool ran = run_internal(k, 3, false, &sc, detail, &res);
+    ip_typed_loops = true;
+    if (!ran) goto done;
+    if (!compare_all(k, &ref, &sc, 0, "the scalar rules against the typed loops (interpreter, bit for bit)", detail)) {
       res = TD_MISMATCH;
       goto done;
     }
@@ -290,6 +302,7 @@ done:
   outputs_free(&o0);
   outputs_free(&gpu);
   outputs_free(&rt);
+  outputs_free(&sc);
   return res;
 }
 

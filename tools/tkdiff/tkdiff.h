@@ -6,7 +6,8 @@
  * Executions: the interpreter through libtk's public API (the optimized IR, the reference),
  * the interpreter on the unoptimized IR (internal driver, opt level 0: must agree bit for
  * bit — the passes may not change a result) and on the optimized IR printed and parsed
- * back as .tkir (bit for bit: the text form loses nothing), the CUDA backend through libtk when there is a
+ * back as .tkir (bit for bit: the text form loses nothing) and on the interpreter's scalar
+ * rules without its typed fast loops (bit for bit: the loops are an optimization), the CUDA backend through libtk when there is a
  * device (within the per-buffer tolerance the generator derived, see bounds.c), and PTX for
  * sm_90a through the GPU back end, assembled by ptxas when it is on PATH.
  *
@@ -108,6 +109,8 @@ typedef struct {
   bool gpu;          /* also run on the CUDA backend (skipped without a device) */
   bool o0;           /* also run the unoptimized IR on the interpreter */
   bool roundtrip;    /* also run the -O3 IR printed and parsed back (.tkir) */
+  bool scalar;       /* also run the -O3 IR on the interpreter's scalar rules alone
+                        (ip_typed_loops off: its fast loops must not change a bit) */
   bool inject;       /* self-check: perturb one -O0 output element (every kernel must then
                         fail as a mismatch) */
   bool ptx;          /* compile for sm_90a through the GPU back end */
