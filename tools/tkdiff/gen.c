@@ -730,7 +730,8 @@ static ex binary(gen *g, ex x, ex y) {
   if (r < 11) { /* / and % */
     bool div = chance(g, 70);
     if (!f) { /* a divisor from 1 to 8 */
-      const char *dv = su_fmt(g->a, "((%s & 7) + 1)", y.t);
+      /* or from -8 to -1 (for an unsigned y, 2^w - 8 to 2^w - 1): never 0 */
+      const char *dv = chance(g, 30) ? su_fmt(g->a, "((%s & 7) - 8)", y.t) : su_fmt(g->a, "((%s & 7) + 1)", y.t);
       if (chance(g, 20)) /* cdiv */
         return mk(g, su_fmt(g->a, "cdiv(%s, %s)", x.t, dv), d, rank, sh, mx + 1, 0);
       return mk(g, su_fmt(g->a, "(%s %s %s)", x.t, div ? "/" : "%", dv), d, rank, sh, mx, 0);
@@ -954,6 +955,8 @@ static ex gen_ex(gen *g, int depth) {
 /* ---- statements ------------------------------------------------------------------------------ */
 
 /* A loop-carried var: acc = combine(acc, E(lv, li)) over a runtime or unrolled loop. */
+static ex if_stmt(gen *g, int depth);
+
 static ex loop_stmt(gen *g, int depth) {
   int K = 1 + rnd(g, 4);
   bool stat = chance(g, 35);
@@ -995,7 +998,7 @@ static ex loop_stmt(gen *g, int depth) {
   g->lv = mk(g, lvn, ld, full_rank(g), sh, fmax(fabs(lo), fabs(hi)), 0);
   g->li = mk(g, iv, TK_I32, 0, NULL, end, 0);
   g->li.weak = stat; /* a static_range variable is a compile-time constant: untyped */
-  ex e = gen_ex(g, depth - 1);
+  ex e = depth > 2 && chance(g, 15) ? if_stmt(g, depth - 1) : gen_ex(g, depth - 1);
   if (e.ok && !isf(d) && isf(e.dt) && e.err > 0) e = bad();
   if (!e.ok) e = g->lv;
   ex ec = cast(g, e, d);
@@ -1060,7 +1063,7 @@ static ex if_stmt(gen *g, int depth) {
   line(g, "if %s {", cond);
   for (int br = 0; br < 2; br++) {
     g->indent++;
-    ex b = gen_ex(g, depth - 1);
+    ex b = depth > 2 && chance(g, 15) ? loop_stmt(g, depth - 1) : gen_ex(g, depth - 1);
     ex bc = b.ok ? cast(g, b, a.dt) : bad();
     if (!bc.ok) bc = mk(g, a.t, a.dt, a.rank, a.sh, a.mag, a.err);
     line(g, g->R ? "%s = broadcast_to(%s, %d, %d);" : "%s = broadcast_to(%s, %d);", t, bc.t,
@@ -1083,8 +1086,8 @@ static ex if_stmt(gen *g, int depth) {
 static void atomic_stmt(gen *g, int depth) {
   ex v = gen_ex(g, depth - 1);
   if (!v.ok) return;
-  static const tk_dtype D[] = {TK_I32, TK_U32, TK_I64, TK_U64, TK_F32, TK_F64, TK_F16};
-  tk_dtype d = D[rnd(g, 7)];
+  static const tk_dtype D[] = {TK_I32, TK_U32, TK_I64, TK_U64, TK_F32, TK_F64, TK_F16, TK_BF16};
+  tk_dtype d = D[rnd(g, 8)];
   if (!isf(d) && isf(v.dt) && v.err > 0) d = TK_F32;
   ex c = cast(g, v, d);
   if (!c.ok) return;
