@@ -663,7 +663,9 @@ static ex unary(gen *g, ex x) {
     if (x.dt == TK_I1) return mk(g, su_fmt(g->a, "(!%s)", x.t), TK_I1, x.rank, x.sh, 1, 0);
     if (!isf(x.dt) && x.weak) return bad(); /* a negative literal may not fit the other side */
     {
-      ex r = mk(g, su_fmt(g->a, "(-%s)", x.t), x.dt, x.rank, x.sh, x.mag, x.err);
+      /* an unsigned negation wraps to 2^w - x: any magnitude of the type */
+      bool u = !isf(x.dt) && !ir_dtype_is_signed(x.dt);
+      ex r = mk(g, su_fmt(g->a, "(-%s)", x.t), x.dt, x.rank, x.sh, u ? int_max(x.dt) : x.mag, x.err);
       r.weak = x.weak;
       return r;
     }
@@ -712,6 +714,7 @@ static ex binary(gen *g, ex x, ex y) {
   if (r < 6) { /* + - */
     bool add = chance(g, 50);
     double mag = mx + my, err = f ? rounded(d, mag, ex_ + ey) : 0;
+    if (!f && !ir_dtype_is_signed(d) && d != TK_I1) mag = int_max(d); /* unsigned: wraps */
     if (over(d, mag, err)) return bad();
     if (!f && !add && !ir_dtype_is_signed(d) && x.weak) return bad();
     return mk(g, su_fmt(g->a, "(%s %s %s)", x.t, add ? "+" : "-", y.t), d, rank, sh, mag, err);
@@ -786,7 +789,9 @@ static ex binary(gen *g, ex x, ex y) {
   }
   if (r < 16) { /* copysign: y's sign must be exact */
     if (ey > 0) return bad();
-    return mk(g, su_fmt(g->a, "copysign(%s, %s)", x.t, y.t), d, rank, sh, mx, ex_);
+    /* a NaN's sign is unspecified (docs/api.md, "Exact numerics"): not a sign to copy */
+    const char *yt = isf(y.dt) ? su_fmt(g->a, "where(isnan(%s), 1.0, %s)", y.t, y.t) : y.t;
+    return mk(g, su_fmt(g->a, "copysign(%s, %s)", x.t, yt), d, rank, sh, mx, ex_);
   }
   double mag = mx * my, err = rounded(d, mag, ex_ * my + ey * mx + ex_ * ey);
   if (over(d, mag, err) || (!exact && !(mag <= td_mag_limit(d)))) return bad();

@@ -25,6 +25,8 @@ struct td_runner {
   tk_context *interp, *cuda;
   su_buf batch;                 /* the sources of the pending kernels */
   uint64_t seeds[MAX_BATCH];
+  uint64_t keys[MAX_BATCH];     /* the JIT's divisibility signature of each kernel's launch */
+  char *names[MAX_BATCH];
   char *srcs[MAX_BATCH];
   int nbatch;
 };
@@ -55,7 +57,7 @@ td_runner *td_runner_new(td_run_options *o) {
 
 void td_runner_free(td_runner *r) {
   if (!r) return;
-  for (int i = 0; i < r->nbatch; i++) free(r->srcs[i]);
+  for (int i = 0; i < r->nbatch; i++) free(r->srcs[i]), free(r->names[i]);
   su_buf_free(&r->batch);
   tk_context_destroy(r->cuda);
   tk_context_destroy(r->interp);
@@ -255,6 +257,25 @@ static bool compare_all(const td_kernel *k, const outputs *ref, const outputs *g
   return ok;
 }
 
+/* A divisibility signature the JIT compiles k for (runtime/jit.c), chosen by the seed so
+ * that a replay makes the same PTX: half the kernels get the full signature (every integer
+ * and pointer parameter a multiple of 16: the variant the CUDA backend compiles when the
+ * module is compiled), a quarter that of their launch (bit i for a pointer, since device
+ * allocations are aligned far beyond 16, or an integer that is a multiple of 16), a
+ * quarter none (tkc's default). */
+static uint64_t launch_key(const td_kernel *k) {
+  uint64_t key = 0;
+  int how = (int)(k->seed % 4);
+  if (how == 3) return 0;
+  for (int i = 0; i < k->nparams && i < 64; i++) {
+    const td_param *p = &k->params[i];
+    bool spec = p->is_ptr || (ir_dtype_is_int(p->arg.type) && p->arg.type != TK_I1 &&
+                              (how < 2 || (p->arg.v.u & 15) == 0));
+    if (spec) key |= UINT64_C(1) << i;
+  }
+  return key;
+}
+
 td_result td_run(td_runner *r, const td_kernel *k, bool ptx, su_buf *detail) {
   outputs ref = {0}, o0 = {0}, gpu = {0}, rt = {0}, sc = {0};
   td_result res = TD_PASS;
@@ -294,6 +315,8 @@ td_result td_run(td_runner *r, const td_kernel *k, bool ptx, su_buf *detail) {
   if (r->o.ptx && ptx && r->nbatch < MAX_BATCH) {
     su_buf_printf(&r->batch, "%s\n", k->src.data);
     r->seeds[r->nbatch] = k->seed;
+    r->keys[r->nbatch] = launch_key(k);
+    r->names[r->nbatch] = strdup(k->name);
     r->srcs[r->nbatch] = strdup(k->src.data);
     r->nbatch++;
   }
@@ -306,17 +329,28 @@ done:
   return res;
 }
 
-/* PTX of source text for sm_90a through the GPU back end; false with the diagnostics. */
-static bool emit_ptx(const char *text, su_buf *ptx, su_buf *why) {
+/* PTX of source text for sm_90a through the GPU back end, as the JIT makes it: compiled
+ * without a target, each kernel's parameters given the divisibility facts of its launch
+ * (names[i], keys[i]: drv_variant's), then lowered for the target and generated. False
+ * with the diagnostics. */
+static bool emit_ptx(const char *text, char **names, const uint64_t *keys, int n, su_buf *ptx, su_buf *why) {
   su_arena *a = su_arena_new();
   su_diags d;
   su_diags_init(&d, a, NULL);
   drv_options o;
   drv_options_init(&o);
-  o.arch = "sm_90a";
+  o.arch = NULL;
   su_source *src = su_source_new(a, "gen.tk", text, strlen(text));
   ir_module *m = drv_compile(a, src, &o, &d);
-  bool ok = m && drv_codegen(m, &o, CG_PTX, ptx, &d) && !d.nerrors;
+  o.arch = "sm_90a";
+  if (m)
+    for (int i = 0; i < n; i++) {
+      ir_func *f = ir_module_find(m, names[i]);
+      for (int p = 0; f && p < f->body->nargs && p < 64; p++)
+        if ((keys[i] >> p & 1) && ir_param_can_divide(f->body->args[p]->type))
+          ir_func_set_param_div(m, f, p, DRV_SPEC_DIV);
+    }
+  bool ok = m && drv_lower(m, o.arch, &o, &d) && drv_codegen(m, &o, CG_PTX, ptx, &d) && !d.nerrors;
   if (!ok) {
     su_buf msg = {0};
     su_diags_render(&d, &msg);
@@ -371,13 +405,15 @@ int td_runner_flush(td_runner *r, su_buf *failed, uint64_t *seeds, int max_seeds
   int nfail = 0;
   if (!r->nbatch) return 0;
   su_buf ptx = {0}, why = {0};
-  bool ok = emit_ptx(su_buf_str(&r->batch), &ptx, &why) && (!r->o.ptxas || assemble(r->o.ptxas, &ptx, &why));
+  bool ok = emit_ptx(su_buf_str(&r->batch), r->names, r->keys, r->nbatch, &ptx, &why) &&
+            (!r->o.ptxas || assemble(r->o.ptxas, &ptx, &why));
   su_buf_free(&ptx);
   su_buf_free(&why);
   if (!ok) { /* find the kernels that fail alone */
     for (int i = 0; i < r->nbatch; i++) {
       su_buf p = {0}, w = {0};
-      if (!emit_ptx(r->srcs[i], &p, &w) || (r->o.ptxas && !assemble(r->o.ptxas, &p, &w))) {
+      if (!emit_ptx(r->srcs[i], &r->names[i], &r->keys[i], 1, &p, &w) ||
+          (r->o.ptxas && !assemble(r->o.ptxas, &p, &w))) {
         su_buf_printf(failed, "seed %llu: %s\n", (unsigned long long)r->seeds[i], su_buf_str(&w));
         if (nfail < max_seeds) seeds[nfail] = r->seeds[i];
         nfail++;
@@ -392,7 +428,7 @@ int td_runner_flush(td_runner *r, su_buf *failed, uint64_t *seeds, int max_seeds
       nfail = 1;
     }
   }
-  for (int i = 0; i < r->nbatch; i++) free(r->srcs[i]);
+  for (int i = 0; i < r->nbatch; i++) free(r->srcs[i]), free(r->names[i]);
   r->nbatch = 0;
   su_buf_free(&r->batch);
   return nfail;
