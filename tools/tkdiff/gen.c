@@ -790,7 +790,7 @@ static ex binary(gen *g, ex x, ex y) {
   if (r < 16) { /* copysign: y's sign must be exact */
     if (ey > 0) return bad();
     /* a NaN's sign is unspecified (docs/api.md, "Exact numerics"): not a sign to copy */
-    const char *yt = isf(y.dt) ? su_fmt(g->a, "where(isnan(%s), 1.0, %s)", y.t, y.t) : y.t;
+    const char *yt = isf(y.dt) && !y.weak ? su_fmt(g->a, "where(isnan(%s), 1.0, %s)", y.t, y.t) : y.t;
     return mk(g, su_fmt(g->a, "copysign(%s, %s)", x.t, yt), d, rank, sh, mx, ex_);
   }
   double mag = mx * my, err = rounded(d, mag, ex_ * my + ey * mx + ex_ * ey);

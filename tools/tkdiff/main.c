@@ -101,7 +101,7 @@ enum { MAX_SEEDS = 64 };
 
 /* What a run (or one shard of it) found. */
 typedef struct {
-  long long n, mismatches, rejected, runtime, ptxfail;
+  long long n, mismatches, rejected, runtime, ptxfail, known;
   uint64_t seeds[MAX_SEEDS];
   int nseeds;
   double elapsed;
@@ -124,7 +124,10 @@ static void note_seed(tally *t, uint64_t s) {
 static void flush_ptx(td_runner *r, tally *t) {
   su_buf log = {0};
   uint64_t fs[MAX_SEEDS];
-  int nf = td_runner_flush(r, &log, fs, MAX_SEEDS);
+  int nknown = 0;
+  int nf = td_runner_flush(r, &log, fs, MAX_SEEDS, &nknown);
+  t->known += nknown;
+  if (nknown && !nf) printf("%s", su_buf_str(&log));
   if (nf) {
     printf("FAIL (PTX or ptxas):\n%s", su_buf_str(&log));
     for (int j = 0; j < nf && j < MAX_SEEDS; j++) {
@@ -175,6 +178,10 @@ static bool run_shard(const job *j, const td_run_options *ro0, const td_gen_opti
       } else if (j->verbose) {
         printf("ok   seed %llu: the injected fault was caught\n", (unsigned long long)s);
       }
+    } else if (res != TD_PASS && td_known_match(su_buf_str(&detail))) {
+      const td_known *kn = td_known_match(su_buf_str(&detail));
+      printf("KNOWN %s: seed %llu\n", kn->id, (unsigned long long)s);
+      t->known++;
     } else if (res != TD_PASS) {
       const char *what = res == TD_MISMATCH ? "mismatch" : res == TD_REJECTED ? "rejected" : "runtime error";
       if (res == TD_MISMATCH) t->mismatches++;
@@ -203,9 +210,9 @@ static bool run_shard(const job *j, const td_run_options *ro0, const td_gen_opti
 /* The summary line; the exit status. */
 static int summary(const tally *t, unsigned long long seed, bool ptxas) {
   long long bad = t->mismatches + t->rejected + t->runtime + t->ptxfail;
-  printf("tkdiff: %lld kernels, %lld mismatches, %lld rejected, %lld runtime errors, %lld PTX/ptxas failures "
-         "in %.1f s (seed %llu%s%s)",
-         t->n, t->mismatches, t->rejected, t->runtime, t->ptxfail, t->elapsed, seed,
+  printf("tkdiff: %lld kernels, %lld mismatches, %lld rejected, %lld runtime errors, %lld PTX/ptxas failures, "
+         "%lld known, in %.1f s (seed %llu%s%s)",
+         t->n, t->mismatches, t->rejected, t->runtime, t->ptxfail, t->known, t->elapsed, seed,
          t->gpu ? ", GPU compared" : ", no GPU", ptxas ? ", ptxas" : "");
   if (t->nseeds) {
     printf("; failing seeds:");
@@ -325,7 +332,7 @@ int main(int argc, char **argv) {
     }
     if (t.broken) all.broken = true;
     all.n += t.n, all.mismatches += t.mismatches, all.rejected += t.rejected;
-    all.runtime += t.runtime, all.ptxfail += t.ptxfail;
+    all.runtime += t.runtime, all.ptxfail += t.ptxfail, all.known += t.known;
     all.gpu = all.gpu || t.gpu;
     if (t.elapsed > all.elapsed) all.elapsed = t.elapsed;
     for (int k = 0; k < t.nseeds && all.nseeds < MAX_SEEDS; k++) all.seeds[all.nseeds++] = t.seeds[k];

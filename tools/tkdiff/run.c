@@ -401,8 +401,9 @@ static bool assemble(const char *ptxas, const su_buf *ptx, su_buf *why) {
   return ok;
 }
 
-int td_runner_flush(td_runner *r, su_buf *failed, uint64_t *seeds, int max_seeds) {
+int td_runner_flush(td_runner *r, su_buf *failed, uint64_t *seeds, int max_seeds, int *nknown) {
   int nfail = 0;
+  *nknown = 0;
   if (!r->nbatch) return 0;
   su_buf ptx = {0}, why = {0};
   bool ok = emit_ptx(su_buf_str(&r->batch), r->names, r->keys, r->nbatch, &ptx, &why) &&
@@ -414,6 +415,14 @@ int td_runner_flush(td_runner *r, su_buf *failed, uint64_t *seeds, int max_seeds
       su_buf p = {0}, w = {0};
       if (!emit_ptx(r->srcs[i], &r->names[i], &r->keys[i], 1, &p, &w) ||
           (r->o.ptxas && !assemble(r->o.ptxas, &p, &w))) {
+        const td_known *kn = td_known_match(su_buf_str(&w));
+        if (kn) {
+          su_buf_printf(failed, "KNOWN %s: seed %llu\n", kn->id, (unsigned long long)r->seeds[i]);
+          (*nknown)++;
+          su_buf_free(&p);
+          su_buf_free(&w);
+          continue;
+        }
         su_buf_printf(failed, "seed %llu: %s\n", (unsigned long long)r->seeds[i], su_buf_str(&w));
         if (nfail < max_seeds) seeds[nfail] = r->seeds[i];
         nfail++;
@@ -421,7 +430,7 @@ int td_runner_flush(td_runner *r, su_buf *failed, uint64_t *seeds, int max_seeds
       su_buf_free(&p);
       su_buf_free(&w);
     }
-    if (!nfail) {
+    if (!nfail && !*nknown) {
       su_buf_printf(failed, "a batch of %d kernels fails together but none alone (seeds %llu..)\n",
                     r->nbatch, (unsigned long long)r->seeds[0]);
       if (max_seeds > 0) seeds[0] = r->seeds[0];

@@ -101,6 +101,17 @@ double td_ulp(tk_dtype d);
  * carries an error (so that no bound overflows): well inside the type's range. */
 double td_mag_limit(tk_dtype d);
 
+/* ---- the KNOWN list (known.c) ------------------------------------------------------------ */
+
+typedef struct {
+  const char *id;    /* a short name */
+  const char *what;  /* the bug, where it is, the seed that found it */
+  const char *match; /* text that recognizes it in a failure's report */
+} td_known;
+
+/* The known failure that report shows, or NULL. */
+const td_known *td_known_match(const char *report);
+
 /* ---- running (run.c) --------------------------------------------------------------------- */
 
 typedef struct td_runner td_runner;
@@ -135,8 +146,10 @@ td_result td_run(td_runner *r, const td_kernel *k, bool ptx, su_buf *detail);
 int td_runner_pending(const td_runner *r);
 /* Compiles the pending batch as one module for sm_90a and assembles it; when that fails,
  * does so for each kernel alone and appends "seed S: message" for each failing one to
- * failed, its seed to seeds (at most max_seeds). Returns the number that failed. */
-int td_runner_flush(td_runner *r, su_buf *failed, uint64_t *seeds, int max_seeds);
+ * failed, its seed to seeds (at most max_seeds). Returns the number that failed; those
+ * the KNOWN list recognizes are reported as "KNOWN id: seed S" in failed and counted in
+ * *nknown instead. */
+int td_runner_flush(td_runner *r, su_buf *failed, uint64_t *seeds, int max_seeds, int *nknown);
 /* Whether the runner has a real CUDA device. */
 bool td_runner_has_gpu(const td_runner *r);
 
