@@ -152,7 +152,8 @@ static bool run_shard(const job *j, const td_run_options *ro0, const td_gen_opti
   }
   t->gpu = td_runner_has_gpu(r);
   if (j->shard == 0)
-    printf("tkdiff: seed %llu, %lld kernels%s; executions: interpreter%s%s%s%s%s%s\n", j->seed, j->count,
+    printf("tkdiff (generator %d): seed %llu, %lld kernels%s; executions: interpreter%s%s%s%s%s%s\n",
+           TD_GEN_VERSION, j->seed, j->count,
            j->nshards > 1 ? " over several processes" : "", ro.o0 ? ", interpreter -O0" : "",
            ro.roundtrip ? ", IR text round trip" : "", ro.scalar ? ", scalar rules" : "", t->gpu ? ", CUDA" : "", ro.ptx ? ", PTX sm_90a" : "",
            ro.ptxas ? " + ptxas" : "");
@@ -211,8 +212,8 @@ static bool run_shard(const job *j, const td_run_options *ro0, const td_gen_opti
 static int summary(const tally *t, unsigned long long seed, bool ptxas) {
   long long bad = t->mismatches + t->rejected + t->runtime + t->ptxfail;
   printf("tkdiff: %lld kernels, %lld mismatches, %lld rejected, %lld runtime errors, %lld PTX/ptxas failures, "
-         "%lld known, in %.1f s (seed %llu%s%s)",
-         t->n, t->mismatches, t->rejected, t->runtime, t->ptxfail, t->known, t->elapsed, seed,
+         "%lld known, in %.1f s (generator %d, seed %llu%s%s)",
+         t->n, t->mismatches, t->rejected, t->runtime, t->ptxfail, t->known, t->elapsed, TD_GEN_VERSION, seed,
          t->gpu ? ", GPU compared" : ", no GPU", ptxas ? ", ptxas" : "");
   if (t->nseeds) {
     printf("; failing seeds:");
