@@ -33,6 +33,9 @@ static void usage(FILE *f) {
           "  --max-elems N    elements of a kernel's main tile (default 1024)\n"
           "  --depth N        expression depth (default 4)\n"
           "  --no-dot         generate no dot\n"
+          "  --source FILE    with --count 1: run FILE instead of the generated source, with the\n"
+          "                   seed's buffers, arguments, grid and tolerances (edit the body of\n"
+          "                   a --write'd kernel, keeping its signature, to minimize a failure)\n"
           "  --write FILE     write the source of the first failing kernel (with --count 1: of\n"
           "                   that kernel) to FILE\n"
           "  --print          print each kernel's source\n"
@@ -84,6 +87,7 @@ static long long num(const char *opt, const char *v) {
 }
 
 static const char *write_path;
+static const char *source_path;
 static bool written;
 
 static void write_kernel(const td_kernel *k) {
@@ -116,6 +120,24 @@ typedef struct {
   int shard, nshards;
   bool print, verbose, require_gpu;
 } job;
+
+/* --source: k's text becomes the file's. */
+static bool replace_source(td_kernel *k) {
+  FILE *f = fopen(source_path, "r");
+  if (!f) {
+    fprintf(stderr, "tkdiff: cannot read %s: %s\n", source_path, strerror(errno));
+    return false;
+  }
+  su_buf b = {0};
+  char tmp[4096];
+  size_t n;
+  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) su_buf_put(&b, tmp, n);
+  fclose(f);
+  su_buf_free(&k->src);
+  k->src = b;
+  su_buf_str(&k->src);
+  return true;
+}
 
 static void note_seed(tally *t, uint64_t s) {
   if (t->nseeds < MAX_SEEDS) t->seeds[t->nseeds++] = s;
@@ -165,6 +187,10 @@ static bool run_shard(const job *j, const td_run_options *ro0, const td_gen_opti
     td_kernel k = {0};
     uint64_t s = j->seed + (uint64_t)i;
     td_generate(&k, s, go);
+    if (source_path && !replace_source(&k)) {
+      td_kernel_free(&k);
+      return false;
+    }
     if (j->print) printf("// seed %llu\n%s\n", (unsigned long long)s, k.src.data);
     if (j->count == 1) write_kernel(&k);
     su_buf detail = {0};
@@ -252,6 +278,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--no-dot")) go.no_dot = true;
     else if (!strcmp(a, "--depth")) go.max_depth = (int)num(a, v), i++;
     else if (!strcmp(a, "--write")) write_path = v, i++;
+    else if (!strcmp(a, "--source")) source_path = v, i++;
     else if (!strcmp(a, "--print")) print = true;
     else if (!strcmp(a, "--max-failures")) max_fail = num(a, v), i++;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = true;
@@ -263,6 +290,10 @@ int main(int argc, char **argv) {
     }
   }
   if (ro.ptx_batch > 256) ro.ptx_batch = 256;
+  if (source_path && count != 1) {
+    fprintf(stderr, "tkdiff: --source needs --count 1 (and the --seed whose signature it keeps)\n");
+    return 2;
+  }
   if (ro.inject && !ro.o0) {
     fprintf(stderr, "tkdiff: --self-check perturbs the -O0 run: it cannot go with --no-o0\n");
     return 2;
