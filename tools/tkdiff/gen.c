@@ -995,7 +995,8 @@ static ex loop_stmt(gen *g, int depth) {
   line(g, "for %s in %s {", iv, bound);
   feature(g, stat ? "static_range" : "range");
   g->indent++;
-  gen save = *g;
+  bool save_leaf = g->loop_leaf; /* a loop inside an if inside a loop: restore the outer */
+  ex save_lv = g->lv, save_li = g->li;
   g->loop_leaf = true;
   const char *lvn = tmp(g);
   line(g, "let %s = load(%s + (%s - %d) / %d * %d + offs, mask);", lvn, g->k->bufs[b].name, iv,
@@ -1034,9 +1035,9 @@ static ex loop_stmt(gen *g, int depth) {
   }
   g->indent--;
   line(g, "}");
-  g->loop_leaf = save.loop_leaf;
-  g->lv = save.lv;
-  g->li = save.li;
+  g->loop_leaf = save_leaf;
+  g->lv = save_lv;
+  g->li = save_li;
   return mk(g, acc, d, full_rank(g), sh, mag, err);
 }
 
@@ -1108,9 +1109,7 @@ static void atomic_stmt(gen *g, int depth) {
     static const char *O[] = {"atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor"};
     op = O[rnd(g, 6)];
   }
-  int per = (g->total + NB - 1) / NB;
-  int lanes = elems(&c) < 1 ? 1 : elems(&c);
-  (void)lanes;
+  int per = (g->total + NB - 1) / NB; /* lanes per address */
   if (isf(d)) {
     double mag = fmax(fabs(lo), fabs(hi)) + per * c.mag;
     double err = per * c.err + 2 * (per + 1) * td_ulp(d) * mag;
