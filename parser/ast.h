@@ -40,6 +40,7 @@ typedef enum {
   AST_CAST,     /* lhs as type */
   AST_ERROR,    /* stands in for a construct the parser reported (a field of a value):
                    no type, and no further message */
+  AST_TUPLE,    /* args = the elements (expressions): `return (a, b);`, `(m, l) = ...` */
   /* types (syntax) */
   AST_TYPE,     /* dtype (a tk_dtype, not TK_PTR); also a type keyword written where a
                    value goes (reported by the checker, or x.to(f16)'s type) */
@@ -47,8 +48,10 @@ typedef enum {
   AST_PTR_TYPE, /* *lhs */
   /* statements */
   AST_BLOCK,    /* stmts */
-  AST_LET,      /* name, type (optional annotation), rhs = init; ival 1 for 'var' */
-  AST_ASSIGN,   /* name, op (TOK_ASSIGN or TOK_PLUS_ASSIGN ...), rhs */
+  AST_LET,      /* name, type (optional annotation), rhs = init; ival 1 for 'var';
+                   `let (a, b) = e`: name NULL, params = the names (AST_PARAM) */
+  AST_ASSIGN,   /* name, op (TOK_ASSIGN or TOK_PLUS_ASSIGN ...), rhs; `(a, b) = e`: name
+                   NULL, args = the targets (AST_NAME), op TOK_ASSIGN */
   AST_EXPR_STMT,/* lhs */
   AST_FOR,      /* name = induction variable, lhs = iterator call (range/static_range), body */
   AST_IF,       /* cond = lhs, body = then block, els = else block or nested AST_IF (or NULL) */

@@ -33,6 +33,10 @@ ast_node *ps_node(ps_state *ps, ast_kind k, su_loc loc);
  * leaf in its place, so the tree stays shallow whatever the input. */
 ast_node *ps_done(ps_state *ps, ast_node *n);
 
+/* `(a, b) = rhs`: an assignment to each name of the tuple, which must all be plain names
+ * (anything else is reported, and NULL returned). */
+ast_node *ps_tuple_assign(ps_state *ps, ast_node *tuple, ast_node *rhs, su_loc loc);
+
 /* Parentheses around e: they add one level of nesting (as in C compilers' bracket
  * limit) but no node. */
 ast_node *ps_paren(ps_state *ps, ast_node *e);

@@ -114,8 +114,9 @@ static ast_list append(ps_state *ps, ast_list l, ast_node *n) {
 
 %type <node> decl kernel func const_decl cparam kparam fparam attr type ptr_type ret_opt type_ann_opt
 %type <node> block stmt if_stmt expr unary power postfix primary call arg index_item cdefault literal
+%type <node> tuple
 %type <list> attrs_opt attr_list cparams_opt cparam_list kparams_opt kparam_list fparams_opt
-%type <list> fparam_list stmts args_opt args type_list index_items
+%type <list> fparam_list stmts args_opt args type_list index_items exprs names
 %type <ival> assign_op
 
 %initial-action { @$ = (su_loc){ps->src, 0, 0, 1, 1}; }
@@ -304,6 +305,20 @@ stmt:
     $$->rhs = $5;
     $$ = ps_done(ps, $$);
   }
+| "let" "(" names ")" "=" expr ";" {
+    $$ = ps_node(ps, AST_LET, @$);
+    $$->params = $3;
+    $$->rhs = $6;
+    $$ = ps_done(ps, $$);
+  }
+| "var" "(" names ")" "=" expr ";" {
+    $$ = ps_node(ps, AST_LET, @$);
+    $$->ival = 1;
+    $$->params = $3;
+    $$->rhs = $6;
+    $$ = ps_done(ps, $$);
+  }
+| tuple "=" expr ";" { $$ = ps_tuple_assign(ps, $1, $3, @$); }
 | T_IDENT assign_op expr ";" {
     $$ = named(ps, AST_ASSIGN, $1, @1, @$);
     $$->op = (int)$2;
@@ -326,6 +341,12 @@ stmt:
 | block
 | error ";"          { yyerrok; $$ = NULL; }
 | error block        { yyerrok; $$ = NULL; } /* a bad header: if {, for i in x { */
+;
+
+/* The names a `let (a, b) = ...` declares: AST_PARAM nodes (name and where it is). */
+names:
+  T_IDENT            { $$ = list1(ps, ps_done(ps, named(ps, AST_PARAM, $1, @1, @1))); }
+| names "," T_IDENT  { $$ = append(ps, $1, ps_done(ps, named(ps, AST_PARAM, $3, @3, @3))); }
 ;
 
 assign_op:
@@ -424,6 +445,22 @@ primary:
 | T_TYPE        { $$ = leaf(ps, AST_TYPE, @1); $$->dtype = (tk_dtype)$1; }
 | call
 | "(" expr ")"  { $$ = ps_paren(ps, $2); }
+| tuple
+;
+
+/* (a, b, ...): what a helper returns several values as, and what `(m, l) = ...` assigns. */
+tuple:
+  "(" expr "," exprs ")"  {
+    $$ = ps_node(ps, AST_TUPLE, @$);
+    $$->args = list1(ps, $2);
+    for (int i = 0; i < $4.len; i++) $$->args = append(ps, $$->args, $4.items[i]);
+    $$ = ps_done(ps, $$);
+  }
+;
+
+exprs:
+  expr            { $$ = list1(ps, $1); }
+| exprs "," expr  { $$ = append(ps, $1, $3); }
 ;
 
 literal:

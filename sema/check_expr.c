@@ -305,6 +305,12 @@ const ir_type *sema_check_expr(sema_ctx *c, ast_node *e) {
   case AST_INDEX: t = check_index(c, e); break;
   case AST_CALL: t = sema_check_call(c, e); break;
   case AST_ERROR: t = NULL; break; /* the parser has reported it */
+  case AST_TUPLE: {
+    bool ok = true;
+    for (int i = 0; i < e->args.len; i++) ok &= sema_check_value(c, e->args.items[i]) != NULL;
+    t = ok ? SEMA_TUPLE : NULL;
+    break;
+  }
   case AST_TYPE:
     su_error(c->d, e->loc, "'%s' is a type, not a value", lex_dtype_name(e->dtype));
     su_note(c->d, e->loc, "convert with 'x as %s'; builtins take a type argument: 'zeros<%s>(...)'",
@@ -316,7 +322,7 @@ const ir_type *sema_check_expr(sema_ctx *c, ast_node *e) {
     t = NULL;
     break;
   }
-  e->sema_type = t == SEMA_VOID ? NULL : t;
+  e->sema_type = t == SEMA_VOID || t == SEMA_TUPLE ? NULL : t;
   if (!t) e->sema_is_const = false;
   return t;
 }
@@ -325,6 +331,17 @@ const ir_type *sema_check_value(sema_ctx *c, ast_node *e) {
   const ir_type *t = sema_check_expr(c, e);
   if (t && t == SEMA_VOID) {
     su_error(c->d, e->loc, "'%s' does not return a value", e->name ? e->name : "expression");
+    return NULL;
+  }
+  if (t == SEMA_TUPLE) {
+    int n = 0;
+    sema_tuple_elems(c->a, e, &n);
+    if (e->kind == AST_CALL)
+      su_error(c->d, e->loc, "'%s' returns %d values, not one", e->name, n);
+    else
+      su_error(c->d, e->loc, "a tuple of %d values is not a value", n);
+    su_note(c->d, e->loc, "take the values apart where they are made: 'let (a, b) = ...;' or "
+                          "'(a, b) = ...;'");
     return NULL;
   }
   return t;

@@ -33,7 +33,53 @@ static const ir_type *annotate(sema_ctx *c, ast_node *ann, ast_node *val, const 
   return sema_with_shape(c, want, sema_rank(t), t->kind == IR_TILE ? t->shape : NULL);
 }
 
+/* Checks e where a tuple may stand (a return, the right side of a destructuring). */
+static const ir_type *tuple_or_value(sema_ctx *c, ast_node *e) {
+  const ir_type *t = sema_check_expr(c, e);
+  if (t == SEMA_VOID) {
+    su_error(c->d, e->loc, "'%s' does not return a value", e->name ? e->name : "expression");
+    return NULL;
+  }
+  return t;
+}
+
+/* The element types of the tuple e that n names take apart; NULL after reporting. */
+static const ir_type **destructure(sema_ctx *c, ast_node *e, int n) {
+  const ir_type *t = tuple_or_value(c, e);
+  if (!t) return NULL;
+  int have = 0;
+  const ir_type **ts = t == SEMA_TUPLE ? sema_tuple_elems(c->a, e, &have) : NULL;
+  if (!ts) {
+    su_error(c->d, e->loc, "cannot take apart %s into %d values: it is not a tuple", tstr(c, t), n);
+    return NULL;
+  }
+  if (have != n) {
+    su_error(c->d, e->loc, "%s %d values, but %d names take them apart",
+             e->kind == AST_CALL ? su_fmt(c->a, "'%s' returns", e->name) : "the tuple has", have, n);
+    return NULL;
+  }
+  return ts;
+}
+
+/* let (a, b) = e; / var (a, b) = e; — each name a local of its element's type ('_'
+ * declares nothing). */
+static void check_let_tuple(sema_ctx *c, ast_node *s) {
+  const ir_type **ts = destructure(c, s->rhs, s->params.len);
+  for (int i = 0; i < s->params.len; i++) {
+    ast_node *p = s->params.items[i];
+    if (!strcmp(p->name, "_")) continue;
+    sema_sym *y = sema_declare(c, SYM_LOCAL, p->name, p);
+    y->type = ts ? ts[i] : NULL;
+    y->is_var = s->ival != 0;
+    p->sema_ref = y;
+  }
+}
+
 static void check_let(sema_ctx *c, ast_node *s) {
+  if (!s->name) {
+    check_let_tuple(c, s);
+    return;
+  }
   const ir_type *t = s->rhs ? sema_check_value(c, s->rhs) : NULL;
   if (!s->rhs) su_error(c->d, s->loc, "'%s' needs an initial value", s->name);
   if (t && s->type) t = annotate(c, s->type, s->rhs, t, su_fmt(c->a, "'%s'", s->name));
@@ -60,27 +106,54 @@ static int compound_op(int op) {
   }
 }
 
+static void check_assign_one(sema_ctx *c, ast_node *s, ast_node *target, ast_node *val,
+                             const ir_type *rt);
+
+/* (a, b) = e; — each target a var taking its element (its exact type: a tuple's elements
+ * are values, not untyped constants). */
+static void check_assign_tuple(sema_ctx *c, ast_node *s) {
+  const ir_type **ts = destructure(c, s->rhs, s->args.len);
+  for (int i = 0; i < s->args.len; i++) {
+    ast_node *t = s->args.items[i];
+    ast_node *val = s->rhs->kind == AST_TUPLE ? s->rhs->args.items[i] : s->rhs;
+    check_assign_one(c, s, t, val, ts ? ts[i] : NULL);
+  }
+}
+
 static void check_assign(sema_ctx *c, ast_node *s) {
-  sema_sym *v = sema_lookup(c, s->name);
-  const ir_type *rt = sema_check_value(c, s->rhs);
-  if (!v) {
-    su_error(c->d, s->name_loc, "use of undeclared name '%s'", s->name);
+  if (!s->name) {
+    check_assign_tuple(c, s);
     return;
   }
-  s->sema_ref = v;
+  const ir_type *rt = sema_check_value(c, s->rhs);
+  check_assign_one(c, s, NULL, s->rhs, rt);
+}
+
+/* Assigns val (of type rt, NULL after an error) to the var s names — or, in a tuple
+ * assignment, target names (its sema_ref is set, not s's). */
+static void check_assign_one(sema_ctx *c, ast_node *s, ast_node *target, ast_node *val,
+                             const ir_type *rt) {
+  const char *name = target ? target->name : s->name;
+  su_loc name_loc = target ? target->loc : s->name_loc;
+  sema_sym *v = sema_lookup(c, name);
+  if (!v) {
+    su_error(c->d, name_loc, "use of undeclared name '%s'", name);
+    return;
+  }
+  if (target) target->sema_ref = v;
+  else s->sema_ref = v;
   if (!v->is_var) {
     static const char *const what[] = {
         [SYM_PARAM] = "parameter", [SYM_CONST] = "constant", [SYM_LOOPVAR] = "loop variable",
-        [SYM_FUNC] = "function", [SYM_KERNEL] = "kernel"};
+        [SYM_DTYPE] = "dtype parameter", [SYM_FUNC] = "function", [SYM_KERNEL] = "kernel"};
     if (v->kind == SYM_LOCAL || (v->kind == SYM_CONST && v->decl && v->decl->kind == AST_LET))
-      su_error(c->d, s->name_loc, "'%s' is immutable; declare it with 'var' to assign", s->name);
+      su_error(c->d, name_loc, "'%s' is immutable; declare it with 'var' to assign", name);
     else
-      su_error(c->d, s->name_loc, "cannot assign to %s '%s'", what[v->kind], s->name);
-    if (v->decl) su_note(c->d, v->decl->name_loc, "'%s' is declared here", s->name);
+      su_error(c->d, name_loc, "cannot assign to %s '%s'", what[v->kind], name);
+    if (v->decl) su_note(c->d, v->decl->name_loc, "'%s' is declared here", name);
     return;
   }
   if (!v->type || !rt) return;
-  ast_node *val = s->rhs;
   const ir_type *t = rt;
   int op = compound_op(s->op);
   if (op) {
@@ -98,7 +171,7 @@ static void check_assign(sema_ctx *c, ast_node *s) {
     bin->sema_type = t;
     s->lhs = val = bin;
   }
-  if (sema_check_assignable(c, val, t, v->type, su_fmt(c->a, "'%s'", s->name))) record_assign(c, v);
+  if (sema_check_assignable(c, val, t, v->type, su_fmt(c->a, "'%s'", name))) record_assign(c, v);
 }
 
 /* The induction variable's type: the common integer type of the bounds. */
@@ -240,7 +313,12 @@ static void check_if(sema_ctx *c, ast_node *s) {
 }
 
 static void check_return(sema_ctx *c, ast_node *s) {
-  const ir_type *t = s->lhs ? sema_check_value(c, s->lhs) : SEMA_VOID;
+  const ir_type *t = !s->lhs ? SEMA_VOID : tuple_or_value(c, s->lhs);
+  if (t == SEMA_TUPLE && c->in_helper && s == c->ret_stmt) {
+    c->ret_elems = sema_tuple_elems(c->a, s->lhs, &c->nret);
+    c->ret_type = SEMA_TUPLE;
+    return;
+  }
   if (!c->in_helper) {
     su_error(c->d, s->loc, "'return' is only allowed in helpers");
     return;

@@ -94,6 +94,17 @@ static void lower_region(sema_lowerer *l, ir_block *blk, ast_node *stmt, sema_fl
 static void lower_stmt(sema_lowerer *l, ast_node *s) {
   switch (s->kind) {
   case AST_LET: {
+    if (!s->name) { /* let (a, b) = e */
+      ir_value **vals = SU_NEW_ARRAY(l->m->arena, ir_value *, s->params.len);
+      sema_lower_tuple(l, s->rhs, vals);
+      for (int i = 0; i < s->params.len; i++) {
+        sema_sym *y = s->params.items[i]->sema_ref;
+        if (!y) continue; /* '_' */
+        y->val = vals[i];
+        name_value(y->val, y->name);
+      }
+      return;
+    }
     sema_sym *y = s->sema_ref;
     if (y->kind == SYM_CONST) return; /* its uses are constants */
     y->val = sema_lower_as(l, s->rhs, y->type);
@@ -101,6 +112,16 @@ static void lower_stmt(sema_lowerer *l, ast_node *s) {
     return;
   }
   case AST_ASSIGN: {
+    if (!s->name) { /* (a, b) = e: every value first, so (a, b) = (b, a) swaps */
+      ir_value **vals = SU_NEW_ARRAY(l->m->arena, ir_value *, s->args.len);
+      sema_lower_tuple(l, s->rhs, vals);
+      for (int i = 0; i < s->args.len; i++) {
+        sema_sym *y = s->args.items[i]->sema_ref;
+        y->val = sema_lower_convert(l, vals[i], y->type);
+        name_value(y->val, y->name);
+      }
+      return;
+    }
     sema_sym *y = s->sema_ref;
     y->val = sema_lower_as(l, s->lhs ? s->lhs : s->rhs, y->type);
     name_value(y->val, y->name);
@@ -112,7 +133,8 @@ static void lower_stmt(sema_lowerer *l, ast_node *s) {
   case AST_FOR: lower_for(l, s); return;
   case AST_IF: lower_if(l, s); return;
   case AST_RETURN:
-    if (s->lhs) l->ret = sema_lower_as(l, s->lhs, l->ret_type);
+    if (s->lhs && l->rets) sema_lower_tuple(l, s->lhs, l->rets);
+    else if (s->lhs) l->ret = sema_lower_as(l, s->lhs, l->ret_type);
     return;
   case AST_BLOCK: sema_lower_block(l, s); return;
   default: SU_UNREACHABLE();

@@ -189,6 +189,60 @@ static void test_dtype_param_bad_define(void **state) {
   assert_non_null(strstr(tk_last_error(ctx), "got 'half'"));
 }
 
+/* ---- helpers returning several values --------------------------------------------- */
+
+/* The online-softmax step of a row as a helper returning (max, sum of exp), carried
+ * through a runtime loop by a tuple assignment; a second helper forwards the tuple, and
+ * a tuple literal swaps two vars. out[row] = (max, sum exp(x - max), then the swap). */
+static const char ONLINE[] =
+    "fn step(m, l, x) {\n"
+    "    let m2 = maximum(m, max(x, 0));\n"
+    "    return (m2, l * exp(m - m2) + sum(exp(x - m2), 0));\n"
+    "}\n"
+    "fn forward(m, l, x) { return step(m, l, x); }\n"
+    "kernel online<B: i32 = 16>(x: *f32, out: *f32, n: i32) {\n"
+    "    let row = program_id(0);\n"
+    "    var (m, l) = (-inf, 0.0);\n"
+    "    for i in range(0, n, B) {\n"
+    "        let o = i + arange(0, B);\n"
+    "        (m, l) = forward(m, l, load(x + row * n + o, o < n, -inf));\n"
+    "    }\n"
+    "    store(out + row * 4, m);\n"
+    "    store(out + row * 4 + 1, l);\n"
+    "    var a = m;\n"
+    "    var b = l;\n"
+    "    (a, b) = (b, a);\n"
+    "    let (_, c) = (a, b);\n"
+    "    store(out + row * 4 + 2, a);\n"
+    "    store(out + row * 4 + 3, c);\n"
+    "}\n";
+
+static void test_tuple_online_softmax(void **state) {
+  (void)state;
+  enum { ROWS = 3, N = 37 };
+  tk_module *m;
+  tk_kernel *k = compile(ONLINE, NULL, "online", &m);
+  float x[ROWS * N], out[ROWS * 4];
+  for (int i = 0; i < ROWS * N; i++) x[i] = (float)((i * 37) % 23) / 8 - 1.5f;
+  tk_devptr dx = upload(x, sizeof x), dout = upload(NULL, sizeof out);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dout), tk_arg_i32(N)};
+  ok(tk_launch(k, (tk_grid){ROWS, 1, 1}, NULL, args, 3));
+  ok(tk_memcpy_dtoh(ctx, out, dout, sizeof out));
+  for (int r = 0; r < ROWS; r++) {
+    float mx = -INFINITY;
+    for (int j = 0; j < N; j++) mx = fmaxf(mx, x[r * N + j]);
+    double l = 0;
+    for (int j = 0; j < N; j++) l += exp((double)x[r * N + j] - mx);
+    if (out[r * 4] != mx) fail_msg("row %d: max %g, want %g", r, out[r * 4], mx);
+    if (fabs(out[r * 4 + 1] - l) > 1e-5 * l) fail_msg("row %d: sum %g, want %g", r, out[r * 4 + 1], l);
+    assert_true(out[r * 4 + 2] == out[r * 4 + 1]); /* swapped: a = l */
+    assert_true(out[r * 4 + 3] == out[r * 4]);     /* c = b = m */
+  }
+  tk_free(ctx, dx);
+  tk_free(ctx, dout);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -196,6 +250,7 @@ int main(void) {
       cmocka_unit_test(test_dtype_param_f32),
       cmocka_unit_test(test_dtype_param_rounds_in_its_type),
       cmocka_unit_test(test_dtype_param_bad_define),
+      cmocka_unit_test(test_tuple_online_softmax),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
