@@ -320,7 +320,14 @@ static void check_return(sema_ctx *c, ast_node *s) {
     return;
   }
   if (!c->in_helper) {
-    su_error(c->d, s->loc, "'return' is only allowed in helpers");
+    if (s->ival && !s->lhs) return; /* an early exit (check_decl.c marks them) */
+    if (s->lhs)
+      su_error(c->d, s->loc, "a kernel returns no value");
+    else
+      su_error(c->d, s->loc, "'return' in a kernel must be the last statement of a branch "
+                             "of an 'if' at the kernel's top level");
+    su_note(c->d, s->loc, "an early exit is written 'if pid >= n { return; }' in the kernel "
+                          "body; in a loop, 'break' ends the loop");
     return;
   }
   if (s != c->ret_stmt) {

@@ -146,6 +146,75 @@ void sema_lower_block(sema_lowerer *l, ast_node *blk) {
   for (int i = 0; i < blk->stmts.len; i++) lower_stmt(l, blk->stmts.items[i]);
 }
 
+/* True when the branch b of an if ends in an early exit of the kernel. */
+static bool exits(const ast_node *b) {
+  return b && b->kind == AST_BLOCK && b->stmts.len &&
+         b->stmts.items[b->stmts.len - 1]->kind == AST_RETURN && b->stmts.items[b->stmts.len - 1]->ival;
+}
+
+static bool has_exit(const ast_node *s) {
+  if (!s || s->kind != AST_IF) return false;
+  return exits(s->body) || exits(s->els) || (s->els && s->els->kind == AST_IF && has_exit(s->els));
+}
+
+static void lower_tail(sema_lowerer *l, ast_node **stmts, int n);
+
+/* One arm of an if with an early exit, followed by the kernel's remaining statements:
+ * an else-if chain passes them on to its own arms, a block takes them unless it exits. */
+static void lower_arm(sema_lowerer *l, ast_node *b, ast_node **rest, int nrest) {
+  if (b && b->kind == AST_IF) {
+    ast_node **tail = SU_NEW_ARRAY(l->m->arena, ast_node *, nrest + 1);
+    tail[0] = b;
+    for (int j = 0; j < nrest; j++) tail[1 + j] = rest[j];
+    lower_tail(l, tail, nrest + 1);
+    return;
+  }
+  if (b) lower_stmt(l, b);
+  if (!exits(b)) lower_tail(l, rest, nrest);
+}
+
+/* The kernel's statements from stmts[0] on. An if with an early exit takes the
+ * statements after it into its branches that do not return: `if c { return; } rest`
+ * becomes `if c { } else { rest }`. */
+static void lower_tail(sema_lowerer *l, ast_node **stmts, int n) {
+  for (int i = 0; i < n; i++) {
+    ast_node *s = stmts[i];
+    if (!has_exit(s)) {
+      lower_stmt(l, s);
+      continue;
+    }
+    ast_node **rest = stmts + i + 1;
+    int nrest = n - i - 1;
+    if (s->lhs->sema_is_const) {
+      lower_arm(l, s->lhs->sema_const.i ? s->body : s->els, rest, nrest);
+      return;
+    }
+    sema_flow *fl = s->sema_ref;
+    ir_value *cond = sema_lower_expr(l, s->lhs);
+    sema_lower_at(l, s);
+    const ir_type **types = SU_NEW_ARRAY(l->m->arena, const ir_type *, fl->nsyms + 1);
+    ir_value **before = SU_NEW_ARRAY(l->m->arena, ir_value *, fl->nsyms + 1);
+    for (int k = 0; k < fl->nsyms; k++) {
+      types[k] = fl->syms[k]->type;
+      before[k] = fl->syms[k]->val;
+    }
+    ir_op *op = ir_build_if(&l->b, cond, fl->nsyms, types);
+    ast_node *arms[2] = {s->body, s->els};
+    for (int r = 0; r < 2; r++) {
+      for (int k = 0; k < fl->nsyms; k++) fl->syms[k]->val = before[k];
+      ir_builder save = l->b;
+      l->b.block = op->regions[r];
+      l->b.before = NULL;
+      lower_arm(l, arms[r], rest, nrest);
+      yield(l, fl);
+      ir_loc loc = l->b.loc;
+      l->b = save;
+      l->b.loc = loc;
+    }
+    return; /* the rest went into the branches */
+  }
+}
+
 static void lower_kernel(ir_module *m, ast_node *k) {
   ir_loc loc = {k->loc.line, k->loc.col};
   ir_func *fn = ir_func_new(m, k->name, loc);
@@ -174,7 +243,7 @@ static void lower_kernel(ir_module *m, ast_node *k) {
     s->val = ir_func_add_param(m, fn, s->name, s->type);
   }
   sema_lowerer l = {.m = m, .b = {.m = m, .block = fn->body, .loc = loc}};
-  sema_lower_block(&l, k->body);
+  if (k->body) lower_tail(&l, k->body->stmts.items, k->body->stmts.len);
   if (k->body) l.b.loc = (ir_loc){k->body->loc.line, k->body->loc.col}; /* the return is the body's */
   ir_build(&l.b, IR_RETURN, 0, NULL, 0, NULL);
 }

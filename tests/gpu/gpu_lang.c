@@ -75,6 +75,21 @@ static const char ONLINE[] =
     "    store(out + row * 2 + 1, b);\n"
     "}\n";
 
+static const char EXIT[] =
+    "kernel rows<B: i32 = 32>(x: *f32, y: *f32, n: i32, nrows: i32) {\n"
+    "    let row = program_id(0);\n"
+    "    if row >= nrows { return; }\n"
+    "    var f = 2.0;\n"
+    "    if row == 0 {\n"
+    "        store(y, -1.0);\n"
+    "        return;\n"
+    "    } else if row == 1 {\n"
+    "        f = 3.0;\n"
+    "    }\n"
+    "    let o = arange(0, B);\n"
+    "    store(y + row * n + o, load(x + row * n + o, o < n) * f, o < n);\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -86,6 +101,8 @@ static const lc_case CASES[] = {
      {BUF(TK_F32, 1000)}, 1, 1, {1000}, 1, 16, 0},
     {"tuple_online_softmax", "online", ONLINE, {NULL}, {BUF(TK_F32, 5 * 300)}, {BUF(TK_F32, 10)},
      1, 1, {300}, 1, 5, 1e-5},
+    {"early_exit", "rows", EXIT, {NULL}, {BUF(TK_F32, 6 * 20)}, {BUF(TK_F32, 6 * 20)},
+     1, 1, {20, 6}, 2, 9, 0},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 

@@ -243,6 +243,48 @@ static void test_tuple_online_softmax(void **state) {
   tk_module_destroy(m);
 }
 
+/* ---- the early exit ------------------------------------------------------------------ */
+
+/* Programs past the last row return at once; row 0 returns after writing a marker; the
+ * others scale their row by a factor an else-if sets. The grid has more programs than
+ * rows, so an exit that did not stop the program would write out of bounds (an error on
+ * the interpreter) or the wrong values. */
+static const char EXIT[] =
+    "kernel rows<B: i32 = 32>(x: *f32, y: *f32, n: i32, nrows: i32) {\n"
+    "    let row = program_id(0);\n"
+    "    if row >= nrows { return; }\n"
+    "    var f = 2.0;\n"
+    "    if row == 0 {\n"
+    "        store(y, -1.0);\n"
+    "        return;\n"
+    "    } else if row == 1 {\n"
+    "        f = 3.0;\n"
+    "    }\n"
+    "    let o = arange(0, B);\n"
+    "    store(y + row * n + o, load(x + row * n + o, o < n) * f, o < n);\n"
+    "}\n";
+
+static void test_early_exit(void **state) {
+  (void)state;
+  enum { ROWS = 5, N = 20 };
+  tk_module *m;
+  tk_kernel *k = compile(EXIT, NULL, "rows", &m);
+  float x[ROWS * N], y[ROWS * N];
+  for (int i = 0; i < ROWS * N; i++) x[i] = (float)i, y[i] = 7;
+  tk_devptr dx = upload(x, sizeof x), dy = upload(y, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i32(N), tk_arg_i32(ROWS)};
+  ok(tk_launch(k, (tk_grid){ROWS + 3, 1, 1}, NULL, args, 4));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int i = 0; i < ROWS * N; i++) {
+    int row = i / N;
+    float want = row == 0 ? (i == 0 ? -1.0f : 7.0f) : x[i] * (row == 1 ? 3.0f : 2.0f);
+    if (y[i] != want) fail_msg("y[%d] = %g, want %g", i, y[i], want);
+  }
+  tk_free(ctx, dx);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -251,6 +293,7 @@ int main(void) {
       cmocka_unit_test(test_dtype_param_rounds_in_its_type),
       cmocka_unit_test(test_dtype_param_bad_define),
       cmocka_unit_test(test_tuple_online_softmax),
+      cmocka_unit_test(test_early_exit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
