@@ -39,7 +39,9 @@ static bool run_for(ip_exec *x, const ip_inst *in) {
   int flip = 0;
   /* The induction variable runs in int64 and wraps to its type only when read, so a
    * bound near the type's limit cannot make the loop run forever. */
+  bool flagged = op->attr == 1; /* {while = 1}: carried value 0 must stay true */
   for (int64_t iv = lb; step > 0 ? iv < ub : iv > ub; iv += step) {
+    if (flagged && !carried[0].e[0].u) break;
     ip_mark mark = ip_scratch_mark(x->scratch);
     ip_val ivv = ip_val_new(x, op->operands[0]->type);
     ivv.e[0] = ip_int(ivt, (uint64_t)iv);

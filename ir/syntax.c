@@ -46,6 +46,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax count = {IR_MOD_NONE, 1, {{"count", IR_SLOT_ATTR}}};
   static const ir_syntax bytes = {IR_MOD_NONE, 1, {{"bytes", IR_SLOT_ATTR}}};
   static const ir_syntax pending = {IR_MOD_NONE, 1, {{"pending", IR_SLOT_ATTR}}};
+  static const ir_syntax loop = {IR_MOD_WHILE, 0, {{0}}};
   static const ir_syntax wspec = {IR_MOD_NONE, 2, {{"producer_warps", IR_SLOT_ATTR}, {"regs", IR_SLOT_INTS}}};
   switch (op) {
   case IR_CONST: return &konst;
@@ -69,6 +70,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_WGMMA_WAIT: return &pending;
   case IR_WARP_SPEC: return &wspec;
   case IR_GRID_SIZE: return &axis;
+  case IR_FOR: return &loop;
   default: return &none;
   }
 }

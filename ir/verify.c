@@ -318,6 +318,9 @@ static void check_control(verifier *v, const ir_op *op) {
       ir_verr(v, op, "carried value %d: initial %s, argument %s and result %s must agree", i,
           ir_vts(v, op->operands[3 + i]->type), ir_vts(v, body->args[1 + i]->type), ir_vts(v, t));
   }
+  if (op->attr != 0 && op->attr != 1) ir_verr(v, op, "while must be 0 or 1, is %lld", (long long)op->attr);
+  if (op->attr == 1 && (op->nresults < 1 || !is_i1(op->results[0]->type) || op->results[0]->type->kind != IR_SCALAR))
+    ir_verr(v, op, "a while loop's first carried value must be a scalar i1");
   check_yield(v, op, body, "body");
 }
 

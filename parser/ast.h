@@ -55,7 +55,10 @@ typedef enum {
   AST_EXPR_STMT,/* lhs */
   AST_FOR,      /* name = induction variable, lhs = iterator call (range/static_range), body */
   AST_IF,       /* cond = lhs, body = then block, els = else block or nested AST_IF (or NULL) */
-  AST_RETURN,   /* lhs (may be NULL) */
+  AST_WHILE,    /* lhs = condition, body */
+  AST_BREAK,
+  AST_CONTINUE,
+  AST_RETURN,   /* lhs (may be NULL); ival 1: a kernel's early exit (set by the checker) */
   /* declarations */
   AST_PARAM,    /* name, type (NULL for an untyped helper parameter), rhs = default (constexpr) */
   AST_ATTR,     /* name, rhs = value: a launch attribute in @launch(...) */

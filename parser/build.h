@@ -49,6 +49,10 @@ ast_node *ps_binary(ps_state *ps, int op, ast_node *l, ast_node *r, su_loc loc, 
 
 /* ---- habits.c: Triton's spellings, reported with tk's ---- */
 
+/* Reports a syntax error at the token ps->look (at loc) given the token kinds the
+ * grammar would have accepted there. */
+void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nexpected);
+
 /* recv.name: under a module (tl, triton, libdevice, or a path in one) the qualified name
  * itself (qual set, for the checker to report); `.T` of a value is reported and becomes
  * trans(recv); any other field of a value is reported and becomes an AST_ERROR. */
@@ -61,11 +65,5 @@ ast_node *ps_method(ps_state *ps, ast_node *recv, const char *name, su_loc name_
 /* recv.name(type): `.to(f16)` is reported and becomes `recv as f16`; another is reported. */
 ast_node *ps_method_type(ps_state *ps, ast_node *recv, const char *name, su_loc name_loc,
                          ast_node *type, su_loc loc);
-/* Reports `while`, `break` or `continue` (kw is its lex_kind) at loc, with what to write. */
-void ps_no_loop_control(ps_state *ps, int kw, su_loc loc);
-
-/* Reports a syntax error at the token ps->look (at loc) given the token kinds the
- * grammar would have accepted there. */
-void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nexpected);
 
 #endif

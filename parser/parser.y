@@ -333,9 +333,14 @@ stmt:
     $$ = ps_done(ps, $$);
   }
 | if_stmt
-| "while" expr block  { ps_no_loop_control(ps, TOK_WHILE, @1); $$ = NULL; }
-| "break" ";"         { ps_no_loop_control(ps, TOK_BREAK, @1); $$ = NULL; }
-| "continue" ";"      { ps_no_loop_control(ps, TOK_CONTINUE, @1); $$ = NULL; }
+| "while" expr block  {
+    $$ = ps_node(ps, AST_WHILE, @$);
+    $$->lhs = $2;
+    $$->body = $3;
+    $$ = ps_done(ps, $$);
+  }
+| "break" ";"         { $$ = ps_node(ps, AST_BREAK, @$); $$ = ps_done(ps, $$); }
+| "continue" ";"      { $$ = ps_node(ps, AST_CONTINUE, @$); $$ = ps_done(ps, $$); }
 | "return" ";"       { $$ = ps_node(ps, AST_RETURN, @$); $$ = ps_done(ps, $$); }
 | "return" expr ";"  { $$ = ps_node(ps, AST_RETURN, @$); $$->lhs = $2; $$ = ps_done(ps, $$); }
 | block

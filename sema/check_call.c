@@ -177,6 +177,7 @@ const ir_type *sema_instantiate(sema_ctx *c, ast_node *e, sema_sym *fn, sema_cal
   c->inst_depth++;
   c->scope = c->global;
   c->flow = NULL;
+  c->loop = NULL; /* a helper's break would leave the caller's loop */
   c->func = inst;
   c->in_helper = true;
   c->ret_type = SEMA_VOID; /* until a `return e;` says otherwise */
@@ -194,6 +195,7 @@ const ir_type *sema_instantiate(sema_ctx *c, ast_node *e, sema_sym *fn, sema_cal
   c->inst_depth = save.inst_depth;
   c->scope = save.scope;
   c->flow = save.flow;
+  c->loop = save.loop;
   c->func = save.func;
   c->in_helper = save.in_helper;
   c->ret_type = save.ret_type;

@@ -21,6 +21,24 @@ static void lower_region(sema_lowerer *l, ir_block *blk, ast_node *stmt, sema_fl
 
 static void lower_stmt(sema_lowerer *l, ast_node *s);
 
+static ir_value *flag_value(sema_lowerer *l, bool v) {
+  return ir_const_int(&l->b, ir_type_scalar(l->m, TK_I1), v);
+}
+
+/* A runtime loop over [b[0], b[1]) by b[2] carrying fl's vars; with fl->go, the first of
+ * them is the IR loop's {while} flag. */
+static void lower_loop(sema_lowerer *l, ast_node *s, ir_value *const b[3]);
+
+static void lower_while(sema_lowerer *l, ast_node *s) {
+  sema_flow *fl = s->sema_ref;
+  fl->go->val = sema_lower_as(l, s->lhs, fl->go->type);
+  sema_lower_at(l, s);
+  const ir_type *i64 = ir_type_scalar(l->m, TK_I64);
+  ir_value *b[3] = {ir_const_int(&l->b, i64, 0), ir_const_int(&l->b, i64, INT64_MAX),
+                    ir_const_int(&l->b, i64, 1)};
+  lower_loop(l, s, b);
+}
+
 static void lower_for(sema_lowerer *l, ast_node *s) {
   ast_node *it = s->lhs;
   if (strcmp(it->name, "static_range") == 0) {
@@ -38,12 +56,19 @@ static void lower_for(sema_lowerer *l, ast_node *s) {
   if (!b[0]) b[0] = ir_const_int(&l->b, ivt, 0);
   if (!b[2]) b[2] = ir_const_int(&l->b, ivt, 1);
   sema_flow *fl = s->sema_ref;
+  if (fl->go) fl->go->val = flag_value(l, true);
+  lower_loop(l, s, b);
+}
+
+static void lower_loop(sema_lowerer *l, ast_node *s, ir_value *const b[3]) {
+  sema_flow *fl = s->sema_ref;
   ir_value **inits = SU_NEW_ARRAY(l->m->arena, ir_value *, fl->nsyms + 1);
   for (int i = 0; i < fl->nsyms; i++) inits[i] = fl->syms[i]->val;
   ir_op *op = ir_build_for(&l->b, b[0], b[1], b[2], fl->nsyms, inits);
+  if (fl->go) op->attr = 1; /* {while}: go is syms[0] (go_first) */
   ir_block *body = op->regions[0];
-  fl->iv->val = body->args[0];
-  name_value(body->args[0], s->name);
+  if (fl->iv) fl->iv->val = body->args[0];
+  name_value(body->args[0], s->name ? s->name : "#while");
   for (int i = 0; i < fl->nsyms; i++) {
     fl->syms[i]->val = body->args[1 + i];
     name_value(body->args[1 + i], fl->syms[i]->name);
@@ -84,6 +109,11 @@ static void lower_region(sema_lowerer *l, ir_block *blk, ast_node *stmt, sema_fl
   ir_builder save = l->b;
   l->b.block = blk;
   l->b.before = NULL;
+  if (fl->skip) { /* a loop body: nothing skipped yet this iteration */
+    ir_loc at = l->b.loc;
+    fl->skip->val = flag_value(l, false);
+    l->b.loc = at;
+  }
   if (stmt) lower_stmt(l, stmt);
   yield(l, fl);
   ir_loc loc = l->b.loc;
@@ -131,6 +161,14 @@ static void lower_stmt(sema_lowerer *l, ast_node *s) {
     if (s->lhs && !s->lhs->sema_is_const) sema_lower_expr(l, s->lhs);
     return;
   case AST_FOR: lower_for(l, s); return;
+  case AST_WHILE: lower_while(l, s); return;
+  case AST_BREAK: case AST_CONTINUE: {
+    sema_flow *fl = s->sema_ref;
+    sema_lower_at(l, s);
+    if (s->kind == AST_BREAK) fl->go->val = flag_value(l, false);
+    fl->skip->val = flag_value(l, true);
+    return;
+  }
   case AST_IF: lower_if(l, s); return;
   case AST_RETURN:
     if (s->lhs && l->rets) sema_lower_tuple(l, s->lhs, l->rets);

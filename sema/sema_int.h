@@ -110,12 +110,24 @@ typedef struct {
   int nrets;
 } sema_call;
 
-/* Outer vars assigned inside a runtime for/if. */
+/* Outer vars assigned inside a runtime for/while/if. */
 typedef struct {
   sema_sym **syms;
   int nsyms, cap;
   sema_sym *iv; /* for: the induction variable */
+  /* A loop with break/continue or a while loop: go is the i1 var that keeps the loop
+   * running (carried, syms[0]: the IR loop's {while} flag; NULL when only continue is
+   * used in a for), skip the per-iteration var set by break and continue, under whose
+   * negation the checker put the statements that follow them (NULL without either). */
+  sema_sym *go, *skip;
+  ast_node *again; /* while: `if #go { #go = cond; }`, appended to the body */
 } sema_flow;
+
+/* The runtime loop whose body is being checked, for break and continue. */
+typedef struct sema_loop {
+  struct sema_loop *outer;
+  sema_flow *flow; /* NULL: a static_range loop (unrolled: no break) */
+} sema_loop;
 
 typedef struct {
   int warps, stages;
@@ -144,6 +156,7 @@ typedef struct {
   sema_scope *global;
   sema_scope *scope;
   sema_flow_frame *flow;
+  sema_loop *loop;       /* the innermost loop around the statement checked, or NULL */
   sema_inst *inst;       /* helpers being instantiated, innermost first */
   int inst_depth;
   ast_node *func;        /* the kernel or helper instance whose body is checked */

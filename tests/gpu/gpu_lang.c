@@ -90,6 +90,35 @@ static const char EXIT[] =
     "    store(y + row * n + o, load(x + row * n + o, o < n) * f, o < n);\n"
     "}\n";
 
+static const char LOOPS[] =
+    "kernel loops(out: *i32, n: i32) {\n"
+    "    let pid = program_id(0);\n"
+    "    let lim = 10 + pid * 7;\n"
+    "    var i = 0;\n"
+    "    var s = 0;\n"
+    "    while i < n {\n"
+    "        i += 1;\n"
+    "        if i % 3 == 0 { continue; }\n"
+    "        s += i;\n"
+    "        if s > lim { break; }\n"
+    "    }\n"
+    "    var t = 0;\n"
+    "    for j in range(0, n + pid) {\n"
+    "        if j % 2 == 1 { continue; } else if j == 5 + pid { break; }\n"
+    "        t += j;\n"
+    "    }\n"
+    "    var v = arange(0, 16) * 0;\n"
+    "    var steps = 0;\n"
+    "    while max(v, 0) < pid {\n"
+    "        v += arange(0, 16) % 3;\n"
+    "        steps += 1;\n"
+    "    }\n"
+    "    store(out + pid * 4, i);\n"
+    "    store(out + pid * 4 + 1, s);\n"
+    "    store(out + pid * 4 + 2, t);\n"
+    "    store(out + pid * 4 + 3, steps);\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -103,6 +132,8 @@ static const lc_case CASES[] = {
      1, 1, {300}, 1, 5, 1e-5},
     {"early_exit", "rows", EXIT, {NULL}, {BUF(TK_F32, 6 * 20)}, {BUF(TK_F32, 6 * 20)},
      1, 1, {20, 6}, 2, 9, 0},
+    {"while_break_continue", "loops", LOOPS, {NULL}, {{0}}, {BUF(TK_I32, 4 * 40)}, 0, 1, {12}, 1,
+     40, 0},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 

@@ -285,6 +285,78 @@ static void test_early_exit(void **state) {
   tk_module_destroy(m);
 }
 
+/* ---- while, break and continue --------------------------------------------------------- */
+
+/* Per program: a while loop that counts i up, skips multiples of 3 (continue) and stops
+ * once the sum passes a bound (break); a for loop that breaks at j == 5 after skipping
+ * odd j; a while loop over a tile condition reduced to a scalar. The bounds vary per
+ * program, so some loops end by their condition and some by break. */
+static const char LOOPS[] =
+    "kernel loops(out: *i32, n: i32) {\n"
+    "    let pid = program_id(0);\n"
+    "    let lim = 10 + pid * 7;\n"
+    "    var i = 0;\n"
+    "    var s = 0;\n"
+    "    while i < n {\n"
+    "        i += 1;\n"
+    "        if i % 3 == 0 { continue; }\n"
+    "        s += i;\n"
+    "        if s > lim { break; }\n"
+    "    }\n"
+    "    var t = 0;\n"
+    "    for j in range(0, n + pid) {\n"
+    "        if j % 2 == 1 { continue; } else if j == 5 + pid { break; }\n"
+    "        t += j;\n"
+    "    }\n"
+    "    var v = arange(0, 16) * 0;\n"
+    "    var steps = 0;\n"
+    "    while max(v, 0) < pid {\n"
+    "        v += arange(0, 16) % 3;\n"
+    "        steps += 1;\n"
+    "    }\n"
+    "    store(out + pid * 4, i);\n"
+    "    store(out + pid * 4 + 1, s);\n"
+    "    store(out + pid * 4 + 2, t);\n"
+    "    store(out + pid * 4 + 3, steps);\n"
+    "}\n";
+
+static void loops_reference(int pid, int n, int32_t r[4]) {
+  int lim = 10 + pid * 7, i = 0, s = 0, t = 0, steps = 0, vmax = 0;
+  while (i < n) {
+    i += 1;
+    if (i % 3 == 0) continue;
+    s += i;
+    if (s > lim) break;
+  }
+  for (int j = 0; j < n + pid; j++) {
+    if (j % 2 == 1) continue;
+    if (j == 5 + pid) break;
+    t += j;
+  }
+  while (vmax < pid) vmax += 2, steps++;
+  r[0] = i, r[1] = s, r[2] = t, r[3] = steps;
+}
+
+static void test_while_break_continue(void **state) {
+  (void)state;
+  enum { P = 6, N = 12 };
+  tk_module *m;
+  tk_kernel *k = compile(LOOPS, NULL, "loops", &m);
+  int32_t out[P * 4];
+  tk_devptr d = upload(NULL, sizeof out);
+  tk_arg args[] = {tk_arg_ptr(d), tk_arg_i32(N)};
+  ok(tk_launch(k, (tk_grid){P, 1, 1}, NULL, args, 2));
+  ok(tk_memcpy_dtoh(ctx, out, d, sizeof out));
+  for (int p = 0; p < P; p++) {
+    int32_t want[4];
+    loops_reference(p, N, want);
+    for (int q = 0; q < 4; q++)
+      if (out[p * 4 + q] != want[q]) fail_msg("program %d, value %d: %d, want %d", p, q, out[p * 4 + q], want[q]);
+  }
+  tk_free(ctx, d);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -294,6 +366,7 @@ int main(void) {
       cmocka_unit_test(test_dtype_param_bad_define),
       cmocka_unit_test(test_tuple_online_softmax),
       cmocka_unit_test(test_early_exit),
+      cmocka_unit_test(test_while_break_continue),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
