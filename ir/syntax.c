@@ -37,6 +37,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax axis2 = {IR_MOD_NONE, 1, {{"axis", IR_SLOT_ATTR2}}};
   static const ir_syntax range = {IR_MOD_NONE, 2, {{"start", IR_SLOT_ATTR}, {"end", IR_SLOT_ATTR2}}};
   static const ir_syntax perm = {IR_MOD_NONE, 1, {{"perm", IR_SLOT_INTS}}};
+  static const ir_syntax start = {IR_MOD_NONE, 1, {{"start", IR_SLOT_INTS}}};
   static const ir_syntax cmp = {IR_MOD_CMP, 0, {{0}}};
   static const ir_syntax reduce = {IR_MOD_REDUCE, 1, {{"axis", IR_SLOT_ATTR2}}};
   static const ir_syntax atomic = {IR_MOD_ATOMIC, 0, {{0}}};
@@ -55,6 +56,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_ARANGE: return &range;
   case IR_EXPAND_DIMS: return &axis2;
   case IR_TRANS: return &perm;
+  case IR_SLICE: return &start;
   case IR_CMP: return &cmp;
   case IR_REDUCE:
   case IR_ARGREDUCE:

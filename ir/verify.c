@@ -270,6 +270,13 @@ static void check_shape_op(verifier *v, const ir_op *op) {
   case IR_CONVERT_LAYOUT:
     if (!same_shape(a, r)) ir_verr(v, op, "shape changes (%s to %s)", ir_vts(v, a), ir_vts(v, r));
     return;
+  case IR_SLICE: {
+    bool good = op->ints && op->nints == a->rank && r->rank == a->rank;
+    for (int i = 0; good && i < a->rank; i++)
+      good = op->ints[i] >= 0 && r->shape[i] >= 1 && op->ints[i] + r->shape[i] <= a->shape[i];
+    if (!good) ir_verr(v, op, "%s is not a part of %s at the given starts", ir_vts(v, r), ir_vts(v, a));
+    return;
+  }
   default: SU_UNREACHABLE();
   }
 }
@@ -348,7 +355,7 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
     if (!good) ir_verr(v, op, "range [%lld, %lld) does not give %s", (long long)op->attr, (long long)op->attr2, ir_vts(v, r));
     return;
   }
-  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS:
+  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE:
   case IR_CONVERT_LAYOUT:
     check_shape_op(v, op);
     return;

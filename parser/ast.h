@@ -35,7 +35,7 @@ typedef enum {
   AST_CALL,     /* name, targs (types, may be empty), args (AST_ARG) */
   AST_ARG,      /* name (NULL if positional), lhs = value */
   AST_INDEX,    /* lhs = base, args = items (AST_SLICE / AST_NONE) */
-  AST_SLICE,    /* ':' in an index */
+  AST_SLICE,    /* ':' in an index; 'a:b': lhs = a, rhs = b (either may be NULL) */
   AST_NONE,     /* 'None' in an index */
   AST_CAST,     /* lhs as type */
   AST_ERROR,    /* stands in for a construct the parser reported (a field of a value):

@@ -437,9 +437,15 @@ index_items:
 | index_items "," index_item  { $$ = append(ps, $1, $3); }
 ;
 
+/* ':' keeps an axis, 'a:b' (either bound may be left out) keeps part of it, 'None'
+ * inserts one; an expression alone is parsed so that the checker can say what to write. */
 index_item:
-  ":"       { $$ = leaf(ps, AST_SLICE, @1); }
-| "None"    { $$ = leaf(ps, AST_NONE, @1); }
+  ":"            { $$ = leaf(ps, AST_SLICE, @1); }
+| expr ":" expr  { $$ = ps_node(ps, AST_SLICE, @$); $$->lhs = $1; $$->rhs = $3; $$ = ps_done(ps, $$); }
+| ":" expr       { $$ = ps_node(ps, AST_SLICE, @$); $$->rhs = $2; $$ = ps_done(ps, $$); }
+| expr ":"       { $$ = ps_node(ps, AST_SLICE, @$); $$->lhs = $1; $$ = ps_done(ps, $$); }
+| "None"         { $$ = leaf(ps, AST_NONE, @1); }
+| expr
 ;
 
 /* A type keyword as a primary is no value: the checker reports it ('f16' is a type), and

@@ -119,6 +119,20 @@ static const char LOOPS[] =
     "    store(out + pid * 4 + 3, steps);\n"
     "}\n";
 
+static const char SLICES[] =
+    "kernel slices(x: *f32, y: *f32) {\n"
+    "    let r = arange(0, 16);\n"
+    "    let t = load(x + r[:, None] * 64 + arange(0, 64)[None, :]);\n"
+    "    let a = t[:, 0:32];\n"
+    "    let b = t[8:16, 32:];\n"
+    "    let w = t[4:8, 16:48][None, :, :];\n"
+    "    let p = permute(reshape(t[0:2, 0:8], 2, 2, 4), 2, 0, 1);\n"
+    "    store(y + r[:, None] * 32 + arange(0, 32)[None, :], a);\n"
+    "    store(y + 512 + arange(0, 8)[:, None] * 32 + arange(0, 32)[None, :], b);\n"
+    "    store(y + 768 + arange(0, 4)[:, None] * 32 + arange(0, 32)[None, :], reshape(w, 4, 32));\n"
+    "    store(y + 896 + reshape(arange(0, 16), 4, 2, 2), p);\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -134,6 +148,8 @@ static const lc_case CASES[] = {
      1, 1, {20, 6}, 2, 9, 0},
     {"while_break_continue", "loops", LOOPS, {NULL}, {{0}}, {BUF(TK_I32, 4 * 40)}, 0, 1, {12}, 1,
      40, 0},
+    {"slices_permute", "slices", SLICES, {NULL}, {BUF(TK_F32, 16 * 64)}, {BUF(TK_F32, 912)}, 1, 1,
+     {0}, 0, 1, 0},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 

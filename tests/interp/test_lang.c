@@ -357,6 +357,52 @@ static void test_while_break_continue(void **state) {
   tk_module_destroy(m);
 }
 
+/* ---- tile slicing and permute ----------------------------------------------------------- */
+
+/* From a 16 x 64 tile: its left half, the lower right quarter, a 4 x 32 window from (4, 16)
+ * and a permute of a 3-D view; out holds them one after the other, row-major. */
+static const char SLICES[] =
+    "kernel slices(x: *f32, y: *f32) {\n"
+    "    let r = arange(0, 16);\n"
+    "    let t = load(x + r[:, None] * 64 + arange(0, 64)[None, :]);\n"
+    "    let a = t[:, 0:32];\n"
+    "    let b = t[8:16, 32:];\n"
+    "    let w = t[4:8, 16:48][None, :, :];\n"
+    "    let p = permute(reshape(t[0:2, 0:8], 2, 2, 4), 2, 0, 1);\n"
+    "    store(y + r[:, None] * 32 + arange(0, 32)[None, :], a);\n"
+    "    store(y + 512 + arange(0, 8)[:, None] * 32 + arange(0, 32)[None, :], b);\n"
+    "    store(y + 768 + arange(0, 4)[:, None] * 32 + arange(0, 32)[None, :], reshape(w, 4, 32));\n"
+    "    store(y + 896 + reshape(arange(0, 16), 4, 2, 2), p);\n"
+    "}\n";
+
+static void test_slices_and_permute(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(SLICES, NULL, "slices", &m);
+  float x[16 * 64], y[912];
+  for (int i = 0; i < 16 * 64; i++) x[i] = (float)i;
+  tk_devptr dx = upload(x, sizeof x), dy = upload(NULL, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dy)};
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 2));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 32; j++) assert_true(y[i * 32 + j] == x[i * 64 + j]);
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 32; j++) assert_true(y[512 + i * 32 + j] == x[(8 + i) * 64 + 32 + j]);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 32; j++) assert_true(y[768 + i * 32 + j] == x[(4 + i) * 64 + 16 + j]);
+  /* p[c][a][b] = v[a][b][c] with v = reshape(t[0:2, 0:8], 2, 2, 4): v[a][b][c] = t[a][b*4+c] */
+  for (int c2 = 0; c2 < 4; c2++)
+    for (int a = 0; a < 2; a++)
+      for (int b = 0; b < 2; b++) {
+        float got = y[896 + c2 * 4 + a * 2 + b], want = x[a * 64 + b * 4 + c2];
+        if (got != want) fail_msg("p[%d][%d][%d] = %g, want %g", c2, a, b, got, want);
+      }
+  tk_free(ctx, dx);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -367,6 +413,7 @@ int main(void) {
       cmocka_unit_test(test_tuple_online_softmax),
       cmocka_unit_test(test_early_exit),
       cmocka_unit_test(test_while_break_continue),
+      cmocka_unit_test(test_slices_and_permute),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
