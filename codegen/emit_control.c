@@ -55,6 +55,7 @@ static void emit_for(cg_ctx *c, const ir_op *op) {
   } else {
     go = LLVMBuildICmp(c->b, LLVMIntULT, iv, ub, "");
   }
+  if (op->attr == 1) go = LLVMBuildAnd(c->b, go, phis[1].v[0], ""); /* {while = 1} */
   LLVMBuildCondBr(c->b, go, loop, exit);
 
   LLVMPositionBuilderAtEnd(c->b, loop);

@@ -39,7 +39,7 @@ void cg_emit_value_op(cg_ctx *c, const ir_op *op) {
     return;
   }
   case IR_BROADCAST: case IR_RESHAPE: case IR_CONVERT_LAYOUT: case IR_EXPAND_DIMS:
-  case IR_TRANS:
+  case IR_TRANS: case IR_SLICE:
     cg_emit_shape_op(c, op);
     return;
   default: SU_UNREACHABLE();

@@ -15,13 +15,14 @@ typedef struct {
   int srank;
   int sshape[IR_MAX_RANK];
   int from[IR_MAX_RANK];
+  int off[IR_MAX_RANK]; /* added to the operand coordinate (slice) */
 } index_map;
 
 static int64_t map_at(const index_map *m, const cg_layout *to, int t, int j) {
   if (m->linear) return cg_layout_elem_at(to, t, j, NULL);
   int64_t idx = 0;
   for (int s = 0; s < m->srank; s++) {
-    int x = m->from[s] < 0 ? 0 : cg_layout_coord_at(to, t, j, m->from[s], NULL);
+    int x = (m->from[s] < 0 ? 0 : cg_layout_coord_at(to, t, j, m->from[s], NULL)) + m->off[s];
     idx = idx * m->sshape[s] + x;
   }
   return idx;
@@ -33,6 +34,7 @@ static LLVMValueRef map_value(cg_ctx *c, const index_map *m, const cg_layout *to
   for (int s = 0; s < m->srank; s++) {
     idx = LLVMBuildMul(c->b, idx, cg_i32(c, m->sshape[s]), "");
     if (m->from[s] >= 0) idx = LLVMBuildAdd(c->b, idx, cg_layout_coord(c, to, j, m->from[s]), "");
+    if (m->off[s]) idx = LLVMBuildAdd(c->b, idx, cg_i32(c, m->off[s]), "");
   }
   return idx;
 }
@@ -121,6 +123,9 @@ void cg_emit_shape_op(cg_ctx *c, const ir_op *op) {
     break;
   case IR_TRANS:
     for (int i = 0; i < rt->rank; i++) m.from[op->ints[i]] = i;
+    break;
+  case IR_SLICE:
+    for (int s = 0; s < st->rank; s++) m.from[s] = s, m.off[s] = op->ints[s];
     break;
   default: SU_UNREACHABLE();
   }

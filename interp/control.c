@@ -39,7 +39,9 @@ static bool run_for(ip_exec *x, const ip_inst *in) {
   int flip = 0;
   /* The induction variable runs in int64 and wraps to its type only when read, so a
    * bound near the type's limit cannot make the loop run forever. */
+  bool flagged = op->attr == 1; /* {while = 1}: carried value 0 must stay true */
   for (int64_t iv = lb; step > 0 ? iv < ub : iv > ub; iv += step) {
+    if (flagged && !carried[0].e[0].u) break;
     ip_mark mark = ip_scratch_mark(x->scratch);
     ip_val ivv = ip_val_new(x, op->operands[0]->type);
     ivv.e[0] = ip_int(ivt, (uint64_t)iv);
@@ -71,7 +73,7 @@ static bool run_if(ip_exec *x, const ip_inst *in) {
 static bool run_inst(ip_exec *x, const ip_inst *in) {
   switch (in->op->opc) {
   case IR_CONST: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS: case IR_ARANGE:
-  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS:
+  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE:
   case IR_CONVERT_LAYOUT:
     return ip_run_shape(x, in);
   case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:

@@ -108,6 +108,20 @@ bool ip_run_shape(ip_exec *x, const ip_inst *in) {
     gather(*r, src, st);
     return true;
   }
+  case IR_SLICE: {
+    /* result element i is source element i + start: the source's strides, from an offset */
+    ip_val src = IP_IN(x, in, 0);
+    int rank = rank_of(t);
+    int64_t st[IR_MAX_RANK] = {0}, off = 0;
+    strides_of(src.type, st);
+    SU_ASSERT(op->nints == rank);
+    for (int d = 0; d < rank; d++) off += st[d] * op->ints[d];
+    ip_val from = src;
+    from.e += off;
+    *r = ip_val_out(x, t);
+    gather(*r, from, st);
+    return true;
+  }
   case IR_EXPAND_DIMS:
   case IR_RESHAPE:
   case IR_CONVERT_LAYOUT:

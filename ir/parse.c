@@ -395,6 +395,13 @@ static void set_const(parser *p, ir_op *op, const irtok *lit) {
 
 static void parse_modifier(parser *p, ir_op *op, ir_modifier mod, irtok *lit) {
   if (mod == IR_MOD_NONE) return;
+  if (mod == IR_MOD_WHILE) {
+    if (p->tok.kind == IRT_IDENT && p->tok.len == 5 && !memcmp(p->tok.text, "while", 5)) {
+      op->attr = 1;
+      next(p);
+    }
+    return;
+  }
   if (mod == IR_MOD_CONST) {
     if (p->tok.kind != IRT_INT && p->tok.kind != IRT_FLOAT)
       fail_at(p, p->tok.loc, "expected a constant value, found %s", describe(&p->tok));

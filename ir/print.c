@@ -86,6 +86,9 @@ static void print_modifier(su_buf *b, const ir_op *op, ir_modifier mod) {
   const char *name = NULL;
   switch (mod) {
   case IR_MOD_NONE: return;
+  case IR_MOD_WHILE:
+    if (op->attr) su_buf_puts(b, op->attr == 1 ? " while" : " while?");
+    return;
   case IR_MOD_CONST:
     su_buf_puts(b, " ");
     print_cval(b, op);

@@ -37,6 +37,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax axis2 = {IR_MOD_NONE, 1, {{"axis", IR_SLOT_ATTR2}}};
   static const ir_syntax range = {IR_MOD_NONE, 2, {{"start", IR_SLOT_ATTR}, {"end", IR_SLOT_ATTR2}}};
   static const ir_syntax perm = {IR_MOD_NONE, 1, {{"perm", IR_SLOT_INTS}}};
+  static const ir_syntax start = {IR_MOD_NONE, 1, {{"start", IR_SLOT_INTS}}};
   static const ir_syntax cmp = {IR_MOD_CMP, 0, {{0}}};
   static const ir_syntax reduce = {IR_MOD_REDUCE, 1, {{"axis", IR_SLOT_ATTR2}}};
   static const ir_syntax atomic = {IR_MOD_ATOMIC, 0, {{0}}};
@@ -47,6 +48,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax bytes = {IR_MOD_NONE, 1, {{"bytes", IR_SLOT_ATTR}}};
   static const ir_syntax pending = {IR_MOD_NONE, 1, {{"pending", IR_SLOT_ATTR}}};
   static const ir_syntax wtrans = {IR_MOD_NONE, 1, {{"trans", IR_SLOT_INTS}}};
+  static const ir_syntax loop = {IR_MOD_WHILE, 0, {{0}}};
   static const ir_syntax wspec = {IR_MOD_NONE, 2, {{"producer_warps", IR_SLOT_ATTR}, {"regs", IR_SLOT_INTS}}};
   switch (op) {
   case IR_CONST: return &konst;
@@ -55,6 +57,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_ARANGE: return &range;
   case IR_EXPAND_DIMS: return &axis2;
   case IR_TRANS: return &perm;
+  case IR_SLICE: return &start;
   case IR_CMP: return &cmp;
   case IR_REDUCE:
   case IR_ARGREDUCE:
@@ -71,6 +74,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_WARP_SPEC: return &wspec;
   case IR_WGMMA: return &wtrans;
   case IR_GRID_SIZE: return &axis;
+  case IR_FOR: return &loop;
   default: return &none;
   }
 }

@@ -11,7 +11,8 @@ typedef enum {
   IR_MOD_CMP,    /* cmp lt ...        (attr: ir_cmp) */
   IR_MOD_REDUCE, /* reduce sum ...    (attr: ir_reduce_kind) */
   IR_MOD_ATOMIC, /* atomic add ...    (attr: ir_atomic_kind) */
-  IR_MOD_CONST   /* const 1.5 : f32   (cval) */
+  IR_MOD_CONST,  /* const 1.5 : f32   (cval) */
+  IR_MOD_WHILE   /* for while %lb ... (attr 1; nothing written for 0) */
 } ir_modifier;
 
 /* Which op field a `{key = value}` attribute fills. */

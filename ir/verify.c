@@ -274,6 +274,13 @@ static void check_shape_op(verifier *v, const ir_op *op) {
   case IR_CONVERT_LAYOUT:
     if (!same_shape(a, r)) ir_verr(v, op, "shape changes (%s to %s)", ir_vts(v, a), ir_vts(v, r));
     return;
+  case IR_SLICE: {
+    bool good = op->ints && op->nints == a->rank && r->rank == a->rank;
+    for (int i = 0; good && i < a->rank; i++)
+      good = op->ints[i] >= 0 && r->shape[i] >= 1 && op->ints[i] + r->shape[i] <= a->shape[i];
+    if (!good) ir_verr(v, op, "%s is not a part of %s at the given starts", ir_vts(v, r), ir_vts(v, a));
+    return;
+  }
   default: SU_UNREACHABLE();
   }
 }
@@ -322,6 +329,9 @@ static void check_control(verifier *v, const ir_op *op) {
       ir_verr(v, op, "carried value %d: initial %s, argument %s and result %s must agree", i,
           ir_vts(v, op->operands[3 + i]->type), ir_vts(v, body->args[1 + i]->type), ir_vts(v, t));
   }
+  if (op->attr != 0 && op->attr != 1) ir_verr(v, op, "while must be 0 or 1, is %lld", (long long)op->attr);
+  if (op->attr == 1 && (op->nresults < 1 || !is_i1(op->results[0]->type) || op->results[0]->type->kind != IR_SCALAR))
+    ir_verr(v, op, "a while loop's first carried value must be a scalar i1");
   check_yield(v, op, body, "body");
 }
 
@@ -349,7 +359,7 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
     if (!good) ir_verr(v, op, "range [%lld, %lld) does not give %s", (long long)op->attr, (long long)op->attr2, ir_vts(v, r));
     return;
   }
-  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS:
+  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE:
   case IR_CONVERT_LAYOUT:
     check_shape_op(v, op);
     return;

@@ -19,10 +19,11 @@ const char *ast_kind_name(ast_kind k) {
       [AST_BINARY] = "binary",   [AST_CALL] = "call",        [AST_ARG] = "arg",
       [AST_INDEX] = "index",     [AST_SLICE] = "slice",      [AST_NONE] = "none",
       [AST_CAST] = "cast",       [AST_ERROR] = "error",      [AST_TYPE] = "type",
-      [AST_PTR_TYPE] = "ptr_type", [AST_TYPE_NAME] = "type_name",
+      [AST_PTR_TYPE] = "ptr_type", [AST_TYPE_NAME] = "type_name", [AST_TUPLE] = "tuple",
       [AST_BLOCK] = "block",     [AST_LET] = "let",          [AST_ASSIGN] = "assign",
       [AST_EXPR_STMT] = "expr_stmt", [AST_FOR] = "for",      [AST_IF] = "if",
-      [AST_RETURN] = "return",   [AST_PARAM] = "param",      [AST_ATTR] = "attr",
+      [AST_RETURN] = "return",   [AST_WHILE] = "while",      [AST_BREAK] = "break",
+      [AST_CONTINUE] = "continue",   [AST_PARAM] = "param",      [AST_ATTR] = "attr",
       [AST_KERNEL] = "kernel",   [AST_FUNC] = "fn",          [AST_CONST] = "const",
   };
   if ((unsigned)k >= sizeof names / sizeof names[0] || !names[k]) return "?";

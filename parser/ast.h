@@ -35,11 +35,12 @@ typedef enum {
   AST_CALL,     /* name, targs (types, may be empty), args (AST_ARG) */
   AST_ARG,      /* name (NULL if positional), lhs = value */
   AST_INDEX,    /* lhs = base, args = items (AST_SLICE / AST_NONE) */
-  AST_SLICE,    /* ':' in an index */
+  AST_SLICE,    /* ':' in an index; 'a:b': lhs = a, rhs = b (either may be NULL) */
   AST_NONE,     /* 'None' in an index */
   AST_CAST,     /* lhs as type */
   AST_ERROR,    /* stands in for a construct the parser reported (a field of a value):
                    no type, and no further message */
+  AST_TUPLE,    /* args = the elements (expressions): `return (a, b);`, `(m, l) = ...` */
   /* types (syntax) */
   AST_TYPE,     /* dtype (a tk_dtype, not TK_PTR); also a type keyword written where a
                    value goes (reported by the checker, or x.to(f16)'s type) */
@@ -47,12 +48,17 @@ typedef enum {
   AST_PTR_TYPE, /* *lhs */
   /* statements */
   AST_BLOCK,    /* stmts */
-  AST_LET,      /* name, type (optional annotation), rhs = init; ival 1 for 'var' */
-  AST_ASSIGN,   /* name, op (TOK_ASSIGN or TOK_PLUS_ASSIGN ...), rhs */
+  AST_LET,      /* name, type (optional annotation), rhs = init; ival 1 for 'var';
+                   `let (a, b) = e`: name NULL, params = the names (AST_PARAM) */
+  AST_ASSIGN,   /* name, op (TOK_ASSIGN or TOK_PLUS_ASSIGN ...), rhs; `(a, b) = e`: name
+                   NULL, args = the targets (AST_NAME), op TOK_ASSIGN */
   AST_EXPR_STMT,/* lhs */
   AST_FOR,      /* name = induction variable, lhs = iterator call (range/static_range), body */
   AST_IF,       /* cond = lhs, body = then block, els = else block or nested AST_IF (or NULL) */
-  AST_RETURN,   /* lhs (may be NULL) */
+  AST_WHILE,    /* lhs = condition, body */
+  AST_BREAK,
+  AST_CONTINUE,
+  AST_RETURN,   /* lhs (may be NULL); ival 1: a kernel's early exit (set by the checker) */
   /* declarations */
   AST_PARAM,    /* name, type (NULL for an untyped helper parameter), rhs = default (constexpr) */
   AST_ATTR,     /* name, rhs = value: a launch attribute in @launch(...) */

@@ -53,7 +53,7 @@ static void print_fields(FILE *out, const ast_node *n) {
   case AST_STRING: fputc(' ', out); print_string(out, n->str ? n->str : ""); break;
   case AST_UNARY: case AST_BINARY: fprintf(out, " %s", lex_kind_name(n->op)); break;
   case AST_TYPE: case AST_PTR_TYPE: case AST_TYPE_NAME: fputc(' ', out); print_type_text(out, n); break;
-  case AST_ASSIGN: fprintf(out, " %s %s", n->name, lex_kind_name(n->op)); break;
+  case AST_ASSIGN: fprintf(out, " %s %s", n->name ? n->name : "()", lex_kind_name(n->op)); break;
   case AST_NAME: case AST_CALL: case AST_ARG: case AST_LET: case AST_FOR: case AST_PARAM:
   case AST_ATTR: case AST_KERNEL: case AST_FUNC: case AST_CONST:
     if (n->name) fprintf(out, " %s%s", n->qual ? n->qual : "", n->name);

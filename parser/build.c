@@ -75,3 +75,20 @@ ast_node *ps_binary(ps_state *ps, int op, ast_node *l, ast_node *r, su_loc loc, 
   n->rhs = r;
   return ps_done(ps, n);
 }
+
+ast_node *ps_tuple_assign(ps_state *ps, ast_node *tuple, ast_node *rhs, su_loc loc) {
+  bool ok = true;
+  for (int i = 0; i < tuple->args.len; i++) {
+    ast_node *t = tuple->args.items[i];
+    if (t->kind != AST_NAME || t->qual) {
+      su_error(ps->d, t->loc, "only names can be assigned in '(a, b) = ...'");
+      ok = false;
+    }
+  }
+  if (!ok) return NULL;
+  ast_node *n = ps_node(ps, AST_ASSIGN, loc);
+  n->op = TOK_ASSIGN;
+  n->args = tuple->args;
+  n->rhs = rhs;
+  return ps_done(ps, n);
+}

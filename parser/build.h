@@ -33,6 +33,10 @@ ast_node *ps_node(ps_state *ps, ast_kind k, su_loc loc);
  * leaf in its place, so the tree stays shallow whatever the input. */
 ast_node *ps_done(ps_state *ps, ast_node *n);
 
+/* `(a, b) = rhs`: an assignment to each name of the tuple, which must all be plain names
+ * (anything else is reported, and NULL returned). */
+ast_node *ps_tuple_assign(ps_state *ps, ast_node *tuple, ast_node *rhs, su_loc loc);
+
 /* Parentheses around e: they add one level of nesting (as in C compilers' bracket
  * limit) but no node. */
 ast_node *ps_paren(ps_state *ps, ast_node *e);
@@ -44,6 +48,10 @@ ast_node *ps_binary(ps_state *ps, int op, ast_node *l, ast_node *r, su_loc loc, 
                     su_loc op_loc);
 
 /* ---- habits.c: Triton's spellings, reported with tk's ---- */
+
+/* Reports a syntax error at the token ps->look (at loc) given the token kinds the
+ * grammar would have accepted there. */
+void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nexpected);
 
 /* recv.name: under a module (tl, triton, libdevice, or a path in one) the qualified name
  * itself (qual set, for the checker to report); `.T` of a value is reported and becomes
@@ -57,11 +65,5 @@ ast_node *ps_method(ps_state *ps, ast_node *recv, const char *name, su_loc name_
 /* recv.name(type): `.to(f16)` is reported and becomes `recv as f16`; another is reported. */
 ast_node *ps_method_type(ps_state *ps, ast_node *recv, const char *name, su_loc name_loc,
                          ast_node *type, su_loc loc);
-/* Reports `while`, `break` or `continue` (kw is its lex_kind) at loc, with what to write. */
-void ps_no_loop_control(ps_state *ps, int kw, su_loc loc);
-
-/* Reports a syntax error at the token ps->look (at loc) given the token kinds the
- * grammar would have accepted there. */
-void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nexpected);
 
 #endif

@@ -110,21 +110,3 @@ ast_node *ps_method_type(ps_state *ps, ast_node *recv, const char *name, su_loc 
   su_note(ps->d, name_loc, "builtins take the value as an argument (docs/language.md §6)");
   return error_node(ps, loc);
 }
-
-void ps_no_loop_control(ps_state *ps, int kw, su_loc loc) {
-  switch (kw) {
-  case TOK_WHILE:
-    su_error(ps->d, loc, "tk has no 'while' loop yet");
-    su_note(ps->d, loc, "bound the loop, 'for i in range(0, n) { ... }', and put its work under "
-                        "'if !done { ... }' with a 'var done' it sets to stop early");
-    return;
-  case TOK_BREAK:
-    su_error(ps->d, loc, "tk has no 'break': a 'for' loop runs to its bound");
-    su_note(ps->d, loc, "set a 'var' ('done = true;') and put the rest of the body under "
-                        "'if !done { ... }'");
-    return;
-  default:
-    su_error(ps->d, loc, "tk has no 'continue'");
-    su_note(ps->d, loc, "put the rest of the body under 'if !cond { ... }'");
-  }
-}

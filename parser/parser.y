@@ -114,8 +114,9 @@ static ast_list append(ps_state *ps, ast_list l, ast_node *n) {
 
 %type <node> decl kernel func const_decl cparam kparam fparam attr type ptr_type ret_opt type_ann_opt
 %type <node> block stmt if_stmt expr unary power postfix primary call arg index_item cdefault literal
+%type <node> tuple
 %type <list> attrs_opt attr_list cparams_opt cparam_list kparams_opt kparam_list fparams_opt
-%type <list> fparam_list stmts args_opt args type_list index_items
+%type <list> fparam_list stmts args_opt args type_list index_items exprs names
 %type <ival> assign_op
 
 %initial-action { @$ = (su_loc){ps->src, 0, 0, 1, 1}; }
@@ -304,6 +305,20 @@ stmt:
     $$->rhs = $5;
     $$ = ps_done(ps, $$);
   }
+| "let" "(" names ")" "=" expr ";" {
+    $$ = ps_node(ps, AST_LET, @$);
+    $$->params = $3;
+    $$->rhs = $6;
+    $$ = ps_done(ps, $$);
+  }
+| "var" "(" names ")" "=" expr ";" {
+    $$ = ps_node(ps, AST_LET, @$);
+    $$->ival = 1;
+    $$->params = $3;
+    $$->rhs = $6;
+    $$ = ps_done(ps, $$);
+  }
+| tuple "=" expr ";" { $$ = ps_tuple_assign(ps, $1, $3, @$); }
 | T_IDENT assign_op expr ";" {
     $$ = named(ps, AST_ASSIGN, $1, @1, @$);
     $$->op = (int)$2;
@@ -318,14 +333,25 @@ stmt:
     $$ = ps_done(ps, $$);
   }
 | if_stmt
-| "while" expr block  { ps_no_loop_control(ps, TOK_WHILE, @1); $$ = NULL; }
-| "break" ";"         { ps_no_loop_control(ps, TOK_BREAK, @1); $$ = NULL; }
-| "continue" ";"      { ps_no_loop_control(ps, TOK_CONTINUE, @1); $$ = NULL; }
+| "while" expr block  {
+    $$ = ps_node(ps, AST_WHILE, @$);
+    $$->lhs = $2;
+    $$->body = $3;
+    $$ = ps_done(ps, $$);
+  }
+| "break" ";"         { $$ = ps_node(ps, AST_BREAK, @$); $$ = ps_done(ps, $$); }
+| "continue" ";"      { $$ = ps_node(ps, AST_CONTINUE, @$); $$ = ps_done(ps, $$); }
 | "return" ";"       { $$ = ps_node(ps, AST_RETURN, @$); $$ = ps_done(ps, $$); }
 | "return" expr ";"  { $$ = ps_node(ps, AST_RETURN, @$); $$->lhs = $2; $$ = ps_done(ps, $$); }
 | block
 | error ";"          { yyerrok; $$ = NULL; }
 | error block        { yyerrok; $$ = NULL; } /* a bad header: if {, for i in x { */
+;
+
+/* The names a `let (a, b) = ...` declares: AST_PARAM nodes (name and where it is). */
+names:
+  T_IDENT            { $$ = list1(ps, ps_done(ps, named(ps, AST_PARAM, $1, @1, @1))); }
+| names "," T_IDENT  { $$ = append(ps, $1, ps_done(ps, named(ps, AST_PARAM, $3, @3, @3))); }
 ;
 
 assign_op:
@@ -411,9 +437,15 @@ index_items:
 | index_items "," index_item  { $$ = append(ps, $1, $3); }
 ;
 
+/* ':' keeps an axis, 'a:b' (either bound may be left out) keeps part of it, 'None'
+ * inserts one; an expression alone is parsed so that the checker can say what to write. */
 index_item:
-  ":"       { $$ = leaf(ps, AST_SLICE, @1); }
-| "None"    { $$ = leaf(ps, AST_NONE, @1); }
+  ":"            { $$ = leaf(ps, AST_SLICE, @1); }
+| expr ":" expr  { $$ = ps_node(ps, AST_SLICE, @$); $$->lhs = $1; $$->rhs = $3; $$ = ps_done(ps, $$); }
+| ":" expr       { $$ = ps_node(ps, AST_SLICE, @$); $$->rhs = $2; $$ = ps_done(ps, $$); }
+| expr ":"       { $$ = ps_node(ps, AST_SLICE, @$); $$->lhs = $1; $$ = ps_done(ps, $$); }
+| "None"         { $$ = leaf(ps, AST_NONE, @1); }
+| expr
 ;
 
 /* A type keyword as a primary is no value: the checker reports it ('f16' is a type), and
@@ -424,6 +456,22 @@ primary:
 | T_TYPE        { $$ = leaf(ps, AST_TYPE, @1); $$->dtype = (tk_dtype)$1; }
 | call
 | "(" expr ")"  { $$ = ps_paren(ps, $2); }
+| tuple
+;
+
+/* (a, b, ...): what a helper returns several values as, and what `(m, l) = ...` assigns. */
+tuple:
+  "(" expr "," exprs ")"  {
+    $$ = ps_node(ps, AST_TUPLE, @$);
+    $$->args = list1(ps, $2);
+    for (int i = 0; i < $4.len; i++) $$->args = append(ps, $$->args, $4.items[i]);
+    $$ = ps_done(ps, $$);
+  }
+;
+
+exprs:
+  expr            { $$ = list1(ps, $1); }
+| exprs "," expr  { $$ = append(ps, $1, $3); }
 ;
 
 literal:

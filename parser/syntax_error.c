@@ -112,6 +112,11 @@ void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nex
         !(star && expected[i] == TOK_STARSTAR))
       rest[nrest++] = expected[i];
 
+  /* after 'let': a name, or the '(' of `let (a, b) = ...`, which is not what a mistake
+   * there is about */
+  if (nrest == 2 && contains(rest, nrest, TOK_IDENT) && contains(rest, nrest, TOK_LPAREN))
+    nrest = 1, rest[0] = TOK_IDENT;
+
   su_buf tok = {0}, msg = {0};
   describe(&tok, ps);
   if (contains(expected, nexpected, TOK_LET)) {

@@ -44,6 +44,12 @@ static ir_op *yield_of(ir_block *b) {
 static void mark_control(dce_ctx *c, ir_op *op) {
   int n = op->opc == IR_FOR ? 3 : op->opc == IR_IF ? 1 : 0;
   for (int i = 0; i < n; i++) mark(c, op->operands[i]);
+  if (op->opc == IR_FOR && op->attr == 1) { /* {while = 1}: the flag decides too */
+    mark(c, op->results[0]);
+    mark(c, op->operands[3]);
+    mark(c, op->regions[0]->args[1]);
+    mark(c, yield_of(op->regions[0])->operands[0]);
+  }
 }
 
 static void mark_live_op(dce_ctx *c, ir_op *op) {

@@ -111,7 +111,7 @@ static ir_op *build_if(ir_builder *b, ir_value *cond, ir_builder *then) {
 static void overlap(lower *l, ir_op *wg, ir_op *wait) {
   ir_block *body = wg->parent;
   ir_op *L = body->parent;
-  if (!L || L->opc != IR_FOR) return;
+  if (!L || L->opc != IR_FOR || L->attr) return;
   ir_value *acc = wg->operands[wg->noperands - 1];
   if (acc->def || acc->owner != body || acc->index == 0 || count_uses(body, acc) != 1) return;
   int j = acc->index - 1;

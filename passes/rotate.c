@@ -280,7 +280,8 @@ typedef struct {
 
 static void find(ir_op *op, void *arg) {
   finder *fd = arg;
-  if (op->opc == IR_FOR && fd->n < 64) fd->loops[fd->n++] = op;
+  /* not a while loop (attr 1): its first iteration may not run */
+  if (op->opc == IR_FOR && !op->attr && fd->n < 64) fd->loops[fd->n++] = op;
 }
 
 bool pass_rotate(ir_module *m, ir_func *f) {

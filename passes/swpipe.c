@@ -313,7 +313,8 @@ typedef struct {
 
 static void find_loops(ir_op *op, void *arg) {
   finder *fd = arg;
-  if (op->opc == IR_FOR && fd->n < 64) fd->found[fd->n++] = op;
+  /* a while loop (attr 1) has no trip count to run ahead of */
+  if (op->opc == IR_FOR && !op->attr && fd->n < 64) fd->found[fd->n++] = op;
 }
 
 /* The load behind a dot operand: the operand itself, or what a transpose used by the dot

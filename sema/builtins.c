@@ -67,6 +67,7 @@ static const sema_builtin builtins[] = {
   {"dot", B_DOT, 2, 3, {"a", "b", "acc"}, false, 0},
   {"reshape", B_RESHAPE, 2, V, {0}, false, 0},
   {"trans", B_TRANS, 1, V, {0}, false, 0},
+  {"permute", B_TRANS, 2, V, {0}, false, 0}, /* Triton's name for trans with a permutation */
   {"broadcast_to", B_BROADCAST_TO, 2, V, {0}, false, 0},
   {"expand_dims", B_EXPAND_DIMS, 2, 2, {"x", "axis"}, false, 0},
   {"cdiv", B_CDIV, 2, 2, {"a", "b"}, false, IR_CDIV},

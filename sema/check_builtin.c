@@ -237,16 +237,17 @@ static const ir_type *check_shape_op(sema_ctx *c, ast_node *e, sema_call *cl) {
       perm[0] = 1, perm[1] = 0;
     } else {
       if (cl->argc - 1 != r) {
-        su_error(c->d, e->loc, "permutation of 'trans' must list each of the %d axes of %s once",
-                 r, tstr(c, t));
+        su_error(c->d, e->loc, "permutation of '%s' must list each of the %d axes of %s once",
+                 e->name, r, tstr(c, t));
         return NULL;
       }
       for (int i = 0; i < r; i++) {
         int64_t v;
-        if (!sema_const_int(c, cl->argv[i + 1], "axis of 'trans'", &v)) return NULL;
+        if (!sema_const_int(c, cl->argv[i + 1], su_fmt(c->a, "axis of '%s'", e->name), &v)) return NULL;
         if (v < 0 || v >= r || seen[v]) {
           su_error(c->d, cl->argv[i + 1]->loc,
-                   "permutation of 'trans' must list each of the %d axes of %s once", r, tstr(c, t));
+                   "permutation of '%s' must list each of the %d axes of %s once", e->name, r,
+                   tstr(c, t));
           return NULL;
         }
         seen[v] = true;

@@ -194,17 +194,25 @@ const ir_type *sema_instantiate(sema_ctx *c, ast_node *e, sema_sym *fn, sema_cal
   c->inst_depth++;
   c->scope = c->global;
   c->flow = NULL;
+  c->loop = NULL; /* a helper's break would leave the caller's loop */
   c->func = inst;
   c->in_helper = true;
   c->ret_type = SEMA_VOID; /* until a `return e;` says otherwise */
+  c->ret_elems = NULL;
+  c->nret = 0;
   ast_node *body = inst->body;
   c->ret_stmt = body && body->stmts.len ? body->stmts.items[body->stmts.len - 1] : NULL;
   check_instance(c, inst, e, cl);
   const ir_type *rt = c->ret_type;
+  const ir_type **elems = c->ret_elems;
+  int nret = c->nret;
+  c->ret_elems = save.ret_elems;
+  c->nret = save.nret;
   c->inst = save.inst;
   c->inst_depth = save.inst_depth;
   c->scope = save.scope;
   c->flow = save.flow;
+  c->loop = save.loop;
   c->func = save.func;
   c->in_helper = save.in_helper;
   c->ret_type = save.ret_type;
@@ -217,6 +225,16 @@ const ir_type *sema_instantiate(sema_ctx *c, ast_node *e, sema_sym *fn, sema_cal
       return NULL;
     }
     return SEMA_VOID;
+  }
+  if (rt == SEMA_TUPLE) {
+    if (fn->decl->type) {
+      su_error(c->d, e->loc, "helper '%s' is declared to return one value but returns %d",
+               e->name, nret);
+      return NULL;
+    }
+    cl->rets = elems;
+    cl->nrets = nret;
+    return SEMA_TUPLE;
   }
   inst->sema_type = rt;
   /* a helper that is a single `return <constant>` is itself a constant */

@@ -309,6 +309,21 @@ static void check_attrs(sema_ctx *c, ast_node *k, sema_kernel *info) {
   }
 }
 
+/* The early exits of a kernel: `return;` as the last statement of a branch of an `if`
+ * (or of an else-if chain) at the kernel's top level, the Triton idiom
+ * `if pid >= n: return`. They are marked (ival 1) for check_return, and the lowering
+ * puts the statements after such an `if` into the branches that do not return. */
+static void mark_exits(ast_node *s) {
+  if (!s || s->kind != AST_IF) return;
+  ast_node *arms[2] = {s->body, s->els};
+  for (int i = 0; i < 2; i++) {
+    ast_node *b = arms[i];
+    if (b && b->kind == AST_IF) mark_exits(b);
+    else if (b && b->kind == AST_BLOCK && b->stmts.len && b->stmts.items[b->stmts.len - 1]->kind == AST_RETURN)
+      b->stmts.items[b->stmts.len - 1]->ival = 1;
+  }
+}
+
 static void check_kernel(sema_ctx *c, ast_node *k) {
   sema_kernel *info = SU_NEW(c->a, sema_kernel);
   info->warps = TG_DEFAULT_WARPS;
@@ -321,6 +336,7 @@ static void check_kernel(sema_ctx *c, ast_node *k) {
   c->func = k;
   c->in_helper = false;
   c->ret_stmt = NULL;
+  for (int i = 0; k->body && i < k->body->stmts.len; i++) mark_exits(k->body->stmts.items[i]);
   sema_check_body(c, k->body);
   sema_scope_pop(c);
 }

@@ -271,7 +271,10 @@ static const ir_type *check_index(sema_ctx *c, ast_node *e) {
     ast_node *it = e->args.items[i];
     if (it->kind == AST_SLICE) nslice++;
     else if (it->kind != AST_NONE) {
-      su_error(c->d, it->loc, "only ':' and 'None' may appear in an index");
+      su_error(c->d, it->loc, "a tile is not indexed by a number: only ':', 'a:b' and 'None' "
+                              "may appear in an index");
+      su_note(c->d, it->loc, "'x[i:i + 1]' keeps one element of an axis (i a compile-time "
+                             "integer), and 'reshape' drops the axis");
       return NULL;
     }
   }
@@ -284,9 +287,34 @@ static const ir_type *check_index(sema_ctx *c, ast_node *e) {
     su_error(c->d, e->loc, "a tile has at most %d dimensions", IR_MAX_RANK);
     return NULL;
   }
-  for (int i = 0; i < e->args.len; i++)
-    shape[rank++] = e->args.items[i]->kind == AST_SLICE ? t->shape[in++] : 1;
-  return sema_with_shape(c, t, rank, shape);
+  bool ok = true;
+  for (int i = 0; i < e->args.len; i++) {
+    ast_node *it = e->args.items[i];
+    if (it->kind != AST_SLICE) {
+      shape[rank++] = 1;
+      continue;
+    }
+    int dim = t->shape[in++];
+    int64_t b[2] = {0, dim};
+    ast_node *ends[2] = {it->lhs, it->rhs};
+    for (int k = 0; k < 2; k++)
+      if (ends[k] && !sema_const_int(c, ends[k], "a slice bound", &b[k])) ok = false;
+    if (!ok) continue;
+    if (b[0] < 0 || b[1] > dim || b[0] >= b[1]) {
+      su_error(c->d, it->loc, "slice %lld:%lld is out of range for axis %d of %s (size %d)",
+               (long long)b[0], (long long)b[1], in - 1, tstr(c, t), dim);
+      ok = false;
+      continue;
+    }
+    if (!sema_is_pow2(b[1] - b[0])) {
+      su_error(c->d, it->loc, "slice %lld:%lld has %lld elements; a tile's dimensions are powers of two",
+               (long long)b[0], (long long)b[1], (long long)(b[1] - b[0]));
+      ok = false;
+      continue;
+    }
+    shape[rank++] = (int)(b[1] - b[0]);
+  }
+  return ok ? sema_with_shape(c, t, rank, shape) : NULL;
 }
 
 const ir_type *sema_check_expr(sema_ctx *c, ast_node *e) {
@@ -305,6 +333,12 @@ const ir_type *sema_check_expr(sema_ctx *c, ast_node *e) {
   case AST_INDEX: t = check_index(c, e); break;
   case AST_CALL: t = sema_check_call(c, e); break;
   case AST_ERROR: t = NULL; break; /* the parser has reported it */
+  case AST_TUPLE: {
+    bool ok = true;
+    for (int i = 0; i < e->args.len; i++) ok &= sema_check_value(c, e->args.items[i]) != NULL;
+    t = ok ? SEMA_TUPLE : NULL;
+    break;
+  }
   case AST_TYPE:
     su_error(c->d, e->loc, "'%s' is a type, not a value", lex_dtype_name(e->dtype));
     su_note(c->d, e->loc, "convert with 'x as %s'; builtins take a type argument: 'zeros<%s>(...)'",
@@ -316,7 +350,7 @@ const ir_type *sema_check_expr(sema_ctx *c, ast_node *e) {
     t = NULL;
     break;
   }
-  e->sema_type = t == SEMA_VOID ? NULL : t;
+  e->sema_type = t == SEMA_VOID || t == SEMA_TUPLE ? NULL : t;
   if (!t) e->sema_is_const = false;
   if (e->sema_type) sema_overflow_track(c, e);
   return t;
@@ -326,6 +360,17 @@ const ir_type *sema_check_value(sema_ctx *c, ast_node *e) {
   const ir_type *t = sema_check_expr(c, e);
   if (t && t == SEMA_VOID) {
     su_error(c->d, e->loc, "'%s' does not return a value", e->name ? e->name : "expression");
+    return NULL;
+  }
+  if (t == SEMA_TUPLE) {
+    int n = 0;
+    sema_tuple_elems(c->a, e, &n);
+    if (e->kind == AST_CALL)
+      su_error(c->d, e->loc, "'%s' returns %d values, not one", e->name, n);
+    else
+      su_error(c->d, e->loc, "a tuple of %d values is not a value", n);
+    su_note(c->d, e->loc, "take the values apart where they are made: 'let (a, b) = ...;' or "
+                          "'(a, b) = ...;'");
     return NULL;
   }
   return t;

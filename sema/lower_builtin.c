@@ -14,21 +14,35 @@ static ir_value *build(sema_lowerer *l, ir_opcode opc, const ir_type *t, int n, 
   return v;
 }
 
-static ir_value *lower_helper(sema_lowerer *l, ast_node *e, sema_call *cl) {
+/* Inlines the helper instance of call e; a helper returning a tuple leaves its values in
+ * outs (cl->nrets of them). */
+static ir_value *lower_helper(sema_lowerer *l, ast_node *e, sema_call *cl, ir_value **outs) {
   ast_node *inst = cl->helper;
   for (int i = 0; i < inst->params.len; i++) {
     sema_sym *s = inst->params.items[i]->sema_ref;
     if (s->kind != SYM_CONST) s->val = sema_lower_as(l, cl->argv[i], s->type);
   }
-  ir_value *save = l->ret;
+  ir_value *save = l->ret, **save_rets = l->rets;
   const ir_type *save_t = l->ret_type;
   l->ret = NULL;
+  l->rets = outs;
   l->ret_type = e->sema_type;
   sema_lower_block(l, inst->body);
   ir_value *r = l->ret;
   l->ret = save;
+  l->rets = save_rets;
   l->ret_type = save_t;
   return r;
+}
+
+void sema_lower_tuple(sema_lowerer *l, ast_node *e, ir_value **out) {
+  if (e->kind == AST_TUPLE) {
+    for (int i = 0; i < e->args.len; i++) out[i] = sema_lower_expr(l, e->args.items[i]);
+    return;
+  }
+  sema_call *cl = e->sema_ref;
+  SU_ASSERT(e->kind == AST_CALL && cl->nrets > 0);
+  lower_helper(l, e, cl, out);
 }
 
 static int axis_of(const ast_node *a, int rank) {
@@ -183,5 +197,11 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
 ir_value *sema_lower_call(sema_lowerer *l, ast_node *e) {
   sema_call *cl = e->sema_ref;
   SU_ASSERT(cl);
-  return cl->builtin ? lower_builtin(l, e, cl) : lower_helper(l, e, cl);
+  if (!cl->builtin && cl->nrets) {
+    /* a tuple-returning helper called as a statement: its values are dropped */
+    ir_value **outs = SU_NEW_ARRAY(l->m->arena, ir_value *, cl->nrets);
+    lower_helper(l, e, cl, outs);
+    return NULL;
+  }
+  return cl->builtin ? lower_builtin(l, e, cl) : lower_helper(l, e, cl, NULL);
 }

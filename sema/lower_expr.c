@@ -104,6 +104,25 @@ static ir_value *lower_index(sema_lowerer *l, ast_node *e) {
   ir_value *v = sema_lower_expr(l, e->lhs);
   sema_lower_at(l, e);
   if (v->type->kind != IR_TILE) return ir_build1(&l->b, IR_SPLAT, e->sema_type, 1, &v);
+  /* the bounded slices first, one slice op over every axis */
+  int starts[IR_MAX_RANK], shape[IR_MAX_RANK], in = 0;
+  bool part = false;
+  for (int i = 0; i < e->args.len; i++) {
+    ast_node *it = e->args.items[i];
+    if (it->kind != AST_SLICE) continue;
+    int dim = v->type->shape[in];
+    int b0 = it->lhs ? (int)it->lhs->sema_const.i : 0, b1 = it->rhs ? (int)it->rhs->sema_const.i : dim;
+    starts[in] = b0;
+    shape[in++] = b1 - b0;
+    part |= b1 - b0 != dim;
+  }
+  if (part) {
+    const ir_type *st = ir_type_tile(l->m, v->type->elem, v->type->rank, shape);
+    ir_value *s = ir_build1(&l->b, IR_SLICE, st, 1, &v);
+    s->def->ints = su_memdup(l->m->arena, starts, sizeof(int) * (size_t)v->type->rank);
+    s->def->nints = v->type->rank;
+    v = s;
+  }
   for (int i = 0; i < e->args.len; i++)
     if (e->args.items[i]->kind == AST_NONE) v = expand_dims(l, v, i);
   return v;

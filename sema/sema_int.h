@@ -108,14 +108,28 @@ typedef struct {
   ast_node **argv;             /* the argument values (not the AST_ARG wrappers) */
   int argc;
   const ir_type *targ;         /* <T>, when given (else the default) */
+  const ir_type **rets;        /* a helper returning a tuple: its element types */
+  int nrets;
 } sema_call;
 
-/* Outer vars assigned inside a runtime for/if. */
+/* Outer vars assigned inside a runtime for/while/if. */
 typedef struct {
   sema_sym **syms;
   int nsyms, cap;
   sema_sym *iv; /* for: the induction variable */
+  /* A loop with break/continue or a while loop: go is the i1 var that keeps the loop
+   * running (carried, syms[0]: the IR loop's {while} flag; NULL when only continue is
+   * used in a for), skip the per-iteration var set by break and continue, under whose
+   * negation the checker put the statements that follow them (NULL without either). */
+  sema_sym *go, *skip;
+  ast_node *again; /* while: `if #go { #go = cond; }`, appended to the body */
 } sema_flow;
+
+/* The runtime loop whose body is being checked, for break and continue. */
+typedef struct sema_loop {
+  struct sema_loop *outer;
+  sema_flow *flow; /* NULL: a static_range loop (unrolled: no break) */
+} sema_loop;
 
 typedef struct {
   int warps, stages;
@@ -144,6 +158,7 @@ typedef struct {
   sema_scope *global;
   sema_scope *scope;
   sema_flow_frame *flow;
+  sema_loop *loop;       /* the innermost loop around the statement checked, or NULL */
   sema_inst *inst;       /* helpers being instantiated, innermost first */
   int inst_depth;
   int64_t work;          /* helper instances and static_range iterations so far */
@@ -154,6 +169,8 @@ typedef struct {
   const ir_type *ret_type; /* a helper instance's result: SEMA_VOID until `return e;`,
                               NULL after an erroneous return */
   ast_node *ret_stmt;      /* the one place a `return` may appear: a helper's last statement */
+  const ir_type **ret_elems; /* ret_type SEMA_TUPLE: the element types */
+  int nret;
 } sema_ctx;
 
 /* ---- scope.c ---------------------------------------------------------------------------- */
@@ -292,6 +309,15 @@ void sema_check_global_const(sema_ctx *c, sema_sym *s);
 /* A sentinel type for calls that yield nothing. Never stored in the AST. */
 extern const ir_type sema_void_type;
 #define SEMA_VOID (&sema_void_type)
+/* The sentinel for a tuple: an AST_TUPLE, or a call of a helper that returns one. Never
+ * stored in the AST (sema_type stays NULL); sema_tuple_elems gives the element types. A
+ * tuple is no value: sema_check_value refuses it, so it appears only where it is taken
+ * apart (`let (a, b) = ...`, `(a, b) = ...`) or returned. */
+extern const ir_type sema_tuple_type;
+#define SEMA_TUPLE (&sema_tuple_type)
+/* The element types of a checked tuple expression e (AST_TUPLE or a tuple-returning helper
+ * call) and their number in *n; NULL if e is no tuple. */
+const ir_type **sema_tuple_elems(su_arena *a, const ast_node *e, int *n);
 
 /* ---- lowering helpers shared by lower*.c ------------------------------------------------ */
 
@@ -299,6 +325,7 @@ typedef struct {
   ir_module *m;
   ir_builder b;
   ir_value *ret;           /* the returned value of the helper instance being inlined */
+  ir_value **rets;         /* or its values, when it returns a tuple */
   const ir_type *ret_type; /* and the type it is converted to */
 } sema_lowerer;
 
@@ -311,6 +338,9 @@ ir_value *sema_lower_as(sema_lowerer *l, ast_node *e, const ir_type *want);
 ir_value *sema_lower_convert(sema_lowerer *l, ir_value *v, const ir_type *want);
 /* Lowers rand / randn / randint (lower_random.c): Philox4x32 as IR ops, as Triton 3.6. */
 ir_value *sema_lower_random(sema_lowerer *l, ast_node *e, sema_call *cl);
+/* Lowers a tuple expression (AST_TUPLE or a tuple-returning helper call) into out, one
+ * value per element. */
+void sema_lower_tuple(sema_lowerer *l, ast_node *e, ir_value **out);
 /* Lowers a call (builtin or helper instance); NULL for calls yielding nothing. */
 ir_value *sema_lower_call(sema_lowerer *l, ast_node *e);
 /* Lowers the statements of a block. */

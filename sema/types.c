@@ -5,6 +5,20 @@
 #include "sema_int.h"
 
 const ir_type sema_void_type = {.kind = IR_SCALAR, .dtype = TK_NDTYPE};
+const ir_type sema_tuple_type = {.kind = IR_SCALAR, .dtype = TK_NDTYPE};
+
+const ir_type **sema_tuple_elems(su_arena *a, const ast_node *e, int *n) {
+  if (e->kind == AST_TUPLE) {
+    const ir_type **ts = SU_NEW_ARRAY(a, const ir_type *, e->args.len);
+    for (int i = 0; i < e->args.len; i++) ts[i] = e->args.items[i]->sema_type;
+    *n = e->args.len;
+    return ts;
+  }
+  const sema_call *cl = e->kind == AST_CALL ? e->sema_ref : NULL;
+  if (!cl || !cl->nrets) return NULL;
+  *n = cl->nrets;
+  return cl->rets;
+}
 
 int sema_rank(const ir_type *t) { return t->kind == IR_TILE ? t->rank : 0; }
 

@@ -189,6 +189,220 @@ static void test_dtype_param_bad_define(void **state) {
   assert_non_null(strstr(tk_last_error(ctx), "got 'half'"));
 }
 
+/* ---- helpers returning several values --------------------------------------------- */
+
+/* The online-softmax step of a row as a helper returning (max, sum of exp), carried
+ * through a runtime loop by a tuple assignment; a second helper forwards the tuple, and
+ * a tuple literal swaps two vars. out[row] = (max, sum exp(x - max), then the swap). */
+static const char ONLINE[] =
+    "fn step(m, l, x) {\n"
+    "    let m2 = maximum(m, max(x, 0));\n"
+    "    return (m2, l * exp(m - m2) + sum(exp(x - m2), 0));\n"
+    "}\n"
+    "fn forward(m, l, x) { return step(m, l, x); }\n"
+    "kernel online<B: i32 = 16>(x: *f32, out: *f32, n: i32) {\n"
+    "    let row = program_id(0);\n"
+    "    var (m, l) = (-inf, 0.0);\n"
+    "    for i in range(0, n, B) {\n"
+    "        let o = i + arange(0, B);\n"
+    "        (m, l) = forward(m, l, load(x + row * n + o, o < n, -inf));\n"
+    "    }\n"
+    "    store(out + row * 4, m);\n"
+    "    store(out + row * 4 + 1, l);\n"
+    "    var a = m;\n"
+    "    var b = l;\n"
+    "    (a, b) = (b, a);\n"
+    "    let (_, c) = (a, b);\n"
+    "    store(out + row * 4 + 2, a);\n"
+    "    store(out + row * 4 + 3, c);\n"
+    "}\n";
+
+static void test_tuple_online_softmax(void **state) {
+  (void)state;
+  enum { ROWS = 3, N = 37 };
+  tk_module *m;
+  tk_kernel *k = compile(ONLINE, NULL, "online", &m);
+  float x[ROWS * N], out[ROWS * 4];
+  for (int i = 0; i < ROWS * N; i++) x[i] = (float)((i * 37) % 23) / 8 - 1.5f;
+  tk_devptr dx = upload(x, sizeof x), dout = upload(NULL, sizeof out);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dout), tk_arg_i32(N)};
+  ok(tk_launch(k, (tk_grid){ROWS, 1, 1}, NULL, args, 3));
+  ok(tk_memcpy_dtoh(ctx, out, dout, sizeof out));
+  for (int r = 0; r < ROWS; r++) {
+    float mx = -INFINITY;
+    for (int j = 0; j < N; j++) mx = fmaxf(mx, x[r * N + j]);
+    double l = 0;
+    for (int j = 0; j < N; j++) l += exp((double)x[r * N + j] - mx);
+    if (out[r * 4] != mx) fail_msg("row %d: max %g, want %g", r, out[r * 4], mx);
+    if (fabs(out[r * 4 + 1] - l) > 1e-5 * l) fail_msg("row %d: sum %g, want %g", r, out[r * 4 + 1], l);
+    assert_true(out[r * 4 + 2] == out[r * 4 + 1]); /* swapped: a = l */
+    assert_true(out[r * 4 + 3] == out[r * 4]);     /* c = b = m */
+  }
+  tk_free(ctx, dx);
+  tk_free(ctx, dout);
+  tk_module_destroy(m);
+}
+
+/* ---- the early exit ------------------------------------------------------------------ */
+
+/* Programs past the last row return at once; row 0 returns after writing a marker; the
+ * others scale their row by a factor an else-if sets. The grid has more programs than
+ * rows, so an exit that did not stop the program would write out of bounds (an error on
+ * the interpreter) or the wrong values. */
+static const char EXIT[] =
+    "kernel rows<B: i32 = 32>(x: *f32, y: *f32, n: i32, nrows: i32) {\n"
+    "    let row = program_id(0);\n"
+    "    if row >= nrows { return; }\n"
+    "    var f = 2.0;\n"
+    "    if row == 0 {\n"
+    "        store(y, -1.0);\n"
+    "        return;\n"
+    "    } else if row == 1 {\n"
+    "        f = 3.0;\n"
+    "    }\n"
+    "    let o = arange(0, B);\n"
+    "    store(y + row * n + o, load(x + row * n + o, o < n) * f, o < n);\n"
+    "}\n";
+
+static void test_early_exit(void **state) {
+  (void)state;
+  enum { ROWS = 5, N = 20 };
+  tk_module *m;
+  tk_kernel *k = compile(EXIT, NULL, "rows", &m);
+  float x[ROWS * N], y[ROWS * N];
+  for (int i = 0; i < ROWS * N; i++) x[i] = (float)i, y[i] = 7;
+  tk_devptr dx = upload(x, sizeof x), dy = upload(y, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i32(N), tk_arg_i32(ROWS)};
+  ok(tk_launch(k, (tk_grid){ROWS + 3, 1, 1}, NULL, args, 4));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int i = 0; i < ROWS * N; i++) {
+    int row = i / N;
+    float want = row == 0 ? (i == 0 ? -1.0f : 7.0f) : x[i] * (row == 1 ? 3.0f : 2.0f);
+    if (y[i] != want) fail_msg("y[%d] = %g, want %g", i, y[i], want);
+  }
+  tk_free(ctx, dx);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
+/* ---- while, break and continue --------------------------------------------------------- */
+
+/* Per program: a while loop that counts i up, skips multiples of 3 (continue) and stops
+ * once the sum passes a bound (break); a for loop that breaks at j == 5 after skipping
+ * odd j; a while loop over a tile condition reduced to a scalar. The bounds vary per
+ * program, so some loops end by their condition and some by break. */
+static const char LOOPS[] =
+    "kernel loops(out: *i32, n: i32) {\n"
+    "    let pid = program_id(0);\n"
+    "    let lim = 10 + pid * 7;\n"
+    "    var i = 0;\n"
+    "    var s = 0;\n"
+    "    while i < n {\n"
+    "        i += 1;\n"
+    "        if i % 3 == 0 { continue; }\n"
+    "        s += i;\n"
+    "        if s > lim { break; }\n"
+    "    }\n"
+    "    var t = 0;\n"
+    "    for j in range(0, n + pid) {\n"
+    "        if j % 2 == 1 { continue; } else if j == 5 + pid { break; }\n"
+    "        t += j;\n"
+    "    }\n"
+    "    var v = arange(0, 16) * 0;\n"
+    "    var steps = 0;\n"
+    "    while max(v, 0) < pid {\n"
+    "        v += arange(0, 16) % 3;\n"
+    "        steps += 1;\n"
+    "    }\n"
+    "    store(out + pid * 4, i);\n"
+    "    store(out + pid * 4 + 1, s);\n"
+    "    store(out + pid * 4 + 2, t);\n"
+    "    store(out + pid * 4 + 3, steps);\n"
+    "}\n";
+
+static void loops_reference(int pid, int n, int32_t r[4]) {
+  int lim = 10 + pid * 7, i = 0, s = 0, t = 0, steps = 0, vmax = 0;
+  while (i < n) {
+    i += 1;
+    if (i % 3 == 0) continue;
+    s += i;
+    if (s > lim) break;
+  }
+  for (int j = 0; j < n + pid; j++) {
+    if (j % 2 == 1) continue;
+    if (j == 5 + pid) break;
+    t += j;
+  }
+  while (vmax < pid) vmax += 2, steps++;
+  r[0] = i, r[1] = s, r[2] = t, r[3] = steps;
+}
+
+static void test_while_break_continue(void **state) {
+  (void)state;
+  enum { P = 6, N = 12 };
+  tk_module *m;
+  tk_kernel *k = compile(LOOPS, NULL, "loops", &m);
+  int32_t out[P * 4];
+  tk_devptr d = upload(NULL, sizeof out);
+  tk_arg args[] = {tk_arg_ptr(d), tk_arg_i32(N)};
+  ok(tk_launch(k, (tk_grid){P, 1, 1}, NULL, args, 2));
+  ok(tk_memcpy_dtoh(ctx, out, d, sizeof out));
+  for (int p = 0; p < P; p++) {
+    int32_t want[4];
+    loops_reference(p, N, want);
+    for (int q = 0; q < 4; q++)
+      if (out[p * 4 + q] != want[q]) fail_msg("program %d, value %d: %d, want %d", p, q, out[p * 4 + q], want[q]);
+  }
+  tk_free(ctx, d);
+  tk_module_destroy(m);
+}
+
+/* ---- tile slicing and permute ----------------------------------------------------------- */
+
+/* From a 16 x 64 tile: its left half, the lower right quarter, a 4 x 32 window from (4, 16)
+ * and a permute of a 3-D view; out holds them one after the other, row-major. */
+static const char SLICES[] =
+    "kernel slices(x: *f32, y: *f32) {\n"
+    "    let r = arange(0, 16);\n"
+    "    let t = load(x + r[:, None] * 64 + arange(0, 64)[None, :]);\n"
+    "    let a = t[:, 0:32];\n"
+    "    let b = t[8:16, 32:];\n"
+    "    let w = t[4:8, 16:48][None, :, :];\n"
+    "    let p = permute(reshape(t[0:2, 0:8], 2, 2, 4), 2, 0, 1);\n"
+    "    store(y + r[:, None] * 32 + arange(0, 32)[None, :], a);\n"
+    "    store(y + 512 + arange(0, 8)[:, None] * 32 + arange(0, 32)[None, :], b);\n"
+    "    store(y + 768 + arange(0, 4)[:, None] * 32 + arange(0, 32)[None, :], reshape(w, 4, 32));\n"
+    "    store(y + 896 + reshape(arange(0, 16), 4, 2, 2), p);\n"
+    "}\n";
+
+static void test_slices_and_permute(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(SLICES, NULL, "slices", &m);
+  float x[16 * 64], y[912];
+  for (int i = 0; i < 16 * 64; i++) x[i] = (float)i;
+  tk_devptr dx = upload(x, sizeof x), dy = upload(NULL, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dy)};
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 2));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 32; j++) assert_true(y[i * 32 + j] == x[i * 64 + j]);
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 32; j++) assert_true(y[512 + i * 32 + j] == x[(8 + i) * 64 + 32 + j]);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 32; j++) assert_true(y[768 + i * 32 + j] == x[(4 + i) * 64 + 16 + j]);
+  /* p[c][a][b] = v[a][b][c] with v = reshape(t[0:2, 0:8], 2, 2, 4): v[a][b][c] = t[a][b*4+c] */
+  for (int c2 = 0; c2 < 4; c2++)
+    for (int a = 0; a < 2; a++)
+      for (int b = 0; b < 2; b++) {
+        float got = y[896 + c2 * 4 + a * 2 + b], want = x[a * 64 + b * 4 + c2];
+        if (got != want) fail_msg("p[%d][%d][%d] = %g, want %g", c2, a, b, got, want);
+      }
+  tk_free(ctx, dx);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -196,6 +410,10 @@ int main(void) {
       cmocka_unit_test(test_dtype_param_f32),
       cmocka_unit_test(test_dtype_param_rounds_in_its_type),
       cmocka_unit_test(test_dtype_param_bad_define),
+      cmocka_unit_test(test_tuple_online_softmax),
+      cmocka_unit_test(test_early_exit),
+      cmocka_unit_test(test_while_break_continue),
+      cmocka_unit_test(test_slices_and_permute),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,274 @@
+/*
+ * gpu_lang — the language forms of docs/language.md that are more than one op (dtype
+ * parameters, helpers returning tuples, ...) on the CUDA backend, checked against the
+ * interpreter: each case's kernel on the same inputs, its outputs compared exactly or
+ * within the case's relative tolerance (for exp and sums whose order the GPU chooses).
+ * tests/interp/test_lang.c holds the interpreter to C references of the same forms.
+ *
+ * A case is a kernel and its buffers: inputs (filled with small multiples of 1/8, which
+ * every float type holds exactly, or small integers), then outputs (zeroed), then the
+ * i32 scalars; it runs on a grid along x. The host test compiles every case through the
+ * GPU back end (no device needed). Without a device the device tests are skipped and the
+ * program exits 77; with TK_GPU_TESTS_SELFCHECK=1 a second interpreter stands in for the
+ * device. The seed is printed; TK_TEST_SEED replays it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+static gh_harness H; /* the one fixture the whole program shares: contexts are expensive */
+
+enum { LC_MAX_BUFS = 4, LC_MAX_SCALARS = 3, LC_MAX_DEFS = 4 };
+
+typedef struct {
+  tk_dtype t;
+  long n; /* elements */
+} lc_buf;
+
+typedef struct {
+  const char *name, *kernel, *text;
+  const char *defs[2 * LC_MAX_DEFS + 1]; /* NAME, VALUE pairs, NULL-terminated */
+  lc_buf in[LC_MAX_BUFS], out[LC_MAX_BUFS];
+  int nin, nout;
+  int scalars[LC_MAX_SCALARS];
+  int nscalars;
+  unsigned grid;
+  double rtol; /* 0: bit for bit */
+} lc_case;
+
+/* ---- the kernels ------------------------------------------------------------------------ */
+
+static const char SCALE[] =
+    "kernel scale<T: dtype = f16, ACC: dtype = f32, BLOCK: i32 = 64>(x: *T, y: *T, n: i32) {\n"
+    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "    let m = offs < n;\n"
+    "    let v: T = load(x + offs, m, 0.0);\n"
+    "    let acc: ACC = (v as ACC) * 2.0 + full<ACC>(1.0, BLOCK);\n"
+    "    store(y + offs, acc as T, m);\n"
+    "}\n";
+
+static const char ONLINE[] =
+    "fn step(m, l, x) {\n"
+    "    let m2 = maximum(m, max(x, 0));\n"
+    "    return (m2, l * exp(m - m2) + sum(exp(x - m2), 0));\n"
+    "}\n"
+    "kernel online<B: i32 = 32>(x: *f32, out: *f32, n: i32) {\n"
+    "    let row = program_id(0);\n"
+    "    var (m, l) = (-inf, 0.0);\n"
+    "    for i in range(0, n, B) {\n"
+    "        let o = i + arange(0, B);\n"
+    "        (m, l) = step(m, l, load(x + row * n + o, o < n, -inf));\n"
+    "    }\n"
+    "    var a = m;\n"
+    "    var b = l;\n"
+    "    (a, b) = (b, a);\n"
+    "    store(out + row * 2, a);\n"
+    "    store(out + row * 2 + 1, b);\n"
+    "}\n";
+
+static const char EXIT[] =
+    "kernel rows<B: i32 = 32>(x: *f32, y: *f32, n: i32, nrows: i32) {\n"
+    "    let row = program_id(0);\n"
+    "    if row >= nrows { return; }\n"
+    "    var f = 2.0;\n"
+    "    if row == 0 {\n"
+    "        store(y, -1.0);\n"
+    "        return;\n"
+    "    } else if row == 1 {\n"
+    "        f = 3.0;\n"
+    "    }\n"
+    "    let o = arange(0, B);\n"
+    "    store(y + row * n + o, load(x + row * n + o, o < n) * f, o < n);\n"
+    "}\n";
+
+static const char LOOPS[] =
+    "kernel loops(out: *i32, n: i32) {\n"
+    "    let pid = program_id(0);\n"
+    "    let lim = 10 + pid * 7;\n"
+    "    var i = 0;\n"
+    "    var s = 0;\n"
+    "    while i < n {\n"
+    "        i += 1;\n"
+    "        if i % 3 == 0 { continue; }\n"
+    "        s += i;\n"
+    "        if s > lim { break; }\n"
+    "    }\n"
+    "    var t = 0;\n"
+    "    for j in range(0, n + pid) {\n"
+    "        if j % 2 == 1 { continue; } else if j == 5 + pid { break; }\n"
+    "        t += j;\n"
+    "    }\n"
+    "    var v = arange(0, 16) * 0;\n"
+    "    var steps = 0;\n"
+    "    while max(v, 0) < pid {\n"
+    "        v += arange(0, 16) % 3;\n"
+    "        steps += 1;\n"
+    "    }\n"
+    "    store(out + pid * 4, i);\n"
+    "    store(out + pid * 4 + 1, s);\n"
+    "    store(out + pid * 4 + 2, t);\n"
+    "    store(out + pid * 4 + 3, steps);\n"
+    "}\n";
+
+static const char SLICES[] =
+    "kernel slices(x: *f32, y: *f32) {\n"
+    "    let r = arange(0, 16);\n"
+    "    let t = load(x + r[:, None] * 64 + arange(0, 64)[None, :]);\n"
+    "    let a = t[:, 0:32];\n"
+    "    let b = t[8:16, 32:];\n"
+    "    let w = t[4:8, 16:48][None, :, :];\n"
+    "    let p = permute(reshape(t[0:2, 0:8], 2, 2, 4), 2, 0, 1);\n"
+    "    store(y + r[:, None] * 32 + arange(0, 32)[None, :], a);\n"
+    "    store(y + 512 + arange(0, 8)[:, None] * 32 + arange(0, 32)[None, :], b);\n"
+    "    store(y + 768 + arange(0, 4)[:, None] * 32 + arange(0, 32)[None, :], reshape(w, 4, 32));\n"
+    "    store(y + 896 + reshape(arange(0, 16), 4, 2, 2), p);\n"
+    "}\n";
+
+#define BUF(t, n) {t, n}
+
+static const lc_case CASES[] = {
+    {"dtype_f16", "scale", SCALE, {"T", "f16", NULL}, {BUF(TK_F16, 1000)}, {BUF(TK_F16, 1000)},
+     1, 1, {1000}, 1, 16, 0},
+    {"dtype_bf16", "scale", SCALE, {"T", "bf16", NULL}, {BUF(TK_BF16, 1000)}, {BUF(TK_BF16, 1000)},
+     1, 1, {1000}, 1, 16, 0},
+    {"dtype_f32_acc_f64", "scale", SCALE, {"T", "f32", "ACC", "f64", NULL}, {BUF(TK_F32, 1000)},
+     {BUF(TK_F32, 1000)}, 1, 1, {1000}, 1, 16, 0},
+    {"tuple_online_softmax", "online", ONLINE, {NULL}, {BUF(TK_F32, 5 * 300)}, {BUF(TK_F32, 10)},
+     1, 1, {300}, 1, 5, 1e-5},
+    {"early_exit", "rows", EXIT, {NULL}, {BUF(TK_F32, 6 * 20)}, {BUF(TK_F32, 6 * 20)},
+     1, 1, {20, 6}, 2, 9, 0},
+    {"while_break_continue", "loops", LOOPS, {NULL}, {{0}}, {BUF(TK_I32, 4 * 40)}, 0, 1, {12}, 1,
+     40, 0},
+    {"slices_permute", "slices", SLICES, {NULL}, {BUF(TK_F32, 16 * 64)}, {BUF(TK_F32, 912)}, 1, 1,
+     {0}, 0, 1, 0},
+};
+enum { NCASES = sizeof CASES / sizeof CASES[0] };
+
+/* ---- running a case ----------------------------------------------------------------------- */
+
+static gh_defines defines_of(const lc_case *c) {
+  gh_defines d = {0};
+  for (int i = 0; c->defs[2 * i]; i++) gh_define_str(&d, c->defs[2 * i], c->defs[2 * i + 1]);
+  return d;
+}
+
+/* Small multiples of 1/8 in [-4, 4) for floats, [-8, 8) for signed and [0, 16) for
+ * unsigned integers. */
+static void fill(tk_dtype t, long n, unsigned char *p) {
+  size_t sz = gh_dtype_size(t);
+  for (long i = 0; i < n; i++) {
+    uint64_t r = gh_rng_next(&H);
+    int k = (int)(r % 64) - 32;
+    unsigned char *e = p + (size_t)i * sz;
+    switch (t) {
+    case TK_F32: { float f = (float)k / 8; memcpy(e, &f, 4); break; }
+    case TK_F64: { double f = (double)k / 8; memcpy(e, &f, 8); break; }
+    case TK_F16: { uint16_t h = gh_float_to_half((float)k / 8); memcpy(e, &h, 2); break; }
+    case TK_BF16: { uint16_t h = gh_float_to_bf16((float)k / 8); memcpy(e, &h, 2); break; }
+    default: {
+      bool sgn = t == TK_I8 || t == TK_I16 || t == TK_I32 || t == TK_I64;
+      int64_t v = sgn ? (int64_t)(r % 16) - 8 : (int64_t)(r % 16);
+      memcpy(e, &v, sz); /* little-endian: the low bytes */
+    }
+    }
+  }
+}
+
+/* Runs c on ctx over the inputs in[] and returns its outputs (malloc'd) in out[]. */
+static void run(tk_context *ctx, const lc_case *c, void *const in[], void *out[]) {
+  gh_defines d = defines_of(c);
+  gh_source src = {c->name, c->text, NULL, c->kernel};
+  tk_kernel *k = gh_compile(&H, ctx, &src, &d);
+  tk_arg args[2 * LC_MAX_BUFS + LC_MAX_SCALARS];
+  tk_devptr bufs[2 * LC_MAX_BUFS];
+  int na = 0;
+  for (int i = 0; i < c->nin + c->nout; i++) {
+    const lc_buf *b = i < c->nin ? &c->in[i] : &c->out[i - c->nin];
+    size_t bytes = (size_t)b->n * gh_dtype_size(b->t);
+    if (tk_malloc(ctx, &bufs[i], bytes) != TK_OK) fail_msg("tk_malloc: %s", tk_last_error(ctx));
+    void *init = i < c->nin ? in[i] : calloc(1, bytes);
+    if (tk_memcpy_htod(ctx, bufs[i], init, bytes) != TK_OK) fail_msg("htod: %s", tk_last_error(ctx));
+    if (i >= c->nin) free(init);
+    args[na++] = tk_arg_ptr(bufs[i]);
+  }
+  for (int i = 0; i < c->nscalars; i++) args[na++] = tk_arg_i32(c->scalars[i]);
+  tk_status s = tk_launch(k, (tk_grid){c->grid, 1, 1}, NULL, args, na);
+  if (s != TK_OK)
+    fail_msg("%s on %s: %s: %s", c->name, gh_ctx_name(&H, ctx), tk_status_name(s), tk_last_error(ctx));
+  for (int o = 0; o < c->nout; o++) {
+    size_t bytes = (size_t)c->out[o].n * gh_dtype_size(c->out[o].t);
+    out[o] = malloc(bytes);
+    if (tk_memcpy_dtoh(ctx, out[o], bufs[c->nin + o], bytes) != TK_OK)
+      fail_msg("dtoh: %s", tk_last_error(ctx));
+  }
+  for (int i = 0; i < c->nin + c->nout; i++) tk_free(ctx, bufs[i]);
+}
+
+static bool is_float(tk_dtype t) { return t == TK_F16 || t == TK_BF16 || t == TK_F32 || t == TK_F64; }
+
+static void test_case(void **state) {
+  const lc_case *c = *state;
+  if (!H.cuda) skip();
+  void *in[LC_MAX_BUFS], *gpu[LC_MAX_BUFS], *ref[LC_MAX_BUFS];
+  for (int i = 0; i < c->nin; i++) {
+    in[i] = malloc((size_t)c->in[i].n * gh_dtype_size(c->in[i].t));
+    fill(c->in[i].t, c->in[i].n, in[i]);
+  }
+  run(H.cuda, c, in, gpu);
+  run(H.interp, c, in, ref);
+  for (int o = 0; o < c->nout; o++) {
+    tk_dtype t = c->out[o].t;
+    size_t sz = gh_dtype_size(t);
+    for (long j = 0; j < c->out[o].n; j++) {
+      const unsigned char *g = (unsigned char *)gpu[o] + j * sz, *r = (unsigned char *)ref[o] + j * sz;
+      if (!memcmp(g, r, sz)) continue;
+      if (is_float(t) && c->rtol > 0) {
+        double gv = gh_elem_value(t, g), rv = gh_elem_value(t, r);
+        if (fabs(gv - rv) <= c->rtol * fmax(fabs(rv), 1e-30)) continue;
+        fail_msg("%s: output %d [%ld]: cuda %.9g, interpreter %.9g", c->name, o, j, gv, rv);
+      }
+      uint64_t gb = 0, rb = 0;
+      memcpy(&gb, g, sz);
+      memcpy(&rb, r, sz);
+      fail_msg("%s: output %d [%ld]: cuda 0x%llx, interpreter 0x%llx", c->name, o, j,
+               (unsigned long long)gb, (unsigned long long)rb);
+    }
+  }
+  for (int i = 0; i < c->nin; i++) free(in[i]);
+  for (int o = 0; o < c->nout; o++) free(gpu[o]), free(ref[o]);
+}
+
+/* ---- host-only: every case through the GPU back end --------------------------------------- */
+
+static void test_cases_compile_to_ptx(void **state) {
+  (void)state;
+  for (int i = 0; i < NCASES; i++) {
+    const lc_case *c = &CASES[i];
+    gh_defines d = defines_of(c);
+    su_buf ptx = {0};
+    if (!gh_emit_ptx(c->name, c->text, &d, &ptx))
+      fail_msg("%s: the GPU back end rejected it (diagnostics above)", c->name);
+    char entry[96];
+    snprintf(entry, sizeof entry, ".entry %s(", c->kernel);
+    if (!strstr(su_buf_str(&ptx), entry)) fail_msg("%s: no %s in the PTX", c->name, entry);
+    su_buf_free(&ptx);
+  }
+}
+
+int main(void) {
+  gh_init(&H, "gpu_lang");
+  const struct CMUnitTest host[] = {cmocka_unit_test(test_cases_compile_to_ptx)};
+  struct CMUnitTest dev[NCASES];
+  for (int i = 0; i < NCASES; i++)
+    dev[i] = (struct CMUnitTest){CASES[i].name, test_case, NULL, NULL, (void *)&CASES[i]};
+  return gh_run(&H, host, 1, dev, NCASES);
+}
