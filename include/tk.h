@@ -100,7 +100,8 @@ TK_API tk_status tk_synchronize(tk_context *ctx);
 /* ---- compiling ------------------------------------------------------------------------ */
 
 /* A compile-time parameter binding: NAME=VALUE, as with tkc -D. The value is parsed as a
- * .tk literal (integer, float or true/false). */
+ * .tk literal (integer, float or true/false), or for a dtype parameter (T: dtype = f16)
+ * as a scalar type name ("bf16", "f32", "bool", ...). */
 typedef struct {
   const char *name;
   const char *value;
@@ -168,7 +169,8 @@ static inline tk_arg tk_arg_bool(int x) { tk_arg a; a.type = TK_I1; a.v.i = x !=
 
 /* The compile-time parameters as the kernel was compiled with them (defaults included;
  * none for AOT PTX): how many, and the i-th one's name and value (value->type TK_I64 for
- * an integer or bool, TK_F64 for a float). TK_ERR_INVALID when i is out of range. */
+ * an integer or bool, TK_F64 for a float, TK_NDTYPE for a dtype parameter, whose v.i is
+ * the tk_dtype it is bound to). TK_ERR_INVALID when i is out of range. */
 TK_API int tk_kernel_num_cparams(const tk_kernel *k);
 TK_API tk_status tk_kernel_cparam(const tk_kernel *k, int i, const char **name, tk_arg *value);
 

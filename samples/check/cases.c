@@ -64,6 +64,20 @@ const ck_case ck_cases[] = {
     {"matmul_bias_gelu", "matmul_bias_gelu.tk", "matmul_bias_gelu", {{"BM", "128"}, {"BN", "256"}}, 2,
      CK_MNK, {{{128, 256, 64}}, {{70, 50, 33}}},
      {{{1024, 1024, 1024}}, {{300, 200, 112}}}, 2, ck_run_matmul},
+    /* the sample's own tiles; S_q x S_k / B with 4 query heads on 2 key/value heads */
+    {"attention", "attention.tk", "attention", {{"BM", "128"}, {"BN", "128"}, {"D", "64"}}, 3, CK_ATTN,
+     {{{130, 200, 1}}, {{64, 64, 2}}, {{1, 129, 1}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{333, 333, 3}}}, 0, ck_run_attention},
+    {"attention_causal", "attention.tk", "attention",
+     {{"BM", "128"}, {"BN", "128"}, {"D", "128"}, {"CAUSAL", "true"}}, 4, CK_ATTN,
+     {{{200, 200, 1}}, {{130, 70, 1}}, {{64, 300, 1}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{2049, 2049, 1}}}, 0, ck_run_attention},
+    {"attention_bf16", "attention.tk", "attention", {{"T", "bf16"}, {"BN", "64"}, {"D", "128"}}, 3,
+     CK_ATTN, {{{130, 200, 1}}, {{1, 65, 2}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}}, 1, ck_run_attention},
+    {"attention_bf16_causal", "attention.tk", "attention",
+     {{"T", "bf16"}, {"D", "64"}, {"CAUSAL", "true"}}, 3, CK_ATTN, {{{200, 200, 1}}, {{130, 70, 1}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}}, 1, ck_run_attention},
 };
 const int ck_ncases = (int)(sizeof ck_cases / sizeof *ck_cases);
 
@@ -104,6 +118,7 @@ void ck_size_format(const ck_case *c, ck_size size, char *buf, size_t cap) {
   case CK_1D: snprintf(buf, cap, "%ld", d[0]); return;
   case CK_2D: snprintf(buf, cap, "%ldx%ld", d[0], d[1]); return;
   case CK_MNK: snprintf(buf, cap, "%ldx%ldx%ld", d[0], d[1], d[2]); return;
+  case CK_ATTN: snprintf(buf, cap, "%ldx%ld/B=%ld", d[0], d[1], d[2]); return;
   case CK_ROWS:
     if (d[2] == d[1]) snprintf(buf, cap, "%ldx%ld", d[0], d[1]);
     else snprintf(buf, cap, "%ldx%ld/%ld", d[0], d[1], d[2]);

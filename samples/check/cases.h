@@ -23,7 +23,8 @@ typedef enum {
   CK_1D,    /* d[0] = n */
   CK_ROWS,  /* d[0] rows of d[1] values, d[2] elements apart (the row stride) */
   CK_2D,    /* d[0] x d[1] */
-  CK_MNK    /* an M x K by K x N product: d[0] = M, d[1] = N, d[2] = K */
+  CK_MNK,   /* an M x K by K x N product: d[0] = M, d[1] = N, d[2] = K */
+  CK_ATTN   /* attention: d[0] = S_q query rows, d[1] = S_k keys, d[2] = B batches */
 } ck_shape;
 
 typedef struct {
@@ -38,7 +39,7 @@ typedef struct {
   const char *name;       /* shown in reports, unique in the table */
   const char *file;       /* under the samples directory, e.g. "softmax.tk" */
   const char *kernel;
-  tk_define defines[2];   /* the first ndefines are used */
+  tk_define defines[4];   /* the first ndefines are used */
   int ndefines;
   ck_shape shape;
   /* Sizes to run at, ragged ones included; a size whose d[0] is 0 ends the list. The

@@ -63,6 +63,10 @@ void ck_launch(ck_job *job, tk_grid grid, const tk_arg *args, int nargs);
 bool ck_close(ck_job *job, const char *what, size_t i, double got, double want, double rtol,
               double atol);
 
+/* bf16 as the top half of an f32, and an f32 rounded to it (to nearest, ties to even). */
+float ck_bf16_to_f32(uint16_t h);
+uint16_t ck_f32_to_bf16(float f);
+
 /* ceil(a / b) as a grid dimension. */
 static inline unsigned ck_cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
@@ -77,5 +81,6 @@ void ck_run_norm(ck_job *job);
 void ck_run_cross_entropy(ck_job *job);
 void ck_run_transpose(ck_job *job);
 void ck_run_matmul(ck_job *job);
+void ck_run_attention(ck_job *job);
 
 #endif

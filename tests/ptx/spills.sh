@@ -36,6 +36,13 @@ matmul.tk matmul -D BK=32 -D stages=6
 matmul.tk matmul -D BM=256 -D BN=128 -D stages=3
 matmul.tk matmul -D BN=128 -D stages=4
 matmul.tk matmul_bf16 -D stages=3
+attention.tk attention -D D=128
+attention.tk attention -D D=128 -D CAUSAL=true
+attention.tk attention -D D=64
+attention.tk attention -D D=64 -D CAUSAL=true
+attention.tk attention -D D=64 -D BN=64
+attention.tk attention -D T=bf16
+attention.tk attention -D T=bf16 -D D=64 -D CAUSAL=true
 LIST
 )
 for spec in "" --specialize=all; do
