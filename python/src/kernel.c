@@ -153,14 +153,14 @@ static int grid_dim(PyObject *o, int axis, unsigned *out) {
  * parameters (a dict) and returning one of those. */
 static int parse_grid(tp_kernel *k, PyObject *g, tk_grid *grid, bool *empty) {
   PyObject *owned = NULL;
-  if (!PyLong_Check(g) && !PyTuple_Check(g) && !PyList_Check(g) && PyCallable_Check(g)) {
+  if (!PyIndex_Check(g) && !PyTuple_Check(g) && !PyList_Check(g) && PyCallable_Check(g)) {
     owned = PyObject_CallOneArg(g, k->meta);
     if (!owned) return -1;
     g = owned;
   }
   unsigned d[3] = {1, 1, 1};
   int rc = 0;
-  if (PyLong_Check(g)) {
+  if (PyIndex_Check(g)) { /* an int, or one that says it is (numpy.int64) */
     rc = grid_dim(g, 0, &d[0]);
   } else if (PyTuple_Check(g) || PyList_Check(g)) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(g);

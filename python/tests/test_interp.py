@@ -165,6 +165,14 @@ class NumPy(unittest.TestCase):
         k[tilek.cdiv(n, 256)](x, y, out, n)
         np.testing.assert_array_equal(out, x + y)
 
+    def test_numpy_grid(self):
+        k = interp(VADD).vadd
+        x = np.ones(512, np.float32)
+        out = np.zeros(512, np.float32)
+        k[np.int64(2)](x, x, out, 512)
+        k[(np.int32(2),)](x, x, out, 512)
+        np.testing.assert_array_equal(out, 2 * x)
+
     def test_strided_view_and_dtype(self):
         k = interp(VADD).vadd
         base = np.zeros((4, 8), np.float32)
