@@ -171,7 +171,8 @@ static inline tk_arg tk_arg_bool(int x) { tk_arg a; a.type = TK_I1; a.v.i = x !=
 
 /* The compile-time parameters as the kernel was compiled with them (defaults included;
  * none for AOT PTX): how many, and the i-th one's name and value (value->type TK_I64 for
- * an integer or bool, TK_F64 for a float). TK_ERR_INVALID when i is out of range. */
+ * an integer or bool, TK_F64 for a float, TK_NDTYPE for a dtype parameter, whose v.i is
+ * the tk_dtype it is bound to). TK_ERR_INVALID when i is out of range. */
 TK_API int tk_kernel_num_cparams(const tk_kernel *k);
 TK_API tk_status tk_kernel_cparam(const tk_kernel *k, int i, const char **name, tk_arg *value);
 

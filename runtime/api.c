@@ -471,7 +471,10 @@ tk_status tk_kernel_cparam(const tk_kernel *h, int i, const char **name, tk_arg 
           k->sig->name, k->sig->nconsts, i + 1);
   const ir_binding *b = &k->sig->consts[i];
   *name = b->name;
-  if (b->is_float) {
+  if (b->is_dtype) {
+    value->type = TK_NDTYPE;
+    value->v.i = b->ival;
+  } else if (b->is_float) {
     value->type = TK_F64;
     value->v.f = b->fval;
   } else {

@@ -21,7 +21,9 @@ static PyObject *meta_dict(tk_kernel *k) {
     const char *name;
     tk_arg v;
     if (tk_kernel_cparam(k, i, &name, &v) != TK_OK) continue;
-    PyObject *val = v.type == TK_F64 ? PyFloat_FromDouble(v.v.f) : PyLong_FromLongLong(v.v.i);
+    PyObject *val = v.type == TK_F64      ? PyFloat_FromDouble(v.v.f)
+                    : v.type == TK_NDTYPE ? PyUnicode_FromString(tp_dtype_name((tk_dtype)v.v.i))
+                                          : PyLong_FromLongLong(v.v.i);
     if (!val || PyDict_SetItemString(d, name, val) < 0) {
       Py_XDECREF(val);
       Py_DECREF(d);
@@ -151,14 +153,14 @@ static int grid_dim(PyObject *o, int axis, unsigned *out) {
  * parameters (a dict) and returning one of those. */
 static int parse_grid(tp_kernel *k, PyObject *g, tk_grid *grid, bool *empty) {
   PyObject *owned = NULL;
-  if (!PyLong_Check(g) && !PyTuple_Check(g) && !PyList_Check(g) && PyCallable_Check(g)) {
+  if (!PyIndex_Check(g) && !PyTuple_Check(g) && !PyList_Check(g) && PyCallable_Check(g)) {
     owned = PyObject_CallOneArg(g, k->meta);
     if (!owned) return -1;
     g = owned;
   }
   unsigned d[3] = {1, 1, 1};
   int rc = 0;
-  if (PyLong_Check(g)) {
+  if (PyIndex_Check(g)) { /* an int, or one that says it is (numpy.int64) */
     rc = grid_dim(g, 0, &d[0]);
   } else if (PyTuple_Check(g) || PyList_Check(g)) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(g);

@@ -29,7 +29,9 @@ static PyObject *meta_of(const tk_kernel *k) {
     const char *name;
     tk_arg v;
     if (tk_kernel_cparam(k, i, &name, &v) != TK_OK) continue;
-    PyObject *val = v.type == TK_F64 ? PyFloat_FromDouble(v.v.f) : PyLong_FromLongLong(v.v.i);
+    PyObject *val = v.type == TK_F64      ? PyFloat_FromDouble(v.v.f)
+                    : v.type == TK_NDTYPE ? PyUnicode_FromString(tp_dtype_name((tk_dtype)v.v.i))
+                                          : PyLong_FromLongLong(v.v.i);
     if (!val || PyDict_SetItemString(d, name, val) < 0) Py_CLEAR(d);
     Py_XDECREF(val);
   }

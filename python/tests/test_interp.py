@@ -27,6 +27,17 @@ class Compile(unittest.TestCase):
         self.assertEqual(interp(VADD).vadd.meta, {"BLOCK": 256})
         self.assertIn("vadd(x: *f32", repr(k))
 
+    def test_dtype_parameter(self):
+        src = """kernel fill<T: dtype = f32, B: i32 = 8>(x: *T, v: f32) {
+    store(x + arange(0, B), zeros<T>(B) + v as T);
+}"""
+        k = interp(src, cparams={"T": "f64"}).fill
+        self.assertEqual(k.meta, {"T": "f64", "B": 8})
+        self.assertEqual(k.signature, [("x", "*f64"), ("v", "f32")])
+        x = array.array("d", [0.0] * 8)
+        k[1](x, 2.5)
+        self.assertEqual(list(x), [2.5] * 8)
+
     def test_compile_file(self):
         m = tilek.compile_file(os.path.join(ROOT, "samples", "vadd.tk"), backend="interp")
         self.assertIn("vadd", m.kernel_names)
@@ -153,6 +164,14 @@ class NumPy(unittest.TestCase):
         out = np.full(n, np.nan, np.float32)
         k[tilek.cdiv(n, 256)](x, y, out, n)
         np.testing.assert_array_equal(out, x + y)
+
+    def test_numpy_grid(self):
+        k = interp(VADD).vadd
+        x = np.ones(512, np.float32)
+        out = np.zeros(512, np.float32)
+        k[np.int64(2)](x, x, out, 512)
+        k[(np.int32(2),)](x, x, out, 512)
+        np.testing.assert_array_equal(out, 2 * x)
 
     def test_strided_view_and_dtype(self):
         k = interp(VADD).vadd
