@@ -163,8 +163,13 @@ static tk_dtype promote(tk_dtype a, bool wa, tk_dtype b, bool wb) {
 /* The error after one more rounding to d of a value of magnitude mag that already
  * carries err: an exact value stays exact (both backends round the same exact value). */
 static double rounded(tk_dtype d, double mag, double err) {
+  if (isnan(err)) return INFINITY; /* never lose an error to 0 * inf */
   return err > 0 ? err + td_ulp(d) * mag : 0;
 }
+
+/* An error times a magnitude: no error stays none even against an unbounded magnitude
+ * (an exact quotient's), where a * b would be NaN. */
+static double emul(double err, double mag) { return err == 0 ? 0 : err * mag; }
 
 /* ---- buffers and parameters ---------------------------------------------------------- */
 
@@ -720,7 +725,7 @@ static ex binary(gen *g, ex x, ex y) {
     return mk(g, su_fmt(g->a, "(%s %s %s)", x.t, add ? "+" : "-", y.t), d, rank, sh, mag, err);
   }
   if (r < 9) { /* * */
-    double mag = mx * my, err = f ? rounded(d, mag, ex_ * my + ey * mx + ex_ * ey) : 0;
+    double mag = mx * my, err = f ? rounded(d, mag, emul(ex_, my) + emul(ey, mx) + ex_ * ey) : 0;
     if (f && !(mag <= td_mag_limit(d)) && !exact) return bad();
     if (over(d, mag, err)) return bad();
     return mk(g, su_fmt(g->a, "(%s * %s)", x.t, y.t), d, rank, sh, mag, err);
@@ -751,7 +756,7 @@ static ex binary(gen *g, ex x, ex y) {
     }
     /* x / (|y| + 1): the divisor is at least 1, and a float (f32 for an integer y) */
     d = promote(x.dt, x.weak, isf(y.dt) ? y.dt : TK_F32, false);
-    double ed = rounded(d, my + 1, ey), err = ex_ + ed * mx;
+    double ed = rounded(d, my + 1, ey), err = ex_ + emul(ed, mx);
     const char *den = su_fmt(g->a, "(abs(%s) + 1.0)", y.t);
     const char *t;
     if (w == 2 && d != TK_F64) {
@@ -793,7 +798,7 @@ static ex binary(gen *g, ex x, ex y) {
     const char *yt = isf(y.dt) && !y.weak ? su_fmt(g->a, "where(isnan(%s), 1.0, %s)", y.t, y.t) : y.t;
     return mk(g, su_fmt(g->a, "copysign(%s, %s)", x.t, yt), d, rank, sh, mx, ex_);
   }
-  double mag = mx * my, err = rounded(d, mag, ex_ * my + ey * mx + ex_ * ey);
+  double mag = mx * my, err = rounded(d, mag, emul(ex_, my) + emul(ey, mx) + ex_ * ey);
   if (over(d, mag, err) || (!exact && !(mag <= td_mag_limit(d)))) return bad();
   return mk(g, su_fmt(g->a, "(%s * %s)", x.t, y.t), d, rank, sh, mag, err);
 }
@@ -830,7 +835,7 @@ static ex ternary(gen *g, int depth) {
     bshape(&ab, &c, &rank, sh);
     if (!valid_shape(g, rank, sh)) return bad();
     double mag = a.mag * b.mag + c.mag;
-    double err = rounded(d, mag, a.err * b.mag + b.err * a.mag + a.err * b.err + c.err);
+    double err = rounded(d, mag, emul(a.err, b.mag) + emul(b.err, a.mag) + a.err * b.err + c.err);
     if (over(d, mag, err) || (err > 0 && !(mag <= td_mag_limit(d)))) return bad();
     feature(g, "fma");
     return mk(g, su_fmt(g->a, "fma(%s, %s, %s)", a.t, b.t, c.t), d, rank, sh, mag, err);

@@ -337,7 +337,9 @@ int main(int argc, char **argv) {
     }
     if (pid == 0) {
       close(p[0]);
-      setvbuf(stdout, NULL, _IOLBF, 0);
+      /* a kernel's report leaves in one write (fflush after each), so the shards' reports
+       * do not interleave line by line in a shared log */
+      setvbuf(stdout, NULL, _IOFBF, 1 << 20);
       job j = {.seed = seed, .count = count, .limit = limit, .max_fail = max_fail, .ptx_every = ptx_every,
                .shard = sh, .nshards = jobs, .print = print, .verbose = verbose, .require_gpu = require_gpu};
       tally t = {0};

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Variants of two kernels the second GPU run found wrong (generator 2, seeds 1009134 and
+# Variants of two kernels the second GPU run found wrong (generator 2 = commit 2f1fc9d, and the
+# same kernels in generator 3; seeds 1009134 and
 # 1014142; docs/decisions.md, "The differential tester"), each keeping its seed's
 # signature, buffers and arguments (tkdiff --source): *-a0/-b0 are the generated kernels,
 # the others cut them down. Run on the GPU host from the repository root:
