@@ -140,6 +140,57 @@ def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.c
 
 
 @triton.jit
+def attn_fwd_kernel(Q, K, V, O, M, sm_scale, S, H, D: tl.constexpr, BM: tl.constexpr,
+                    BN: tl.constexpr, CAUSAL: tl.constexpr):
+    """FlashAttention-2's forward as Triton's fused-attention tutorial writes it: one
+    program per BM query rows of one head, exp2 with the scale folded into log2(e), and
+    for causal attention two stages, the blocks left of the diagonal unmasked and the
+    diagonal block masked."""
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    base = off_hz.to(tl.int64) * S * D
+    offs_m = start_m * BM + tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_d = tl.arange(0, D)
+    q = tl.load(Q + base + offs_m[:, None] * D + offs_d[None, :])
+    m_i = tl.zeros([BM], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BM], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BM, D], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    hi = start_m * BM if CAUSAL else S
+    for start_n in range(0, hi, BN):
+        k = tl.load(K + base + (start_n + offs_n)[None, :] * D + offs_d[:, None])
+        qk = tl.dot(q, k)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = tl.load(V + base + (start_n + offs_n)[:, None] * D + offs_d[None, :])
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_ij
+    if CAUSAL:
+        for start_n in range(start_m * BM, (start_m + 1) * BM, BN):
+            k = tl.load(K + base + (start_n + offs_n)[None, :] * D + offs_d[:, None])
+            qk = tl.dot(q, k)
+            mask = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tl.where(mask, 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+            p = tl.math.exp2(qk)
+            alpha = tl.math.exp2(m_i - m_ij)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None]
+            v = tl.load(V + base + (start_n + offs_n)[:, None] * D + offs_d[None, :])
+            acc = tl.dot(p.to(v.dtype), v, acc)
+            m_i = m_ij
+    m_i += tl.math.log2(l_i)
+    tl.store(M + off_hz * S + offs_m, m_i)
+    tl.store(O + base + offs_m[:, None] * D + offs_d[None, :], (acc / l_i[:, None]).to(O.dtype.element_ty))
+
+
+@triton.jit
 def tiny_kernel(x, n, BLOCK: tl.constexpr):
     o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x + o, 1.0, mask=o < n)
@@ -333,6 +384,73 @@ def matmul(m, n, k, dtype, fused=False):
     return res
 
 
+# Configurations in the tutorial's autotune space (BLOCK_M, BLOCK_N, stages, warps), the
+# ones that do well on Hopper; each is timed and the fastest kept.
+ATTN_CONFIGS = [(128, 64, 3, 4), (128, 64, 3, 8), (128, 128, 3, 8), (64, 64, 4, 4)]
+
+
+def sdpa_backend(q, k, v, causal, enable_gqa=False):
+    """The backend PyTorch's dispatcher picks for these inputs (its own choice function)."""
+    try:
+        from torch.nn.attention import SDPBackend
+        return SDPBackend(torch._fused_sdp_choice(q, k, v, is_causal=causal,
+                                                  enable_gqa=enable_gqa)).name
+    except Exception as e:  # a private function: name what failed instead
+        return f"unknown ({type(e).__name__})"
+
+
+def attention(b, h, s, d, dtype, causal):
+    """Attention forward on [B, H, S, D] inputs: SDPA (the 'eager' column) and the Triton
+    tutorial-style kernel over ATTN_CONFIGS."""
+    q, k, v = (torch.randn((b, h, s, d), device=DEV, dtype=dtype) for _ in range(3))
+    scale = 1.0 / math.sqrt(d)
+    sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)  # noqa: E731
+    ref = sdpa()
+    res = {"eager": time_us(sdpa), "compile": math.nan, "tflops": True, "anchor": "SDPA",
+           "flops": 4.0 * b * h * s * s * d * (0.5 if causal else 1.0),
+           "note": f"SDPA backend {sdpa_backend(q, k, v, causal)}"}
+    out = torch.empty_like(q)
+    lse = torch.empty((b, h, s), device=DEV, dtype=torch.float32)
+    best, bcfg = math.nan, None
+    for cfg in ATTN_CONFIGS:
+        bm, bn, stages, warps = cfg
+        if s % bm or s % bn:
+            continue
+
+        def run(bm=bm, bn=bn, stages=stages, warps=warps):
+            attn_fwd_kernel[(s // bm, b * h)](q, k, v, out, lse, scale, s, h, D=d, BM=bm, BN=bn,
+                                              CAUSAL=causal, num_warps=warps, num_stages=stages)
+        try:
+            note = checked(run, out, ref, 2e-2)
+            t = time_us(run)
+        except Exception as e:  # a config Triton cannot build costs that config
+            print(f"anchors: attention config {cfg}: {e}", file=sys.stderr)
+            continue
+        if note:
+            res["note"] += "; Triton " + note
+        elif best != best or t < best:
+            best, bcfg = t, cfg
+    res["triton"] = best
+    if bcfg:
+        res["note"] += f"; Triton best BM={bcfg[0]} BN={bcfg[1]} s={bcfg[2]} w={bcfg[3]}"
+    return res
+
+
+def decode(b, hq, hkv, s, d, dtype):
+    """Decode attention, one query token per sequence: SDPA with enable_gqa=True on q [B,
+    H_q, 1, D] and k, v [B, H_kv, S, D] (the 'eager' column), as tkbench_decode.c times
+    attention_decode.tk on the same shapes. The rate is the bytes of K and V read."""
+    q = torch.randn((b, hq, 1, d), device=DEV, dtype=dtype)
+    k, v = (torch.randn((b, hkv, s, d), device=DEV, dtype=dtype) for _ in range(2))
+    scale = 1.0 / math.sqrt(d)
+    sdpa = lambda: F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=True)  # noqa: E731
+    us = time_us(sdpa)
+    nbytes = 2.0 * k.numel() * k.element_size()
+    return {"eager": us, "compile": math.nan, "triton": math.nan, "anchor": "SDPA", "bytes": nbytes,
+            "note": f"SDPA backend {sdpa_backend(q, k, v, False, True)}, "
+                    f"SDPA {nbytes / (us * 1e-6) / 1e9:.0f} GB/s of K and V read"}
+
+
 def measure_all():
     res = {}
     # Triton's cold compile first, while its cache is empty.
@@ -349,6 +467,8 @@ def measure_all():
     y = torch.empty_like(x)
     copy_us = time_us(lambda: y.copy_(x))
     res["copy"] = 8.0 * N28 / (copy_us * 1e-6) / 1e9
+    # what a kernel that only reads can reach (decode attention's bound): a sum of 1 GiB
+    res["read"] = 4.0 * N28 / (time_us(lambda: x.sum()) * 1e-6) / 1e9
     del x, y
     if ONLY:
         res.pop("compile triton softmax cold")
@@ -390,6 +510,16 @@ def measure_all():
             shape = f"{m}^3" if m == n == k else f"{m}x{n}x{k}"
             guard(f"matmul {dn} {shape}", lambda m=m, n=n, k=k, dt=dt: matmul(m, n, k, dt))
     guard("matmul+bias+gelu f16 4096^3", lambda: matmul(4096, 4096, 4096, torch.float16, True))
+    for dn, dt in dts.items():
+        for d in (128, 64):
+            for s in (4096, 16384):
+                for causal in (False, True):
+                    name = f"attention {dn} B4 H32 S{s} D{d}" + (" causal" if causal else "")
+                    guard(name, lambda s=s, d=d, dt=dt, causal=causal: attention(4, 32, s, d, dt, causal))
+    for dn, dt in dts.items():
+        for b, s in ((32, 8192), (32, 131072), (1, 131072), (4, 131072)):
+            name = f"decode {dn} B{b} Hq32 Hkv8 S{s} D128"
+            guard(name, lambda b=b, s=s, dt=dt: decode(b, 32, 8, s, 128, dt))
 
     t = torch.zeros(128, device=DEV)
     tiny_kernel[(1,)](t, 0, BLOCK=128)
@@ -442,18 +572,25 @@ def table(tk, res):
         a = res[name]
         us, note = tk.get((name, "us"), (math.nan, "not run"))
         gbs = tk.get((name, "GB/s"), (math.nan, ""))[0]
+        prefix = "" if a.get("anchor") else "Triton "
         notes = "; ".join(s for s in (note if note != "checked" else "", a["note"] and
-                                      "Triton " + a["note"]) if s)
+                                      prefix + a["note"]) if s)
+        if a.get("bytes") and us == us:
+            rd = res.get("read", math.nan)
+            tk_gbs = a["bytes"] / us / 1e3
+            notes = (f"tk {tk_gbs:.0f} GB/s of K and V ({fmt(100 * tk_gbs / rd, 0)}% of read), "
+                     f"SDPA {a['bytes'] / a['eager'] / 1e3:.0f}; " + notes)
         if a.get("flops") and us == us:
             f = a["flops"]
-            notes = (f"tk {f / us / 1e6:.0f} TFLOP/s ({100 * f / us / 1e6 / 790:.0f}% of 790), cuBLAS "
-                     f"{f / a['eager'] / 1e6:.0f}; " + notes)
+            notes = (f"tk {f / us / 1e6:.0f} TFLOP/s ({100 * f / us / 1e6 / 790:.0f}% of 790), "
+                     f"{a.get('anchor', 'cuBLAS')} {f / a['eager'] / 1e6:.0f}; " + notes)
         out.append(f"| {name} | {fmt(us)} | {fmt(a['triton'])} | {fmt(a['eager'])} | "
                    f"{fmt(a['compile'])} | {ratio(a['triton'], us)} | {ratio(a['eager'], us)} | "
                    f"{ratio(a['compile'], us)} | {fmt(gbs, 0)} | "
                    f"{fmt(100 * gbs / copy if copy == copy else math.nan, 0)} | {notes} |")
     out.append("")
-    out.append(f"Copy bandwidth (torch copy_, f32 2^28): {fmt(copy, 0)} GB/s. "
+    out.append(f"Copy bandwidth (torch copy_, f32 2^28): {fmt(copy, 0)} GB/s; read bandwidth "
+               f"(torch sum, f32 2^28): {fmt(res.get('read', math.nan), 0)} GB/s. "
                "Ratios are anchor time / tk time: above 1, tk is faster.")
     out.append("")
     out.append("| overhead | µs or ms | note |")

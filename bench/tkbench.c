@@ -23,21 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "include/tk.h"
-#include "runtime/cuda.h"
+#include "bench/tkbench.h"
 
-typedef struct {
-  rt_cuda_api cu;
-  tk_context *ctx;
-  const char *samples;
-  const char *tkc;
-  int runs;          /* timed runs per workload (median taken) */
-  tk_devptr flush;   /* scratch buffer written before every timed run to evict L2 */
-  size_t flush_bytes;
-  uint64_t rng;
-} bench;
-
-static void emit(const char *workload, double value, const char *unit, const char *note) {
+void tb_emit(const char *workload, double value, const char *unit, const char *note) {
   printf("tk\t%s\t%.6g\t%s\t%s\n", workload, value, unit, note ? note : "");
   fflush(stdout);
 }
@@ -58,7 +46,7 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static uint64_t rng_next(bench *b) {
+uint64_t tb_rng_next(bench *b) {
   b->rng ^= b->rng << 13;
   b->rng ^= b->rng >> 7;
   b->rng ^= b->rng << 17;
@@ -140,13 +128,13 @@ static void fill_random(bench *b, void *p, tk_dtype t, long n) {
   if (t == TK_F16) {
     uint16_t *h = p;
     for (long i = 0; i < n; i++) {
-      uint64_t r = rng_next(b);
+      uint64_t r = tb_rng_next(b);
       h[i] = (uint16_t)((r & 1) << 15 | (14 + (r >> 1) % 2) << 10 | ((r >> 8) & 1023));
     }
   } else {
     float *f = p;
     for (long i = 0; i < n; i++) {
-      uint64_t r = rng_next(b);
+      uint64_t r = tb_rng_next(b);
       float v = 0.5f + 1.5f * (float)((r >> 11) & 0xffffff) / 16777216.0f;
       f[i] = (r & 1) ? -v : v;
     }
@@ -184,19 +172,17 @@ static const char *check_output(const workload *w, const float *in0, const float
   return NULL;
 }
 
-/* Times fn(k) `runs` times with CUDA events, flushing L2 before each; returns the median
- * in microseconds (NAN on a driver failure). */
-static double time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n) {
+double tb_time_sequence(bench *b, const tb_launch *l, int nl) {
   CUevent start, end;
   double *t = calloc((size_t)b->runs, sizeof *t);
   b->cu.EventCreate(&start, CU_EVENT_DEFAULT);
   b->cu.EventCreate(&end, CU_EVENT_DEFAULT);
-  bool ok = true;
-  for (int i = 0; i < 5 && ok; i++) ok = tk_launch(k, g, NULL, args, n) == TK_OK;
+  bool ok = t != NULL;
+  for (int i = 0; i < 5 * nl && ok; i++) ok = tk_launch(l[i % nl].k, l[i % nl].g, NULL, l[i % nl].args, l[i % nl].n) == TK_OK;
   for (int i = 0; i < b->runs && ok; i++) {
     b->cu.MemsetD8(b->flush, (unsigned char)i, b->flush_bytes);
     b->cu.EventRecord(start, NULL);
-    ok = tk_launch(k, g, NULL, args, n) == TK_OK;
+    for (int j = 0; j < nl && ok; j++) ok = tk_launch(l[j].k, l[j].g, NULL, l[j].args, l[j].n) == TK_OK;
     b->cu.EventRecord(end, NULL);
     float ms = 0;
     ok = ok && b->cu.EventSynchronize(end) == CUDA_SUCCESS &&
@@ -208,6 +194,10 @@ static double time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *arg
   b->cu.EventDestroy(end);
   free(t);
   return med;
+}
+
+double tb_time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n) {
+  return tb_time_sequence(b, &(tb_launch){k, g, args, n}, 1);
 }
 
 /* Compiles a sample with BLOCK (and warps and ROWS, when not 0) set. */
@@ -242,7 +232,7 @@ static void run_workload(bench *b, const workload *w) {
   tk_module *m = NULL;
   tk_kernel *k = compile_tuned(b, w->file, w->kernel, w->block, 0, w->rows_per_prog, 0, &m);
   if (!k) {
-    emit(w->name, NAN, "us", "compile failed");
+    tb_emit(w->name, NAN, "us", "compile failed");
     return;
   }
   tk_arg args[10];
@@ -281,7 +271,7 @@ static void run_workload(bench *b, const workload *w) {
     else why = check_output(w, host[0], w->p[1].r == W_IN ? host[1] : NULL, host[out],
                             w->p[out].t, welems(w, w->p[out].z));
   }
-  if (!why) us = time_launches(b, k, g, args, w->nparams);
+  if (!why) us = tb_time_launches(b, k, g, args, w->nparams);
   if (!why && isnan(us)) why = tk_last_error(b->ctx);
   /* Row kernels: a user tunes warps per program to the row length (as Triton's autotune
    * would); try each, check its output, keep the fastest. */
@@ -304,7 +294,7 @@ static void run_workload(bench *b, const workload *w) {
     else
       bad = check_output(w, host[0], w->p[1].r == W_IN ? host[1] : NULL, host[out],
                          w->p[out].t, welems(w, w->p[out].z));
-    double t = bad ? NAN : time_launches(b, k2, g2, args, w->nparams);
+    double t = bad ? NAN : tb_time_launches(b, k2, g2, args, w->nparams);
     if (bad) fprintf(stderr, "tkbench: %s warps=%d rows=%d: %s\n", w->name, warps, rows, bad);
     if (!isnan(t) && t < us) {
       us = t;
@@ -321,8 +311,8 @@ static void run_workload(bench *b, const workload *w) {
   else
     snprintf(note, sizeof note, "%s", why ? why : "checked");
   for (char *c = note; *c; c++) if (*c == '\t' || *c == '\n') *c = ' ';
-  emit(w->name, us, "us", note);
-  if (!isnan(us)) emit(w->name, w->bytes / (us * 1e-6) / 1e9, "GB/s", "");
+  tb_emit(w->name, us, "us", note);
+  if (!isnan(us)) tb_emit(w->name, w->bytes / (us * 1e-6) / 1e9, "GB/s", "");
   for (int i = 0; i < w->nparams; i++) {
     if (dev[i]) tk_free(b->ctx, dev[i]);
     free(host[i]);
@@ -332,28 +322,28 @@ static void run_workload(bench *b, const workload *w) {
 
 /* ---- matmul --------------------------------------------------------------------------- */
 
-static uint16_t f32_to_f16_bits(float f) {
+uint16_t tb_f32_to_f16(float f) {
   _Float16 h = (_Float16)f;
   uint16_t u;
   memcpy(&u, &h, 2);
   return u;
 }
 
-static float f16_bits_to_f32(uint16_t u) {
+float tb_f16_to_f32(uint16_t u) {
   _Float16 h;
   memcpy(&h, &u, 2);
   return (float)h;
 }
 
 /* bf16: the top half of an f32, rounded to nearest even */
-static uint16_t f32_to_bf16_bits(float f) {
+uint16_t tb_f32_to_bf16(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);
   u += 0x7fff + ((u >> 16) & 1);
   return (uint16_t)(u >> 16);
 }
 
-static float bf16_bits_to_f32(uint16_t h) {
+float tb_bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
   float f;
   memcpy(&f, &u, 4);
@@ -385,14 +375,14 @@ static const mm_case MM_CASES[] = {
 static const int MM_CFG[][5] = {{128, 256, 64, 8, 4}, {128, 256, 64, 8, 3}, {128, 256, 32, 8, 6},
                                 {128, 128, 64, 8, 4}, {256, 128, 64, 8, 3}};
 
-static float mm_to_f32(bool bf, uint16_t u) { return bf ? bf16_bits_to_f32(u) : f16_bits_to_f32(u); }
+static float mm_to_f32(bool bf, uint16_t u) { return bf ? tb_bf16_to_f32(u) : tb_f16_to_f32(u); }
 
 /* 64 sampled outputs against a double-precision dot product on the host. */
 static const char *mm_check(bench *b, const mm_case *mc, const uint16_t *ha, const uint16_t *hb,
                             const uint16_t *hbias, const uint16_t *hc) {
   bool bf = !strcmp(mc->dtype, "bf16");
   for (int s = 0; s < 64; s++) {
-    size_t i = (size_t)(rng_next(b) % (uint64_t)mc->m), j = (size_t)(rng_next(b) % (uint64_t)mc->n);
+    size_t i = (size_t)(tb_rng_next(b) % (uint64_t)mc->m), j = (size_t)(tb_rng_next(b) % (uint64_t)mc->n);
     double ref = 0;
     for (int kk = 0; kk < mc->k; kk++)
       ref += (double)mm_to_f32(bf, ha[i * mc->k + kk]) * mm_to_f32(bf, hb[(size_t)kk * mc->n + j]);
@@ -417,10 +407,10 @@ static void run_matmul_case(bench *b, const mm_case *mc) {
       tk_malloc(b->ctx, &db, nb * 2) != TK_OK || tk_malloc(b->ctx, &dc, nc * 2) != TK_OK ||
       tk_malloc(b->ctx, &dbias, (size_t)mc->n * 2) != TK_OK)
     why = "out of memory";
-  uint16_t (*to)(float) = bf ? f32_to_bf16_bits : f32_to_f16_bits;
-  for (size_t i = 0; !why && i < na; i++) ha[i] = to((float)((double)(rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
-  for (size_t i = 0; !why && i < nb; i++) hb[i] = to((float)((double)(rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
-  for (int i = 0; !why && i < mc->n; i++) hbias[i] = to((float)((double)(rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
+  uint16_t (*to)(float) = bf ? tb_f32_to_bf16 : tb_f32_to_f16;
+  for (size_t i = 0; !why && i < na; i++) ha[i] = to((float)((double)(tb_rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
+  for (size_t i = 0; !why && i < nb; i++) hb[i] = to((float)((double)(tb_rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
+  for (int i = 0; !why && i < mc->n; i++) hbias[i] = to((float)((double)(tb_rng_next(b) >> 11) / 9007199254740992.0 - 0.5));
   if (!why && (tk_memcpy_htod(b->ctx, da, ha, na * 2) != TK_OK || tk_memcpy_htod(b->ctx, db, hb, nb * 2) != TK_OK ||
                tk_memcpy_htod(b->ctx, dbias, hbias, (size_t)mc->n * 2) != TK_OK))
     why = "copy failed";
@@ -459,7 +449,7 @@ static void run_matmul_case(bench *b, const mm_case *mc) {
         tk_synchronize(b->ctx) != TK_OK || tk_memcpy_dtoh(b->ctx, hc, dc, nc * 2) != TK_OK)
       bad = tk_last_error(b->ctx);
     if (!bad) bad = mm_check(b, mc, ha, hb, hbias, hc);
-    double t = bad ? NAN : time_launches(b, k, g, args, nargs);
+    double t = bad ? NAN : tb_time_launches(b, k, g, args, nargs);
     fprintf(stderr, "tkbench:   BM=%d BN=%d BK=%d warps=%d stages=%d: %s %.1f us\n", MM_CFG[ci][0],
             MM_CFG[ci][1], MM_CFG[ci][2], MM_CFG[ci][3], MM_CFG[ci][4], bad ? bad : "ok", t);
     if (bad) snprintf(lastbad, sizeof lastbad, "%s", bad);
@@ -478,7 +468,7 @@ static void run_matmul_case(bench *b, const mm_case *mc) {
     snprintf(note, sizeof note, "%s", why ? why : lastbad);
   for (char *c = note; *c; c++)
     if (*c == '\t' || *c == '\n') *c = ' ';
-  emit(mc->name, best, "us", note);
+  tb_emit(mc->name, best, "us", note);
   if (da) tk_free(b->ctx, da);
   if (db) tk_free(b->ctx, db);
   if (dc) tk_free(b->ctx, dc);
@@ -505,7 +495,7 @@ static void launch_overhead(bench *b) {
   tk_kernel *k;
   if (tk_module_compile(b->ctx, &m, TINY_TK, sizeof TINY_TK - 1, "tiny.tk", NULL) != TK_OK ||
       tk_module_get_kernel(m, "tiny", &k) != TK_OK) {
-    emit("launch tk_launch", NAN, "us", "compile failed");
+    tb_emit("launch tk_launch", NAN, "us", "compile failed");
     return;
   }
   tk_devptr x;
@@ -533,9 +523,9 @@ static void launch_overhead(bench *b) {
     raw_t[rep] = (t3 - t2) * 1e6 / BATCH;
   }
   double tk_us = ok ? median(tk_t, BATCHES) : NAN, raw_us = ok ? median(raw_t, BATCHES) : NAN;
-  emit("launch tk_launch", tk_us, "us", "host time per launch, tiny kernel");
-  emit("launch cuLaunchKernel", raw_us, "us", "same CUfunction, raw");
-  emit("launch tk/raw", tk_us / raw_us, "x", "target <= 1.15");
+  tb_emit("launch tk_launch", tk_us, "us", "host time per launch, tiny kernel");
+  tb_emit("launch cuLaunchKernel", raw_us, "us", "same CUfunction, raw");
+  tb_emit("launch tk/raw", tk_us / raw_us, "x", "target <= 1.15");
   tk_free(b->ctx, x);
   tk_module_destroy(m);
 }
@@ -572,7 +562,7 @@ static void compile_times(bench *b) {
       n++;
     }
     snprintf(name, sizeof name, "compile tkc %s", files[i]);
-    emit(name, n == 5 ? median(t, 5) : NAN, "ms", n == 5 ? "cold process, -o /dev/null" : "tkc failed");
+    tb_emit(name, n == 5 ? median(t, 5) : NAN, "ms", n == 5 ? "cold process, -o /dev/null" : "tkc failed");
   }
   /* libtk JIT: softmax cold (cache bypassed) and from a warm cache */
   double cold[5], hit[20];
@@ -592,8 +582,8 @@ static void compile_times(bench *b) {
     hit[r] = (now_s() - t0) * 1e3;
     if (ok) tk_module_destroy(m);
   }
-  emit("compile jit softmax cold", ok ? median(cold, 5) : NAN, "ms", "tk_module_compile, no cache");
-  emit("compile jit softmax cache hit", ok ? median(hit, 20) : NAN, "ms", "tk_module_compile, warm cache");
+  tb_emit("compile jit softmax cold", ok ? median(cold, 5) : NAN, "ms", "tk_module_compile, no cache");
+  tb_emit("compile jit softmax cache hit", ok ? median(hit, 20) : NAN, "ms", "tk_module_compile, warm cache");
 }
 
 int main(int argc, char **argv) {
@@ -639,6 +629,8 @@ int main(int argc, char **argv) {
     if (!only || strstr(workloads[i].name, only)) run_workload(&b, &workloads[i]);
   for (size_t i = 0; i < sizeof MM_CASES / sizeof *MM_CASES; i++)
     if (!only || strstr(MM_CASES[i].name, only)) run_matmul_case(&b, &MM_CASES[i]);
+  tb_attention(&b, only);
+  tb_decode(&b, only);
   if (!only) compile_times(&b);
   tk_free(b.ctx, b.flush);
   tk_context_destroy(b.ctx);

@@ -247,7 +247,9 @@ void cg_ptx_bulk_commit(cg_ctx *c);
 void cg_ptx_bulk_wait(cg_ctx *c, int pending);
 void cg_ptx_fence_async(cg_ctx *c);
 void cg_ptx_setmaxnreg(cg_ctx *c, bool inc, int regs);
-void cg_ptx_wgmma_fence(cg_ctx *c);
+/* wgmma.fence, with the n registers the next products read passing through it
+ * (rewritten in regs): nothing that defines them can move after it. */
+void cg_ptx_wgmma_fence(cg_ctx *c, LLVMValueRef *regs, int n);
 void cg_ptx_wgmma_commit(cg_ctx *c);
 /* wgmma.wait_group pending, with the n registers passing through it (rewritten in regs). */
 void cg_ptx_wgmma_wait(cg_ctx *c, int pending, LLVMValueRef *regs, int n);
@@ -259,9 +261,11 @@ typedef struct {
   bool imm_scale, imm_trans;
 } cg_wgmma_form;
 /* One wgmma.mma_async of the form on the n accumulator registers (in the instruction's
- * order; rewritten in acc) with the two matrix descriptors. */
-void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b,
-                  LLVMValueRef *acc, int n, LLVMValueRef desc_a, LLVMValueRef desc_b);
+ * order; rewritten in acc; added to the product when `add`, else ignored) with b's matrix
+ * descriptor and a's: a descriptor, or (a_regs not NULL, desc_a unused) the four b32
+ * registers of its A fragment. */
+void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b, bool add, LLVMValueRef *acc,
+                  int n, LLVMValueRef desc_a, const LLVMValueRef *a_regs, LLVMValueRef desc_b);
 
 /* ---- emit_async.c ---- */
 /* Bytes of one slot of a shared buffer type (a multiple of 1024). */

@@ -134,6 +134,16 @@ bool cg_ptx_abi(const char *ptx, const char *kernel, cg_abi *out);
 bool cg_emit_c(const ir_module *m, const char *ptx, const char *basename, su_buf *h_out,
                su_buf *c_out, su_diags *d);
 
+/* --emit=c of a tuned module (tkc --tune): n configurations of the same source, module
+ * ms[j] compiled (PTX ptxs[j]) with configuration text configs[j] ("BLOCK=128 warps=4"),
+ * the winner for key keys[j]. NAME.h declares NAME_load/NAME_unload, NAME_config(key),
+ * NAME_cparam(key, name) and one launcher NAME_KERNEL(key, gx, gy, gz, stream, params...)
+ * per kernel that launches key's configuration. False (reported) when the configurations
+ * do not define the same kernels with the same parameters. */
+bool cg_emit_c_tuned(const ir_module *const *ms, const char *const *ptxs, const char *const *keys,
+                     const char *const *configs, int n, const char *basename, su_buf *h_out,
+                     su_buf *c_out, su_diags *d);
+
 /* Appends the libdevice path o selects (see cg_options) to out, NUL-terminated. */
 void cg_libdevice_path(const cg_options *o, su_buf *out);
 

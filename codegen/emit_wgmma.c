@@ -11,8 +11,11 @@
  * M or N is "MN-major" (the transposed form: W-byte chunks along M/N, LBO = one chunk of
  * all K rows apart, SBO = 8 K-rows, a K step moves the start by k rows). The descriptor's
  * start is the unswizzled address of the block's first element: the hardware swizzles by
- * address bits, as the TMA engine did when it wrote the slot. */
+ * address bits, as the TMA engine did when it wrote the slot. `trans` names which slot
+ * dim is K; a register a (4 operands) is read as the instruction's A fragments. */
 #include "cg.h"
+
+#include <math.h>
 
 typedef struct {
   tk_dtype in, acc;
@@ -80,23 +83,42 @@ static bool wgmma_ready(const cg_layout *l) {
          l->order[0] == 1 && l->shape[0] % l->cta[0] == 0 && l->shape[1] % 8 == 0;
 }
 
-static void emit_product(cg_ctx *c, const ir_op *op) {
-  const ir_value *acc = op->operands[op->noperands - 1], *res = op->results[0];
-  if (op->noperands == 4) {
-    cg_unsupported(c, op, "'wgmma' with a in registers");
-    return;
+/* The A fragment of k step `s` from a register tile in the accumulator's layout: the
+ * m64nNk16 accumulator registers 8s..8s+7 of a [64, K] part are the fragment's
+ * a0..a7 (rows g and g+8, columns 16s + 2t + {0, 1} and 16s + 8 + 2t + {0, 1}), so the
+ * tile's own slots are packed in pairs, low half first. */
+static void a_fragment(cg_ctx *c, const cg_layout *la, const cg_val *x, int r, int s, LLVMValueRef out[4]) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c->llc);
+  LLVMTypeRef v2 = LLVMVectorType(LLVMTypeOf(x->v[0]), 2);
+  for (int q = 0; q < 4; q++) {
+    LLVMValueRef pair = LLVMGetUndef(v2);
+    for (int e = 0; e < 2; e++) {
+      int i = 8 * s + 2 * q + e, h = (i / 2) % 2, jb = i / 4;
+      int slot = (2 * r + h) * la->stride[0] + (2 * jb + i % 2) * la->stride[1];
+      pair = LLVMBuildInsertElement(c->b, pair, x->v[x->n == 1 ? 0 : slot], cg_i32(c, e), "");
+    }
+    out[q] = LLVMBuildBitCast(c->b, pair, i32, "");
   }
-  const wg_kind *kind = kind_for(op->operands[0]->type->dtype, res->type->dtype);
+}
+
+static void emit_product(cg_ctx *c, const ir_op *op) {
+  bool regs_a = op->noperands == 4;
+  int bi = regs_a ? 1 : 2;
+  bool ta = op->ints && op->ints[0], tb = op->ints && op->ints[1];
+  const ir_value *acc = op->operands[op->noperands - 1], *res = op->results[0];
+  const ir_type *at = op->operands[0]->type, *bt = op->operands[bi]->type;
+  const wg_kind *kind = kind_for(at->dtype, res->type->dtype);
   cg_layout l = cg_layout_of(c, res->type);
-  if (!kind || !wgmma_ready(&l) || !op->operands[0]->type->layout->swizzle ||
-      !op->operands[2]->type->layout->swizzle) {
+  if (!kind || !wgmma_ready(&l) || (!regs_a && !at->layout->swizzle) || !bt->layout->swizzle ||
+      (regs_a && (at->layout != res->type->layout || at->shape[0] != res->type->shape[0]))) {
     cg_unsupported(c, op, "this 'wgmma' (operand types, layouts or swizzles)");
     return;
   }
   operand a, b;
-  operand_init(&a, c, op->operands[0], cg_slot(c, op->operands[1], 0), 0);
-  operand_init(&b, c, op->operands[2], cg_slot(c, op->operands[3], 0), 1);
-  int m = res->type->shape[0], n = res->type->shape[1], k = op->operands[0]->type->shape[2];
+  if (!regs_a) operand_init(&a, c, op->operands[0], cg_slot(c, op->operands[1], 0), ta ? 1 : 0);
+  operand_init(&b, c, op->operands[bi], cg_slot(c, op->operands[bi + 1], 0), tb ? 0 : 1);
+  int m = res->type->shape[0], n = res->type->shape[1];
+  int k = regs_a ? at->shape[1] : at->shape[1 + a.k_dim];
   int parts = (n + 255) / 256, ni = n / parts, reps = m / l.cta[0];
   if (n % parts || ni % 8 || k % kind->form.k) {
     cg_unsupported(c, op, "a 'wgmma' of this shape");
@@ -106,13 +128,28 @@ static void emit_product(cg_ctx *c, const ir_op *op) {
   form.n = ni;
   cg_val x = cg_get(c, acc);
   LLVMValueRef *slots = cg_slots(c, l.per);
-  for (int j = 0; j < l.per; j++) slots[j] = x.v[x.n == 1 ? 0 : j];
+  /* a zero accumulator (attention's Q K^T) is no input: the first k step does not add it
+   * (scale-d false), so no register is zeroed for it */
+  bool zero = acc->def && acc->def->opc == IR_CONST && acc->def->cval.f == 0.0 && !signbit(acc->def->cval.f);
+  for (int j = 0; j < l.per; j++) slots[j] = zero ? LLVMGetUndef(LLVMTypeOf(x.v[0])) : x.v[x.n == 1 ? 0 : j];
+  /* the A fragments, all built before the fence: what defines a register the
+   * instructions read must come before it */
+  int steps = k / form.k, nfrag = regs_a ? reps * steps * 4 : 0;
+  LLVMValueRef *fenced = cg_slots(c, l.per + nfrag);
+  if (regs_a) {
+    cg_layout la = cg_layout_of(c, at);
+    cg_val xa = cg_get(c, op->operands[0]);
+    for (int r = 0; r < reps; r++)
+      for (int s = 0; s < steps; s++) a_fragment(c, &la, &xa, r, s, fenced + l.per + (r * steps + s) * 4);
+  }
+  for (int j = 0; j < l.per; j++) fenced[j] = slots[j];
+  cg_ptx_wgmma_fence(c, fenced, l.per + nfrag);
+  for (int j = 0; j < l.per; j++) slots[j] = fenced[j];
   LLVMValueRef wg = LLVMBuildUDiv(c->b, c->tid, cg_i32(c, CG_WARPGROUP), "");
   LLVMValueRef wg_rows = LLVMBuildMul(c->b, wg, cg_i32(c, 64), "");
   int nregs = ni / 2, s0 = l.stride[0], s1 = l.stride[1];
   LLVMValueRef *regs = cg_slots(c, nregs);
   int *map = SU_NEW_ARRAY(c->arena, int, nregs);
-  cg_ptx_wgmma_fence(c);
   for (int r = 0; r < reps; r++) {
     LLVMValueRef m0 = LLVMBuildAdd(c->b, wg_rows, cg_i32(c, (int64_t)r * l.cta[0]), "");
     for (int q = 0; q < parts; q++) {
@@ -122,9 +159,13 @@ static void emit_product(cg_ctx *c, const ir_op *op) {
         map[i] = (2 * r + h) * s0 + (2 * (n0 / 8 + jb) + e) * s1;
         regs[i] = slots[map[i]];
       }
-      for (int k0 = 0; k0 < k; k0 += form.k) {
-        LLVMValueRef da = descriptor(c, &a, m0, k0), db = descriptor(c, &b, cg_i32(c, n0), k0);
-        cg_ptx_wgmma(c, &form, !a.k_major, !b.k_major, regs, nregs, da, db);
+      for (int k0 = 0, s = 0; k0 < k; k0 += form.k, s++) {
+        LLVMValueRef db = descriptor(c, &b, cg_i32(c, n0), k0);
+        bool add = !(zero && k0 == 0);
+        if (regs_a)
+          cg_ptx_wgmma(c, &form, 0, !b.k_major, add, regs, nregs, NULL, fenced + l.per + (r * steps + s) * 4, db);
+        else
+          cg_ptx_wgmma(c, &form, !a.k_major, !b.k_major, add, regs, nregs, descriptor(c, &a, m0, k0), NULL, db);
       }
       for (int i = 0; i < nregs; i++) slots[map[i]] = regs[i];
     }

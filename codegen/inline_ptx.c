@@ -125,9 +125,6 @@ void cg_ptx_setmaxnreg(cg_ctx *c, bool inc, int regs) {
   cg_asm(c, NULL, text, "", NULL, 0);
 }
 
-void cg_ptx_wgmma_fence(cg_ctx *c) {
-  cg_asm(c, NULL, "wgmma.fence.sync.aligned;", "~{memory}", NULL, 0);
-}
 
 void cg_ptx_wgmma_commit(cg_ctx *c) {
   cg_asm(c, NULL, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0);
@@ -177,20 +174,34 @@ void cg_ptx_wgmma_wait(cg_ctx *c, int pending, LLVMValueRef *regs, int n) {
   asm_inout(c, text, regs, n, NULL, "", 0);
 }
 
-void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b,
-                  LLVMValueRef *acc, int n, LLVMValueRef desc_a, LLVMValueRef desc_b) {
+void cg_ptx_wgmma_fence(cg_ctx *c, LLVMValueRef *regs, int n) {
+  asm_inout(c, "wgmma.fence.sync.aligned;", regs, n, NULL, "", 0);
+}
+
+void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b, bool add, LLVMValueRef *acc,
+                  int n, LLVMValueRef desc_a, const LLVMValueRef *a_regs, LLVMValueRef desc_b) {
   su_buf text = {0};
-  /* scale-d (a predicate) true: d = a.b + d; the accumulator starts as the zeros the IR
-   * gave it */
-  su_buf_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.%s {",
-                form->n, form->k, form->types);
+  /* scale-d (a predicate): true, d = a.b + d; false, d = a.b */
+  su_buf_printf(&text, "{\n.reg .pred p;\nsetp.ne.b32 p, %d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk%d.%s {",
+                add ? 1 : 0, form->n, form->k, form->types);
   for (int i = 0; i < n; i++) su_buf_printf(&text, "%s$%d", i ? ", " : "", i);
-  /* operands: the n outputs, the n inputs tied to them, then the descriptors */
-  su_buf_printf(&text, "}, $%d, $%d, p", 2 * n, 2 * n + 1);
+  /* operands: the n outputs, the n inputs tied to them, then a (a descriptor or four
+   * registers) and b's descriptor */
+  if (a_regs)
+    su_buf_printf(&text, "}, {$%d, $%d, $%d, $%d}, $%d, p", 2 * n, 2 * n + 1, 2 * n + 2, 2 * n + 3, 2 * n + 4);
+  else
+    su_buf_printf(&text, "}, $%d, $%d, p", 2 * n, 2 * n + 1);
   if (form->imm_scale) su_buf_puts(&text, ", 1, 1");
-  if (form->imm_trans) su_buf_printf(&text, ", %d, %d", trans_a, trans_b);
+  /* a from registers has no transposition of its own */
+  if (form->imm_trans && a_regs) su_buf_printf(&text, ", %d", trans_b);
+  else if (form->imm_trans) su_buf_printf(&text, ", %d, %d", trans_a, trans_b);
   su_buf_puts(&text, ";\n}");
-  LLVMValueRef extra[2] = {desc_a, desc_b};
-  asm_inout(c, su_buf_str(&text), acc, n, extra, "l,l", 2);
+  if (a_regs) {
+    LLVMValueRef extra[5] = {a_regs[0], a_regs[1], a_regs[2], a_regs[3], desc_b};
+    asm_inout(c, su_buf_str(&text), acc, n, extra, "r,r,r,r,l", 5);
+  } else {
+    LLVMValueRef extra[2] = {desc_a, desc_b};
+    asm_inout(c, su_buf_str(&text), acc, n, extra, "l,l", 2);
+  }
   su_buf_free(&text);
 }

@@ -24,6 +24,14 @@
 extern "C" {
 #endif
 
+/* Marks the API: libtk is built with hidden visibility by default, so these are the only
+ * symbols libtk.so exports (tests/cli/install.sh checks it with nm -D). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TK_API __attribute__((visibility("default")))
+#else
+#define TK_API
+#endif
+
 /* Element types of the language, as the API sees them (launch arguments, buffers). */
 typedef enum {
   TK_I1, TK_I8, TK_I16, TK_I32, TK_I64,
@@ -67,34 +75,35 @@ typedef struct {
 
 /* Creates a context. opts may be NULL (TK_BACKEND_AUTO, device 0). With TK_INTERPRET=1 in
  * the environment, AUTO selects the interpreter. */
-tk_status tk_context_create(tk_context **out, const tk_context_options *opts);
+TK_API tk_status tk_context_create(tk_context **out, const tk_context_options *opts);
 /* Destroys the context and all modules and buffers it owns. NULL is ignored. */
-void tk_context_destroy(tk_context *ctx);
+TK_API void tk_context_destroy(tk_context *ctx);
 /* The backend the context runs on. */
-tk_backend tk_context_backend(const tk_context *ctx);
+TK_API tk_backend tk_context_backend(const tk_context *ctx);
 /* The message of the last failure on ctx (NULL: the last failure with no context, e.g. of
  * tk_context_create). Never NULL; "" when nothing failed. */
-const char *tk_last_error(const tk_context *ctx);
+TK_API const char *tk_last_error(const tk_context *ctx);
 /* A static name for a status ("TK_ERR_ARGS", ...). */
-const char *tk_status_name(tk_status s);
+TK_API const char *tk_status_name(tk_status s);
 
 /* ---- memory --------------------------------------------------------------------------- */
 
 /* Allocates bytes of device memory (interpreter: host memory, bounds-checked). */
-tk_status tk_malloc(tk_context *ctx, tk_devptr *out, size_t bytes);
+TK_API tk_status tk_malloc(tk_context *ctx, tk_devptr *out, size_t bytes);
 /* Frees a buffer from tk_malloc. 0 is ignored. */
-tk_status tk_free(tk_context *ctx, tk_devptr p);
+TK_API tk_status tk_free(tk_context *ctx, tk_devptr p);
 /* Copies bytes host -> device. */
-tk_status tk_memcpy_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes);
+TK_API tk_status tk_memcpy_htod(tk_context *ctx, tk_devptr dst, const void *src, size_t bytes);
 /* Copies bytes device -> host (waits for prior work). */
-tk_status tk_memcpy_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes);
+TK_API tk_status tk_memcpy_dtoh(tk_context *ctx, void *dst, tk_devptr src, size_t bytes);
 /* Waits for all work on the context. */
-tk_status tk_synchronize(tk_context *ctx);
+TK_API tk_status tk_synchronize(tk_context *ctx);
 
 /* ---- compiling ------------------------------------------------------------------------ */
 
 /* A compile-time parameter binding: NAME=VALUE, as with tkc -D. The value is parsed as a
- * .tk literal (integer, float or true/false). */
+ * .tk literal (integer, float or true/false), or for a dtype parameter (T: dtype = f16)
+ * as a scalar type name ("bf16", "f32", "bool", ...). */
 typedef struct {
   const char *name;
   const char *value;
@@ -110,26 +119,33 @@ typedef struct {
 
 /* Compiles .tk source text. name is used in diagnostics (e.g. "softmax.tk"). opts may be
  * NULL. On TK_ERR_COMPILE, tk_last_error holds every diagnostic, rendered. */
-tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source, size_t len,
+TK_API tk_status tk_module_compile(tk_context *ctx, tk_module **out, const char *source, size_t len,
                             const char *name, const tk_compile_options *opts);
 /* Reads and compiles a .tk file. */
-tk_status tk_module_compile_file(tk_context *ctx, tk_module **out, const char *path,
+TK_API tk_status tk_module_compile_file(tk_context *ctx, tk_module **out, const char *path,
                                  const tk_compile_options *opts);
 /* Loads an ahead-of-time compiled PTX module (CUDA backend only). */
-tk_status tk_module_load_ptx(tk_context *ctx, tk_module **out, const char *ptx, size_t len);
+TK_API tk_status tk_module_load_ptx(tk_context *ctx, tk_module **out, const char *ptx, size_t len);
 /* Releases a module (its kernels become invalid). NULL is ignored. */
-void tk_module_destroy(tk_module *m);
+TK_API void tk_module_destroy(tk_module *m);
 /* Looks a kernel up by name. */
-tk_status tk_module_get_kernel(tk_module *m, const char *name, tk_kernel **out);
+TK_API tk_status tk_module_get_kernel(tk_module *m, const char *name, tk_kernel **out);
+
+/* The module's kernels, in source order: how many, and the i-th (NULL when i is out of
+ * range), for callers that list them (the Python binding). */
+TK_API int tk_module_num_kernels(const tk_module *m);
+TK_API tk_kernel *tk_module_kernel(tk_module *m, int i);
+/* The kernel's name. */
+TK_API const char *tk_kernel_name(const tk_kernel *k);
 
 /* The kernel's parameters, in order: how many, and each one's type. */
-int tk_kernel_num_params(const tk_kernel *k);
-tk_dtype tk_kernel_param_type(const tk_kernel *k, int i);
+TK_API int tk_kernel_num_params(const tk_kernel *k);
+TK_API tk_dtype tk_kernel_param_type(const tk_kernel *k, int i);
 /* The pointee type of a pointer parameter (TK_NDTYPE for a scalar parameter). */
-tk_dtype tk_kernel_param_pointee(const tk_kernel *k, int i);
-const char *tk_kernel_param_name(const tk_kernel *k, int i);
+TK_API tk_dtype tk_kernel_param_pointee(const tk_kernel *k, int i);
+TK_API const char *tk_kernel_param_name(const tk_kernel *k, int i);
 /* Threads per program (32 x warps). */
-int tk_kernel_num_threads(const tk_kernel *k);
+TK_API int tk_kernel_num_threads(const tk_kernel *k);
 
 /* ---- launching ------------------------------------------------------------------------ */
 
@@ -153,14 +169,70 @@ static inline tk_arg tk_arg_f32(float x) { tk_arg a; a.type = TK_F32; a.v.f = x;
 static inline tk_arg tk_arg_f64(double x) { tk_arg a; a.type = TK_F64; a.v.f = x; return a; }
 static inline tk_arg tk_arg_bool(int x) { tk_arg a; a.type = TK_I1; a.v.i = x != 0; return a; }
 
+/* The compile-time parameters as the kernel was compiled with them (defaults included;
+ * none for AOT PTX): how many, and the i-th one's name and value (value->type TK_I64 for
+ * an integer or bool, TK_F64 for a float). TK_ERR_INVALID when i is out of range. */
+TK_API int tk_kernel_num_cparams(const tk_kernel *k);
+TK_API tk_status tk_kernel_cparam(const tk_kernel *k, int i, const char **name, tk_arg *value);
+
 typedef struct {
   unsigned x, y, z;
 } tk_grid;
 
 /* Launches k on grid (programs along x, y, z; 0 counts as 1) on stream (a CUstream; NULL
  * for the default stream; ignored by the interpreter, which runs to completion). The
- * arguments must match the kernel's parameters in number and type exactly. */
-tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args, int nargs);
+ * arguments must match the kernel's parameters in number and type exactly. A launch whose
+ * arguments need a variant not compiled yet (docs/api.md, specialization) while stream is
+ * capturing a CUDA graph fails with TK_ERR_INVALID instead of compiling: launch once with
+ * such arguments before capturing. */
+TK_API tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args, int nargs);
+
+/* ---- autotuning ------------------------------------------------------------------------ */
+
+/* One configuration to try: compile-time parameters, and the launch attributes (0: the
+ * kernel's own; else as -D warps=N / -D stages=N). */
+typedef struct {
+  const tk_define *defines;
+  int ndefines;
+  int warps, stages;
+} tk_tune_config;
+
+/* The grid a configuration's kernel is launched on (it reads its compile-time parameters
+ * with tk_kernel_cparam). */
+typedef tk_grid (*tk_tune_grid_fn)(void *user, const tk_kernel *k);
+/* A replacement clock, for tests: the milliseconds that timed launch rep of config take. */
+typedef double (*tk_tune_timer_fn)(void *user, int config, int rep);
+
+typedef struct {
+  const char *key;      /* what the winner is kept for beside the source, the signature and
+                           the arch, e.g. the sizes ("M=4096,N=4096"); NULL is "" */
+  int warmup, reps;     /* launches before timing, and timed launches (median); 0: 2, 10 */
+  int jobs;             /* configurations compiled at once; 0: the machine's cores */
+  int progress;         /* 1: a progress line on stderr (in place on a terminal) */
+  int no_cache;         /* 1: neither read nor write the winner on disk */
+  int no_flush;         /* 1: do not flush the L2 cache before each timed launch */
+  tk_tune_timer_fn timer; /* NULL: the device's (CUDA events; the interpreter: wall clock) */
+  void *timer_user;
+  const char *record;   /* a file to append "KEY: CONFIG" to when a winner is found (what
+                           tkc --tune=FILE --emit=c embeds), or NULL */
+} tk_tune_options;
+
+/* Compiles `kernel` of source under every configuration (over base's options; in
+ * parallel, through the disk cache, on CUDA), times each on the context's device with
+ * args (warm-up, then the median of reps launches on stream, L2 flushed before each, CUDA
+ * events), and returns the index of the fastest in *best and its module, compiled on ctx,
+ * in *out. The winner is kept on disk per (source, kernel, base options, configurations,
+ * arguments' signature, arch, key), corruption-safe like the compile cache, so a later
+ * call returns it without timing anything. times, when not NULL, receives each
+ * configuration's median in milliseconds (a negative value: not timed, because it failed
+ * to compile or launch or the winner came from the cache). A configuration that fails is
+ * skipped; all failing is the last failure's status. */
+TK_API tk_status tk_tune(tk_context *ctx, const char *source, size_t len, const char *name,
+                         const char *kernel, const tk_compile_options *base,
+                         const tk_tune_config *configs, int nconfigs, tk_tune_grid_fn grid,
+                         void *grid_user, void *stream, const tk_arg *args, int nargs,
+                         const tk_tune_options *topts, int *best, double *times,
+                         tk_module **out);
 
 #ifdef __cplusplus
 }

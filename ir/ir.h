@@ -201,6 +201,7 @@ typedef struct {
   int64_t ival;
   double fval;
   bool is_float;
+  bool is_dtype; /* a dtype parameter: ival is the tk_dtype it is bound to */
 } ir_binding; /* a compile-time parameter's bound value, kept for reports */
 
 typedef struct ir_func {

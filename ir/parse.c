@@ -560,8 +560,16 @@ static void parse_bindings(parser *p, ir_func *f) {
         b->ival = strtoll(s, NULL, 10);
       if (errno && !b->is_float) fail_at(p, p->tok.loc, "binding value %s out of range", s);
       next(p);
+    } else if (p->tok.kind == IRT_IDENT) {
+      /* a dtype parameter's binding: T = bf16 */
+      tk_dtype dt;
+      if (!ir_dtype_parse(p->tok.text, p->tok.len, &dt) || dt == TK_PTR)
+        fail_at(p, p->tok.loc, "expected a number or a dtype, found %s", describe(&p->tok));
+      b->is_dtype = true;
+      b->ival = dt;
+      next(p);
     } else {
-      fail_at(p, p->tok.loc, "expected a number, found %s", describe(&p->tok));
+      fail_at(p, p->tok.loc, "expected a number or a dtype, found %s", describe(&p->tok));
     }
     pv_push(p->arena, &v, b);
   }

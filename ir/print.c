@@ -199,7 +199,9 @@ static void print_func(su_buf *b, ir_func *f) {
     for (int i = 0; i < f->nbindings; i++) {
       const ir_binding *bd = &f->bindings[i];
       su_buf_printf(b, "%s%s = ", i ? ", " : "", bd->name);
-      if (bd->is_float)
+      if (bd->is_dtype)
+        su_buf_puts(b, ir_dtype_name((tk_dtype)bd->ival));
+      else if (bd->is_float)
         print_float(b, bd->fval);
       else
         su_buf_printf(b, "%" PRId64, bd->ival);

@@ -46,6 +46,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax count = {IR_MOD_NONE, 1, {{"count", IR_SLOT_ATTR}}};
   static const ir_syntax bytes = {IR_MOD_NONE, 1, {{"bytes", IR_SLOT_ATTR}}};
   static const ir_syntax pending = {IR_MOD_NONE, 1, {{"pending", IR_SLOT_ATTR}}};
+  static const ir_syntax wtrans = {IR_MOD_NONE, 1, {{"trans", IR_SLOT_INTS}}};
   static const ir_syntax wspec = {IR_MOD_NONE, 2, {{"producer_warps", IR_SLOT_ATTR}, {"regs", IR_SLOT_INTS}}};
   switch (op) {
   case IR_CONST: return &konst;
@@ -68,6 +69,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_BULK_WAIT:
   case IR_WGMMA_WAIT: return &pending;
   case IR_WARP_SPEC: return &wspec;
+  case IR_WGMMA: return &wtrans;
   case IR_GRID_SIZE: return &axis;
   default: return &none;
   }

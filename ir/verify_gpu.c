@@ -105,17 +105,28 @@ static void check_tma(verifier *v, const ir_op *op) {
   if (rank >= 2 && sl->order[0] != rank - 1) ir_verr(v, op, "the buffer's fastest dim must be its last, as the map's");
 }
 
+/* wgmma's operand slots: a [M, K] (with trans = [1, _]: [K, M]), b [K, N] (with
+ * trans = [_, 1]: [N, K]); a register a is [M, K] and cannot be transposed. */
 static void check_wgmma(verifier *v, const ir_op *op) {
   bool regs = op->noperands == 4;
   int b = regs ? 1 : 2;
   const ir_type *a = op->operands[0]->type, *bt = op->operands[b]->type,
                 *acc = op->operands[b + 2]->type, *r = op->results[0]->type;
+  bool ta = false, tb = false;
+  if (op->ints) {
+    if (op->nints != 2 || (unsigned)op->ints[0] > 1 || (unsigned)op->ints[1] > 1) {
+      ir_verr(v, op, "trans must be two flags, [0|1, 0|1]");
+      return;
+    }
+    ta = op->ints[0], tb = op->ints[1];
+  }
   if (!regs) want_i32(v, op, 1, "a's slot");
   want_i32(v, op, b + 1, "b's slot");
   if (bt->kind != IR_SMEM || (!regs && a->kind != IR_SMEM) || (regs && a->kind != IR_TILE)) {
     ir_verr(v, op, "a must be a shared buffer (or a tile), b a shared buffer");
     return;
   }
+  if (regs && ta) ir_verr(v, op, "a register a cannot be transposed");
   int m, k, k2, n;
   tk_dtype ae = a->dtype;
   if (regs) {
@@ -123,10 +134,10 @@ static void check_wgmma(verifier *v, const ir_op *op) {
     m = a->shape[0], k = a->shape[1];
   } else {
     if (a->rank != 3) { ir_verr(v, op, "a's slots must be rank 2"); return; }
-    m = a->shape[1], k = a->shape[2];
+    m = a->shape[ta ? 2 : 1], k = a->shape[ta ? 1 : 2];
   }
   if (bt->rank != 3) { ir_verr(v, op, "b's slots must be rank 2"); return; }
-  k2 = bt->shape[1], n = bt->shape[2];
+  k2 = bt->shape[tb ? 2 : 1], n = bt->shape[tb ? 1 : 2];
   if (acc->kind != IR_TILE || acc->rank != 2 || acc->shape[0] != m || acc->shape[1] != n || k != k2)
     ir_verr(v, op, "a [%d, %d] times b [%d, %d] does not give the accumulator %s", m, k, k2, n, ir_vts(v, acc));
   if (ae != bt->dtype) ir_verr(v, op, "a and b element types differ");

@@ -233,6 +233,9 @@ lex_token lex_next(lex_state *l) {
       [0-9] [0-9A-Za-z_]* { return bad_number(l, s); }
 
       "<" / [ \t]* typekw [^A-Za-z0-9_] { T(LT_TYPE); }
+      /* zeros<T>(...) with T a dtype parameter: read as comparisons, `a < T > (...)` would
+       * be a chain, which is an error anyway */
+      "<" / [ \t]* ident [ \t]* ">" [ \t]* "(" { T(LT_TYPE); }
 
       "(" { T(LPAREN); }
       ")" { T(RPAREN); }

@@ -19,7 +19,7 @@ const char *ast_kind_name(ast_kind k) {
       [AST_BINARY] = "binary",   [AST_CALL] = "call",        [AST_ARG] = "arg",
       [AST_INDEX] = "index",     [AST_SLICE] = "slice",      [AST_NONE] = "none",
       [AST_CAST] = "cast",       [AST_ERROR] = "error",      [AST_TYPE] = "type",
-      [AST_PTR_TYPE] = "ptr_type",
+      [AST_PTR_TYPE] = "ptr_type", [AST_TYPE_NAME] = "type_name",
       [AST_BLOCK] = "block",     [AST_LET] = "let",          [AST_ASSIGN] = "assign",
       [AST_EXPR_STMT] = "expr_stmt", [AST_FOR] = "for",      [AST_IF] = "if",
       [AST_RETURN] = "return",   [AST_PARAM] = "param",      [AST_ATTR] = "attr",

@@ -41,7 +41,9 @@ typedef enum {
   AST_ERROR,    /* stands in for a construct the parser reported (a field of a value):
                    no type, and no further message */
   /* types (syntax) */
-  AST_TYPE,     /* dtype (a tk_dtype, not TK_PTR) */
+  AST_TYPE,     /* dtype (a tk_dtype, not TK_PTR); also a type keyword written where a
+                   value goes (reported by the checker, or x.to(f16)'s type) */
+  AST_TYPE_NAME,/* name: a type written as a name, a compile-time dtype parameter's */
   AST_PTR_TYPE, /* *lhs */
   /* statements */
   AST_BLOCK,    /* stmts */

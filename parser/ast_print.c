@@ -12,7 +12,10 @@ static void print_node(FILE *out, const ast_node *n, int indent, const char *lab
 
 static void print_type_text(FILE *out, const ast_node *t) {
   for (; t && t->kind == AST_PTR_TYPE; t = t->lhs) fputc('*', out);
-  fputs(t && t->kind == AST_TYPE ? lex_dtype_name(t->dtype) : "?", out);
+  fputs(t && t->kind == AST_TYPE        ? lex_dtype_name(t->dtype)
+        : t && t->kind == AST_TYPE_NAME ? t->name
+                                         : "?",
+        out);
 }
 
 static void print_string(FILE *out, const char *s) {
@@ -49,7 +52,7 @@ static void print_fields(FILE *out, const ast_node *n) {
   case AST_BOOL: fputs(n->ival ? " true" : " false", out); break;
   case AST_STRING: fputc(' ', out); print_string(out, n->str ? n->str : ""); break;
   case AST_UNARY: case AST_BINARY: fprintf(out, " %s", lex_kind_name(n->op)); break;
-  case AST_TYPE: case AST_PTR_TYPE: fputc(' ', out); print_type_text(out, n); break;
+  case AST_TYPE: case AST_PTR_TYPE: case AST_TYPE_NAME: fputc(' ', out); print_type_text(out, n); break;
   case AST_ASSIGN: fprintf(out, " %s %s", n->name, lex_kind_name(n->op)); break;
   case AST_NAME: case AST_CALL: case AST_ARG: case AST_LET: case AST_FOR: case AST_PARAM:
   case AST_ATTR: case AST_KERNEL: case AST_FUNC: case AST_CONST:
@@ -75,7 +78,7 @@ static void print_node(FILE *out, const ast_node *n, int indent, const char *lab
   }
   const char *kind = label ? label
                      : n->kind == AST_LET && n->ival ? "var"
-                     : n->kind == AST_PTR_TYPE       ? "type"
+                     : n->kind == AST_PTR_TYPE || n->kind == AST_TYPE_NAME ? "type"
                                                      : ast_kind_name(n->kind);
   if (indent) fputc('\n', out);
   fprintf(out, "%*s(%s", indent, "", kind);
@@ -88,7 +91,7 @@ static void print_node(FILE *out, const ast_node *n, int indent, const char *lab
     su_buf_free(&b);
   }
   int in = indent + 2;
-  if (n->kind != AST_TYPE && n->kind != AST_PTR_TYPE) {
+  if (n->kind != AST_TYPE && n->kind != AST_PTR_TYPE && n->kind != AST_TYPE_NAME) {
     print_list(out, n->attrs, in, NULL);
     print_list(out, n->cparams, in, "cparam");
     print_list(out, n->params, in, NULL);

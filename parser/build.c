@@ -23,7 +23,7 @@ static ast_node *too_deep(ps_state *ps, ast_node *n) {
     ps->depth_reported = true;
   }
   if (stmt) return ps_node(ps, AST_BLOCK, n->loc);
-  bool type = n->kind == AST_TYPE || n->kind == AST_PTR_TYPE;
+  bool type = n->kind == AST_TYPE || n->kind == AST_PTR_TYPE || n->kind == AST_TYPE_NAME;
   ast_node *leaf = ps_node(ps, type ? AST_TYPE : AST_INT, n->loc);
   leaf->dtype = TK_I32;
   return leaf;

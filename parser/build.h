@@ -19,6 +19,7 @@ typedef struct {
   const su_source *src;
   lex_state *lex;
   lex_token look;     /* the token read last: the one a syntax error is about */
+  lex_token prev;     /* the token before it */
   su_vec decls;       /* declarations so far, kept even if the parse is abandoned */
   int nsyntax;        /* syntax errors reported */
   bool depth_reported;

@@ -79,6 +79,9 @@ ast_node *ps_method(ps_state *ps, ast_node *recv, const char *name, su_loc name_
   if (strcmp(name, "to") == 0) {
     /* x.to(tl.float16): the dtype is Triton's name of a tk type */
     ast_node *a = args.len == 1 && !args.items[0]->name ? args.items[0]->lhs : NULL;
+    /* x.to(f16): the argument is a type keyword, parsed where values go */
+    if (a && a->kind == AST_TYPE)
+      return ps_method_type(ps, recv, name, name_loc, a, loc);
     int dt = a && a->kind == AST_NAME && a->qual ? ast_triton_dtype(a->name) : -1;
     if (dt >= 0) {
       ast_node *t = ps_node(ps, AST_TYPE, a->loc);

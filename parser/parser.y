@@ -112,7 +112,7 @@ static ast_list append(ps_state *ps, ast_list l, ast_node *n) {
 %left "+" "-"
 %left "*" "/" "%"
 
-%type <node> decl kernel func const_decl cparam kparam fparam attr type ret_opt type_ann_opt
+%type <node> decl kernel func const_decl cparam kparam fparam attr type ptr_type ret_opt type_ann_opt
 %type <node> block stmt if_stmt expr unary power postfix primary call arg index_item cdefault literal
 %type <list> attrs_opt attr_list cparams_opt cparam_list kparams_opt kparam_list fparams_opt
 %type <list> fparam_list stmts args_opt args type_list index_items
@@ -183,6 +183,7 @@ cdefault:
 | "-" T_INT          { ast_node *i = leaf(ps, AST_INT, @2); i->ival = $2; $$ = unary(ps, TOK_MINUS, i, @$); }
 | "-" T_FLOAT        { ast_node *f = leaf(ps, AST_FLOAT, @2); f->fval = $2; $$ = unary(ps, TOK_MINUS, f, @$); }
 | T_IDENT            { $$ = leaf(ps, AST_NAME, @1); $$->name = $1; }
+| T_TYPE             { $$ = leaf(ps, AST_TYPE, @1); $$->dtype = (tk_dtype)$1; } /* a dtype's */
 | "(" expr ")"       { $$ = ps_paren(ps, $2); }
 ;
 
@@ -248,7 +249,21 @@ type_ann_opt:
  * checker reports as it reports '* *f32'. */
 type:
   T_TYPE     { $$ = leaf(ps, AST_TYPE, @1); $$->dtype = (tk_dtype)$1; }
+| T_IDENT    { $$ = leaf(ps, AST_TYPE_NAME, @1); $$->name = $1; } /* a dtype parameter */
 | "*" type   { $$ = ps_node(ps, AST_PTR_TYPE, @$); $$->lhs = $2; $$ = ps_done(ps, $$); }
+| "**" type  {
+    ast_node *in = ps_node(ps, AST_PTR_TYPE, @$);
+    in->lhs = $2;
+    $$ = ps_node(ps, AST_PTR_TYPE, @$);
+    $$->lhs = ps_done(ps, in);
+    $$ = ps_done(ps, $$);
+  }
+;
+
+/* x.to(*i8): a pointer type where arguments go (x.to(f16) is a call whose argument is
+ * the type f16, a primary). */
+ptr_type:
+  "*" type   { $$ = ps_node(ps, AST_PTR_TYPE, @$); $$->lhs = $2; $$ = ps_done(ps, $$); }
 | "**" type  {
     ast_node *in = ps_node(ps, AST_PTR_TYPE, @$);
     in->lhs = $2;
@@ -388,7 +403,7 @@ postfix:
  * x.sum(0), x.T */
 | postfix "." T_IDENT                      { $$ = ps_field(ps, $1, $3, @3, @$); }
 | postfix "." T_IDENT "(" args_opt ")"     { $$ = ps_method(ps, $1, $3, @3, $5, @$); }
-| postfix "." T_IDENT "(" type ")"         { $$ = ps_method_type(ps, $1, $3, @3, $5, @$); }
+| postfix "." T_IDENT "(" ptr_type ")"     { $$ = ps_method_type(ps, $1, $3, @3, $5, @$); }
 ;
 
 index_items:
@@ -401,9 +416,12 @@ index_item:
 | "None"    { $$ = leaf(ps, AST_NONE, @1); }
 ;
 
+/* A type keyword as a primary is no value: the checker reports it ('f16' is a type), and
+ * x.to(f16) reads it as the habit's type. */
 primary:
   literal
 | T_IDENT       { $$ = leaf(ps, AST_NAME, @1); $$->name = $1; }
+| T_TYPE        { $$ = leaf(ps, AST_TYPE, @1); $$->dtype = (tk_dtype)$1; }
 | call
 | "(" expr ")"  { $$ = ps_paren(ps, $2); }
 ;
@@ -500,6 +518,7 @@ static int tkp_lex(TKP_STYPE *val, su_loc *loc, ps_state *ps) {
     case TOK_FLOAT: val->fval = t.fval; break;
     default: break;
     }
+    ps->prev = ps->look;
     ps->look = t;
     *loc = t.loc;
     return token_of_kind[t.kind];

@@ -12,7 +12,7 @@ static bool starts_expression(lex_kind k) {
   switch (k) {
   case TOK_IDENT: case TOK_INT: case TOK_FLOAT: case TOK_STRING: case TOK_TRUE:
   case TOK_FALSE: case TOK_LPAREN: case TOK_MINUS: case TOK_PLUS: case TOK_BANG:
-  case TOK_TILDE:
+  case TOK_TILDE: case TOK_TYPE:
     return true;
   default:
     return false;
@@ -59,9 +59,47 @@ static void spell_list(su_buf *b, const lex_kind *ks, int n) {
   }
 }
 
+/* An identifier is a type where a type goes (a dtype parameter's name), so in
+ * `x: tl.constexpr` or `x: tile<16 x f32>` the parser stops only at the '.' or '<' after
+ * it. Where one of those follows an identifier and is not acceptable — in an expression
+ * both always are — and what the parser wants is what ends a type (and no ':', which a
+ * name being declared would take), the identifier was meant as a type: the message is
+ * about it. */
+static bool after_type_name(const ps_state *ps, const lex_kind *expected, int n) {
+  if (ps->prev.kind != TOK_IDENT || (ps->look.kind != TOK_DOT && ps->look.kind != TOK_LT))
+    return false;
+  if (contains(expected, n, TOK_COLON)) return false;
+  static const lex_kind enders[] = {TOK_RPAREN, TOK_COMMA, TOK_ASSIGN, TOK_LBRACE, TOK_GT};
+  for (size_t i = 0; i < sizeof enders / sizeof enders[0]; i++)
+    if (contains(expected, n, enders[i])) return true;
+  return false;
+}
+
+static bool is_module_name(const lex_token *t, const char *text) {
+  return t->kind == TOK_IDENT && ((t->loc.len == 2 && memcmp(text, "tl", 2) == 0) ||
+                                  (t->loc.len == 6 && memcmp(text, "triton", 6) == 0));
+}
+
 void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nexpected) {
   if (ps->nsyntax >= PS_MAX_SYNTAX_ERRORS) return;
   ps->nsyntax++;
+  if (after_type_name(ps, expected, nexpected)) {
+    const lex_token *p = &ps->prev;
+    const char *text = ps->src->text + p->loc.off;
+    int n = p->loc.len > MAX_QUOTED ? MAX_QUOTED : (int)p->loc.len;
+    su_error(ps->d, p->loc, "unexpected '%s' after '%.*s', expected type or '*'",
+             lex_kind_name(ps->look.kind), n, text);
+    if (is_module_name(p, text))
+      su_note(ps->d, p->loc, "tk's types and builtins have no module prefix: Triton's 'tl.float16' is "
+                             "'f16', and a 'tl.constexpr' parameter is written after the kernel's "
+                             "name, 'kernel k<BLOCK: i32 = 1024>(...)'");
+    else if (ps->look.kind == TOK_LT)
+      su_note(ps->d, p->loc, "tile types have no spelling: a kernel takes scalars and pointers, "
+                             "and tiles are built in its body");
+    if (ps->nsyntax == PS_MAX_SYNTAX_ERRORS)
+      su_note(ps->d, p->loc, "too many syntax errors; the rest of the file is not parsed");
+    return;
+  }
 
   /* End of file is acceptable in many places and almost never what was meant. */
   bool expr = contains(expected, nexpected, TOK_INT);
@@ -104,8 +142,7 @@ void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nex
   }
   su_error(ps->d, loc, "%s", su_buf_str(&msg));
   const char *text = ps->src->text + ps->look.loc.off;
-  if (ps->look.kind == TOK_IDENT && ((ps->look.loc.len == 2 && memcmp(text, "tl", 2) == 0) ||
-                                     (ps->look.loc.len == 6 && memcmp(text, "triton", 6) == 0)))
+  if (is_module_name(&ps->look, text))
     su_note(ps->d, loc, "tk's types and builtins have no module prefix: Triton's 'tl.float16' is "
                         "'f16', and a 'tl.constexpr' parameter is written after the kernel's name, "
                         "'kernel k<BLOCK: i32 = 1024>(...)'");

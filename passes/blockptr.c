@@ -3,7 +3,7 @@
  * description. Used by swpipe and tmastore.
  *
  * The pointer tile is decomposed, through addptr, broadcast, expand_dims, splat, add,
- * mul by a uniform scalar, integer casts and arange, into
+ * mul by a uniform scalar (or shl by a constant), integer casts and arange, into
  *
  *     base + sum_d (u_d + arange_d) * s_d + sum_j q_j * t_j + w
  *
@@ -225,6 +225,18 @@ static form decompose(ctx *c, ir_value *v) {
       return FAIL;
     break;
   }
+  case IR_SHL: {
+    /* x << c is x * 2^c: what constant folding and simplify make of a product by a power
+     * of two (a row stride written as a compile-time D) */
+    ir_value *y = op->operands[1];
+    if (y->def && y->def->opc == IR_SPLAT) y = y->def->operands[0];
+    if (!pass_is_const(y)) return FAIL;
+    int64_t sh = pass_const_int(y);
+    if (sh < 0 || sh > 30) return FAIL;
+    ir_value *k = ir_const_int(&c->b, ir_type_scalar(c->m, y->type->dtype), (int64_t)1 << sh);
+    f = scale(c, decompose(c, op->operands[0]), k);
+    break;
+  }
   default:
     return FAIL;
   }
@@ -360,6 +372,11 @@ ir_value *pass_tensor_map(ir_module *m, ir_func *f, const pass_block *b, int swi
   for (int d = 0; d < b->rank; d++)
     opnds[n++] = b->bound[d] ? b->bound[d] : ir_const_int(&at, ir_type_scalar(m, TK_I32), INT32_MAX);
   for (int d = 0; d + 1 < b->rank; d++) opnds[n++] = b->stride[d];
+  /* a constant may stand anywhere (one made by the decomposition, before the load): the
+   * map, built at the top, gets its own copy */
+  for (int i = 1; i < n; i++)
+    if (opnds[i]->def && opnds[i]->def->opc == IR_CONST)
+      opnds[i] = ir_const_int(&at, opnds[i]->type, pass_const_int(opnds[i]));
   int *box = SU_NEW_ARRAY(m->arena, int, b->rank);
   for (int d = 0; d < b->rank; d++) box[d] = b->box[d];
   box[b->rank - 1] = swizzle / elem_bytes;

@@ -1,10 +1,14 @@
 /* Lowering of dot to the tensor cores' own ops (docs/passes.md).
  *
- * On wgmma (pass_dot_uses_wgmma; the tiling pass gave the result its #wgmma layout) the
- * operands must be in shared memory: one read from a pipelined slot (an smem_load used by
- * the dot alone) is taken from there; any other is staged through a one-slot buffer of its
+ * On wgmma (pass_dot_uses_wgmma; the tiling pass gave the result its #wgmma layout) an
+ * operand read from a pipelined slot (an smem_load used by the dot alone, or the
+ * transpose of one: the wgmma's `trans` flag says so) is taken from there; an a already
+ * in the accumulator's layout (f16/bf16: attention's P, computed from the first product's
+ * result) is read from registers; any other is staged through a one-slot buffer of its
  * own (a barrier so that no warpgroup still reads the previous contents, the store, the
- * async-proxy fence, a barrier). The dot becomes wgmma, commit, wait.
+ * async-proxy fence, a barrier) — right after its definition when that is outside the
+ * dot's loop (attention's Q, staged once per tile, not once per key block). The dot
+ * becomes wgmma, commit, wait.
  *
  * Then, for the dot of a pipelined loop whose accumulator is carried (read by the product
  * alone, its result yielded), the wait keeps one group in flight: the product of
@@ -33,13 +37,28 @@ static int count_uses(const ir_block *blk, const ir_value *v) {
   return n;
 }
 
-/* The slot an operand is read from: its smem_load when the dot is its only user. */
-static ir_op *slot_read(lower *l, ir_value *v) {
+/* The slot an operand is read from: its smem_load when the dot is its only user, seen
+ * through a transpose used by the dot alone (*trans set; trans may be NULL to refuse). */
+static ir_op *slot_read(lower *l, ir_value *v, bool *trans) {
   ir_op *d = v->def;
+  if (trans) *trans = false;
+  if (trans && d && d->opc == IR_TRANS && d->nints == 2 && d->ints[0] == 1 && count_uses(l->f->body, v) == 1) {
+    *trans = true;
+    v = d->operands[0];
+    d = v->def;
+  }
   if (!d || d->opc != IR_SMEM_LOAD || count_uses(l->f->body, v) != 1) return NULL;
   return d;
 }
 
+/* Where a staged operand is stored: right after its definition when that stands outside
+ * the loop around the dot (it is staged once, not each iteration), else before the dot. */
+static ir_op *stage_point(ir_op *dot, ir_value *v) {
+  ir_op *d = v->def;
+  for (ir_op *L = dot->parent->parent; d && L; L = L->parent->parent)
+    if (L->opc == IR_FOR) return pass_op_within(d, L->regions[0]) ? dot : d->next;
+  return dot;
+}
 
 /* A one-slot buffer holding tile v, stored before `at` between two barriers. */
 static ir_value *stage(lower *l, ir_op *at, ir_value *v) {
@@ -132,43 +151,62 @@ static void overlap(lower *l, ir_op *wg, ir_op *wait) {
   ir_build(&last, IR_MBAR_ARRIVE, 2, args2, 0, NULL);
 }
 
+/* The transpose (if any) and the slot read that slot_read saw through, now unused. */
+static void erase_read(ir_value *v, ir_op *rd) {
+  ir_op *t = v->def;
+  if (t && t->opc == IR_TRANS) ir_op_erase(t);
+  ir_op_erase(rd);
+}
+
 static void lower_wgmma(lower *l, ir_op *dot) {
   ir_value *a = dot->operands[0], *b = dot->operands[1];
-  ir_op *ra = slot_read(l, a), *rb = slot_read(l, b);
-  if ((!ra && !stageable(a)) || (!rb && !stageable(b))) return;
+  const ir_type *t = dot->results[0]->type;
+  bool ta, tb;
+  ir_op *ra = slot_read(l, a, &ta), *rb = slot_read(l, b, &tb);
+  bool regs = !ra && a->type->layout == t->layout && (a->type->dtype == TK_F16 || a->type->dtype == TK_BF16);
+  if ((!ra && !regs && !stageable(a)) || (!rb && !stageable(b))) return;
   ir_module *m = l->m;
   ir_builder at = {m, dot->parent, dot, dot->loc};
   ir_value *opnds[5];
-  if (ra) {
-    opnds[0] = ra->operands[0];
-    opnds[1] = ra->operands[1];
+  int n = 0;
+  if (regs) {
+    opnds[n++] = a;
+  } else if (ra) {
+    opnds[n++] = ra->operands[0];
+    opnds[n++] = ra->operands[1];
   } else {
-    opnds[0] = stage(l, dot, a);
-    opnds[1] = ir_const_int(&at, ir_type_scalar(m, TK_I32), 0);
+    opnds[n++] = stage(l, stage_point(dot, a), a);
+    opnds[n++] = ir_const_int(&at, ir_type_scalar(m, TK_I32), 0);
   }
   if (rb) {
-    opnds[2] = rb->operands[0];
-    opnds[3] = rb->operands[1];
+    opnds[n++] = rb->operands[0];
+    opnds[n++] = rb->operands[1];
   } else {
-    opnds[2] = stage(l, dot, b);
-    opnds[3] = ir_const_int(&at, ir_type_scalar(m, TK_I32), 0);
+    opnds[n++] = stage(l, stage_point(dot, b), b);
+    opnds[n++] = ir_const_int(&at, ir_type_scalar(m, TK_I32), 0);
   }
-  opnds[4] = dot->operands[2];
-  const ir_type *t = dot->results[0]->type;
-  ir_op *wg = ir_build(&at, IR_WGMMA, 5, opnds, 1, &t);
+  opnds[n++] = dot->operands[2];
+  ir_op *wg = ir_build(&at, IR_WGMMA, n, opnds, 1, &t);
+  if (ta || tb) {
+    int *fl = SU_NEW_ARRAY(m->arena, int, 2);
+    fl[0] = ta, fl[1] = tb;
+    wg->ints = fl;
+    wg->nints = 2;
+  }
   ir_build(&at, IR_WGMMA_COMMIT, 0, NULL, 0, NULL);
   ir_op *wait = ir_build(&at, IR_WGMMA_WAIT, 1, wg->results, 1, &t);
   wait->attr = 0;
   ir_replace_all_uses(l->f, dot->results[0], wait->results[0]);
   ir_op_erase(dot);
-  if (ra) ir_op_erase(ra);
-  if (rb) ir_op_erase(rb);
+  if (ra) erase_read(a, ra);
+  if (rb) erase_read(b, rb);
   overlap(l, wg, wait);
   l->changed = true;
 }
 
 static void lower_mma(lower *l, ir_op *dot) {
-  ir_op *ra = slot_read(l, dot->operands[0]), *rb = slot_read(l, dot->operands[1]);
+  /* ldmatrix reads the slots as they are: a transposed read is left to the dot */
+  ir_op *ra = slot_read(l, dot->operands[0], NULL), *rb = slot_read(l, dot->operands[1], NULL);
   const ir_type *t = dot->results[0]->type;
   if (!ra || !rb || !t->layout || t->layout->kind != IR_LAYOUT_MMA) return;
   ir_builder at = {l->m, dot->parent, dot, dot->loc};

@@ -77,6 +77,12 @@ bool pass_swpipe(ir_module *m, ir_func *f);
 /* Lowers dot to wgmma (asynchronous, one group in flight across a pipelined loop) or to
  * mma from shared slots (lower_dot.c). */
 bool pass_lower_dot(ir_module *m, ir_func *f);
+/* exp(a - broadcast(r)) as exp2(fma(a, log2 e, broadcast(-r log2 e))) on f32 (expfold.c). */
+bool pass_expfold(ir_module *m, ir_func *f);
+/* Rotates a loop of two wgmma products whose second is the only reader of its carried
+ * accumulator, so that the second of one iteration overlaps the next one's first and
+ * what follows it (rotate.c). */
+bool pass_rotate(ir_module *m, ir_func *f);
 /* Turns a store of a wgmma result that writes a block of a strided tensor into a TMA copy
  * through a shared buffer, overlapped with what follows (tmastore.c). */
 bool pass_tmastore(ir_module *m, ir_func *f);

@@ -19,7 +19,7 @@ typedef struct {
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
   X(constfold) X(simplify) X(cse) X(dce) X(licm) X(stripmine) X(tiling) X(persist) X(swpipe) \
-  X(lower_dot) X(tmastore) X(warpspec) X(sink)
+  X(lower_dot) X(rotate) X(expfold) X(tmastore) X(warpspec) X(sink)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -40,14 +40,16 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * splat per scalar, no dead loads) and builds its chunk loops already hoisted. That much
  * is the target-independent part, what the interpreter runs. For a GPU target (m->arch)
  * the target part follows: tiling lays out stripmine's chunks (what it inserts, layout
- * conversions, must not be folded away); persist wraps a dot kernel in its tile loop
+ * conversions, must not be folded away); expfold folds exp's change of base into an fma;
+ * persist wraps a dot kernel in its tile loop
  * before swpipe threads its ring counter through it; lower_dot reads the slots swpipe
- * made; tmastore turns the epilogue's store into a TMA copy; warpspec splits the single stream that results; a last canonicalize folds the
+ * made; rotate overlaps the second product of a loop with the next iteration's first;
+ * tmastore turns the epilogue's store into a TMA copy; warpspec splits the single stream that results; a last canonicalize folds the
  * constants the lowering repeated and sweeps what it left dead (the loads' address
  * computations); sink then moves what the epilogue computes before the loop past it. */
 static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "stripmine"};
-static const char *const target_pipeline[] = {"tiling",   "persist",      "swpipe", "lower_dot",
-                                              "tmastore", "warpspec", "canonicalize", "sink"};
+static const char *const target_pipeline[] = {"tiling",   "expfold",  "persist",      "swpipe", "lower_dot",
+                                              "rotate",   "tmastore", "warpspec", "canonicalize", "sink"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],
   NTARGET = sizeof target_pipeline / sizeof target_pipeline[0]

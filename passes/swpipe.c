@@ -1,13 +1,18 @@
 /* Software pipelining of the loads that feed dot in a for loop (docs/passes.md).
  *
- * For a loop whose body holds a dot whose a and b are loads of that body (used by the dot
- * alone, `other` absent or 0, addresses and masks recomputable at a later iteration),
- * with `stages` S >= 2: each load becomes a ring of S shared slots filled S - 1 iterations
- * ahead, so global loads overlap the products.
+ * For a loop whose body holds dots with operands that are loads of that body, or their
+ * transposes (each load used by that dot alone, `other` absent or 0, addresses and masks
+ * recomputable at a later iteration), with `stages` S >= 2: each such load becomes a
+ * ring of S shared slots filled S - 1 iterations ahead, so global loads overlap the
+ * products. Attention's K (read as trans(K) by Q K^T) and V are two loads of one stage;
+ * its Q (loop-invariant) and P (computed) are left to lower_dot. On TMA, the loads one dot
+ * reads are a group with barriers of its own: the consumer waits for a group where its
+ * first load stood and releases its slots right after that dot, so attention's Q K^T
+ * starts before V has landed and K's slot is refilled while P V still reads V's.
  *
  *  - TMA (sm_90a, both loads block pointers with aligned strides, the dot on wgmma): a
- *    tensor map per operand, barriers `full` (one arrival: the expect) and `empty` (one per
- *    consumer warpgroup). Producing iteration g (global count, see below) at k: wait
+ *    tensor map per operand, per group barriers `full` (one arrival: the expect) and `empty`
+ *    (one per consumer warpgroup). Producing iteration g (global count, see below) at k: wait
  *    empty[g % S] for parity (g / S & 1) ^ 1 (a fresh barrier passes parity 1), expect the
  *    bytes on full[g % S], copy each box. Consuming g: wait full[g % S] for parity
  *    g / S & 1, read the slots (smem_load), and after the dot arrive on empty[g % S].
@@ -29,19 +34,23 @@
 
 #include <string.h>
 
-enum { MAX_OPERANDS = 2 };
+enum { MAX_LOADS = 8 };
 
 typedef struct {
   ir_module *m;
   ir_func *f;
-  ir_op *loop, *dot;
-  ir_op *loads[MAX_OPERANDS];
+  ir_op *loop;
+  ir_op *loads[MAX_LOADS];
+  int grp[MAX_LOADS];     /* the group of each load: the loads one dot reads */
+  ir_op *dots[MAX_LOADS]; /* each group's dot */
+  int ngroups;
   int nloads, stages;
-  bool tma, wgmma;
-  pass_block blk[MAX_OPERANDS];
-  ir_value *bufs[MAX_OPERANDS], *maps[MAX_OPERANDS];
-  ir_value *full, *empty;
-  int bytes; /* per stage, TMA */
+  bool tma, wgmma; /* TMA; every product reading a slot is wgmma */
+  bool fence;      /* some product reading a slot is wgmma (the async proxy reads it) */
+  pass_block blk[MAX_LOADS];
+  ir_value *bufs[MAX_LOADS], *maps[MAX_LOADS];
+  ir_value *full[MAX_LOADS], *empty[MAX_LOADS]; /* TMA: per group */
+  int bytes[MAX_LOADS];                         /* TMA: per group and stage */
   const ir_type *i32;
   ir_value *g_in;   /* the counter inside the loop (region argument) */
   ir_value *g_at;   /* the counter where the loop stands (its initial value) */
@@ -131,17 +140,20 @@ static void produce(pipe *p, ir_builder *b, ir_value *g, ir_value *k) {
   ir_value *slot, *phase;
   slot_phase(p, b, g, &slot, &phase);
   if (p->tma) {
-    ir_value *args[3] = {p->empty, slot, bin(b, IR_XOR, phase, k32(p, b, 1))};
-    ir_build(b, IR_MBAR_WAIT, 3, args, 0, NULL);
-    ir_value *ex[2] = {p->full, slot};
-    ir_build(b, IR_MBAR_EXPECT, 2, ex, 0, NULL)->attr = p->bytes;
-    for (int i = 0; i < p->nloads; i++) {
-      ir_value *opnds[5 + IR_MAX_RANK] = {p->maps[i], p->bufs[i], slot, p->full, slot};
-      for (int d = 0; d < p->blk[i].rank; d++) {
-        opnds[5 + d] = pass_clone_slice(p->m, b, body, p->blk[i].coord[d], map);
-        SU_ASSERT(opnds[5 + d]);
+    for (int gi = 0; gi < p->ngroups; gi++) {
+      ir_value *args[3] = {p->empty[gi], slot, bin(b, IR_XOR, phase, k32(p, b, 1))};
+      ir_build(b, IR_MBAR_WAIT, 3, args, 0, NULL);
+      ir_value *ex[2] = {p->full[gi], slot};
+      ir_build(b, IR_MBAR_EXPECT, 2, ex, 0, NULL)->attr = p->bytes[gi];
+      for (int i = 0; i < p->nloads; i++) {
+        if (p->grp[i] != gi) continue;
+        ir_value *opnds[5 + IR_MAX_RANK] = {p->maps[i], p->bufs[i], slot, p->full[gi], slot};
+        for (int d = 0; d < p->blk[i].rank; d++) {
+          opnds[5 + d] = pass_clone_slice(p->m, b, body, p->blk[i].coord[d], map);
+          SU_ASSERT(opnds[5 + d]);
+        }
+        ir_build(b, IR_TMA_LOAD, 5 + p->blk[i].rank, opnds, 0, NULL);
       }
-      ir_build(b, IR_TMA_LOAD, 5 + p->blk[i].rank, opnds, 0, NULL);
     }
     return;
   }
@@ -227,14 +239,14 @@ static void allocate(pipe *p) {
     p->bufs[i] = alloc(p, IR_SMEM_ALLOC, ir_type_smem(m, t->elem, 3, shape, ir_layout_intern(m, &sl)));
     if (!p->tma) continue;
     p->maps[i] = pass_tensor_map(m, p->f, &p->blk[i], sl.swizzle, eb);
-    p->bytes += (int)(ir_type_numel(t) * eb);
+    p->bytes[p->grp[i]] += (int)(ir_type_numel(t) * eb);
   }
-  if (p->tma) {
+  for (int gi = 0; p->tma && gi < p->ngroups; gi++) {
     int wgs = (p->f->num_warps + 3) / 4;
-    p->full = alloc(p, IR_MBAR_ALLOC, ir_type_mbar(m, p->stages));
-    p->full->def->attr = 1;
-    p->empty = alloc(p, IR_MBAR_ALLOC, ir_type_mbar(m, p->stages));
-    p->empty->def->attr = wgs;
+    p->full[gi] = alloc(p, IR_MBAR_ALLOC, ir_type_mbar(m, p->stages));
+    p->full[gi]->def->attr = 1;
+    p->empty[gi] = alloc(p, IR_MBAR_ALLOC, ir_type_mbar(m, p->stages));
+    p->empty[gi]->def->attr = wgs;
   }
 }
 
@@ -247,21 +259,24 @@ static void rewrite(pipe *p) {
   /* prologue */
   ir_builder pre = at_op(p, L);
   for (int s = 0; s < p->stages - 1; s++) produce_ahead(p, &pre, p->g_at, lb, s);
-  /* consumer, where the first of the loads stood */
-  ir_op *first = NULL;
-  for (ir_op *o = body->first; o && !first; o = o->next)
+  /* consumer: each group waits where its first load stood (all of them at the first, on
+   * the cp.async ring), reads its slots there and releases them after its dot */
+  ir_op *first[MAX_LOADS] = {0};
+  for (ir_op *o = body->first; o; o = o->next)
     for (int i = 0; i < p->nloads; i++)
-      if (o == p->loads[i]) first = o;
-  ir_builder cons = at_op(p, first);
-  ir_value *slot, *phase;
-  slot_phase(p, &cons, p->g_in, &slot, &phase);
-  if (p->tma) {
-    ir_value *args[3] = {p->full, slot, phase};
-    ir_build(&cons, IR_MBAR_WAIT, 3, args, 0, NULL);
-  } else {
-    ir_build(&cons, IR_CP_ASYNC_WAIT, 0, NULL, 0, NULL)->attr = p->stages - 2;
-    if (p->wgmma) ir_build(&cons, IR_FENCE_ASYNC, 0, NULL, 0, NULL);
-    ir_build(&cons, IR_BARRIER, 0, NULL, 0, NULL);
+      if (o == p->loads[i] && !first[p->tma ? p->grp[i] : 0]) first[p->tma ? p->grp[i] : 0] = o;
+  ir_value *slot = NULL, *phase = NULL;
+  for (int gi = 0; gi < (p->tma ? p->ngroups : 1); gi++) {
+    ir_builder cons = at_op(p, first[gi]);
+    if (!slot) slot_phase(p, &cons, p->g_in, &slot, &phase);
+    if (p->tma) {
+      ir_value *args[3] = {p->full[gi], slot, phase};
+      ir_build(&cons, IR_MBAR_WAIT, 3, args, 0, NULL);
+    } else {
+      ir_build(&cons, IR_CP_ASYNC_WAIT, 0, NULL, 0, NULL)->attr = p->stages - 2;
+      if (p->fence) ir_build(&cons, IR_FENCE_ASYNC, 0, NULL, 0, NULL);
+      ir_build(&cons, IR_BARRIER, 0, NULL, 0, NULL);
+    }
   }
   for (int i = 0; i < p->nloads; i++) {
     ir_op *ld = p->loads[i];
@@ -271,9 +286,9 @@ static void rewrite(pipe *p) {
     ir_replace_all_uses(p->f, ld->results[0], v);
     ir_op_erase(ld);
   }
-  if (p->tma) {
-    ir_builder after = {p->m, body, p->dot->next, p->dot->loc};
-    ir_value *args[2] = {p->empty, slot};
+  for (int gi = 0; p->tma && gi < p->ngroups; gi++) {
+    ir_builder after = {p->m, body, p->dots[gi]->next, p->dots[gi]->loc};
+    ir_value *args[2] = {p->empty[gi], slot};
     ir_build(&after, IR_MBAR_ARRIVE, 2, args, 0, NULL);
   }
   /* produce ahead, at the end of the body; the counter moves on */
@@ -301,32 +316,50 @@ static void find_loops(ir_op *op, void *arg) {
   if (op->opc == IR_FOR && fd->n < 64) fd->found[fd->n++] = op;
 }
 
+/* The load behind a dot operand: the operand itself, or what a transpose used by the dot
+ * alone reads. */
+static ir_op *operand_load(const pipe *p, ir_value *v) {
+  ir_op *d = v->def;
+  if (d && d->opc == IR_TRANS && d->nints == 2 && d->ints[0] == 1 && uses_in(p->f->body, v) == 1)
+    d = d->operands[0]->def;
+  return d;
+}
+
 static bool try_loop(ir_module *m, ir_func *f, ir_op *L) {
+  pipe p;
+  memset(&p, 0, sizeof p);
+  p.m = m;
+  p.f = f;
+  p.loop = L;
+  p.stages = f->num_stages;
+  p.i32 = ir_type_scalar(m, TK_I32);
+  p.wgmma = true;
   for (ir_op *op = L->regions[0]->first; op; op = op->next) {
     if (op->opc != IR_DOT) continue;
-    pipe p;
-    memset(&p, 0, sizeof p);
-    p.m = m;
-    p.f = f;
-    p.loop = L;
-    p.dot = op;
-    p.stages = f->num_stages;
-    p.i32 = ir_type_scalar(m, TK_I32);
-    p.wgmma = pass_dot_uses_wgmma(m, f, op);
+    bool reads = false;
     for (int i = 0; i < 2; i++) {
-      ir_op *ld = op->operands[i]->def;
-      if (!pipelinable_load(&p, ld)) return false;
+      ir_op *ld = operand_load(&p, op->operands[i]);
+      if (!pipelinable_load(&p, ld)) continue;
+      bool seen = false;
+      for (int j = 0; j < p.nloads; j++) seen |= p.loads[j] == ld;
+      if (seen || p.nloads == MAX_LOADS) continue;
+      p.grp[p.nloads] = p.ngroups;
       p.loads[p.nloads++] = ld;
+      reads = true;
     }
-    if (p.loads[0] == p.loads[1]) return false;
-    p.tma = p.wgmma && pass_has(m, PASS_TMA);
-    for (int i = 0; p.tma && i < p.nloads; i++)
-      p.tma = pass_block_of(m, p.loads[i], &p.blk[i]) && tma_ready(&p, i);
-    if (!p.tma && !pass_has(m, PASS_CP_ASYNC)) return false;
-    rewrite(&p);
-    return true;
+    if (!reads) continue;
+    p.dots[p.ngroups++] = op;
+    bool wg = pass_dot_uses_wgmma(m, f, op);
+    p.wgmma &= wg;
+    p.fence |= wg;
   }
-  return false;
+  if (!p.nloads) return false;
+  p.tma = p.wgmma && pass_has(m, PASS_TMA);
+  for (int i = 0; p.tma && i < p.nloads; i++)
+    p.tma = pass_block_of(m, p.loads[i], &p.blk[i]) && tma_ready(&p, i);
+  if (!p.tma && !pass_has(m, PASS_CP_ASYNC)) return false;
+  rewrite(&p);
+  return true;
 }
 
 bool pass_swpipe(ir_module *m, ir_func *f) {

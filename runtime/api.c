@@ -81,6 +81,7 @@ static bool interpret_requested(void) {
 
 static tk_status start_backend(rt_context *ctx, tk_backend kind, int device) {
   ctx->kind = kind;
+  ctx->device = device;
   ctx->be = &rt_interp_backend;
 #ifdef TK_HAVE_CUDA_BACKEND
   if (kind == TK_BACKEND_CUDA) ctx->be = &rt_cuda_backend;
@@ -441,6 +442,46 @@ int tk_kernel_num_threads(const tk_kernel *h) {
   return k ? 32 * k->sig->num_warps : -1;
 }
 
+int tk_module_num_kernels(const tk_module *h) {
+  const rt_module *m = module_of(h);
+  return m ? m->nkernels : -1;
+}
+
+tk_kernel *tk_module_kernel(tk_module *h, int i) {
+  rt_module *m = module_of(h);
+  tk_kernel *out = NULL;
+  if (m && i >= 0 && i < m->nkernels) kernel_handle(m, &m->kernels[i], &out);
+  return out;
+}
+
+const char *tk_kernel_name(const tk_kernel *h) {
+  const rt_kernel *k = kernel_of(h);
+  return k ? k->sig->name : NULL;
+}
+
+int tk_kernel_num_cparams(const tk_kernel *h) {
+  const rt_kernel *k = kernel_of(h);
+  return k ? k->sig->nconsts : -1;
+}
+
+tk_status tk_kernel_cparam(const tk_kernel *h, int i, const char **name, tk_arg *value) {
+  const rt_kernel *GET(k, kernel_of, h, "tk_kernel_cparam: kernel");
+  rt_context *ctx = k->module->ctx;
+  REQUIRE(ctx, name && value, "tk_kernel_cparam: %s is NULL", name ? "value" : "name");
+  REQUIRE(ctx, i >= 0 && i < k->sig->nconsts, "tk_kernel_cparam: kernel '%s' has %d compile-time parameters, not %d",
+          k->sig->name, k->sig->nconsts, i + 1);
+  const ir_binding *b = &k->sig->consts[i];
+  *name = b->name;
+  if (b->is_float) {
+    value->type = TK_F64;
+    value->v.f = b->fval;
+  } else {
+    value->type = TK_I64;
+    value->v.i = b->ival;
+  }
+  return TK_OK;
+}
+
 /* ---- launching ------------------------------------------------------------------------ */
 
 static const char *dtype_name(tk_dtype t) {
@@ -476,7 +517,7 @@ static bool fits(const tk_arg *a) {
   return a->v.u < (UINT64_C(1) << bits);
 }
 
-static tk_status check_args(rt_context *ctx, const rt_kernel *k, const tk_arg *args, int nargs) {
+tk_status rt_check_args(rt_context *ctx, const rt_kernel *k, const tk_arg *args, int nargs) {
   const ir_signature *sig = k->sig;
   if (nargs != sig->nparams)
     return rt_error(ctx, TK_ERR_ARGS, "kernel '%s' expects %d argument%s, got %d", sig->name,
@@ -513,6 +554,6 @@ tk_status tk_launch(tk_kernel *h, tk_grid grid, void *stream, const tk_arg *args
     return rt_error(ctx, TK_ERR_ARGS, "kernel '%s': grid (%u, %u, %u) exceeds the CUDA limits "
                     "(x at most 2147483647, y and z at most 65535)", k->sig->name, grid.x,
                     grid.y, grid.z);
-  tk_status s = check_args(ctx, k, args, nargs);
+  tk_status s = rt_check_args(ctx, k, args, nargs);
   return s != TK_OK ? s : ctx->be->launch(ctx, k, grid, stream, args, nargs);
 }

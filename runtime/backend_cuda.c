@@ -46,6 +46,10 @@ typedef struct cuda_state {
   size_t nallocs, capallocs;
   su_buf dead;      /* non-empty once a sticky fault killed the context: its message */
   struct cuda_state *next_live; /* the process's CUDA contexts (live_lock) */
+  /* the autotuner's (time_launch), made at its first use */
+  CUdeviceptr flush;  /* a buffer twice the L2 cache, written to evict it */
+  size_t flush_bytes;
+  CUevent ev[2];
 } cuda_state;
 
 /* Every live CUDA tk context, so that an address of another one is recognised. */
@@ -203,6 +207,7 @@ static tk_status cuda_init(rt_context *ctx, int device) {
       ctx->arch = t->name;
       st->arena = su_arena_new();
       rt_cache_open(&st->cache, st->arena, NULL);
+      ctx->cache_dir = st->cache.dir;
       su_buf_free(&why);
       pthread_mutex_lock(&live_lock);
       st->next_live = live;
@@ -246,6 +251,11 @@ static void cuda_shutdown(rt_context *ctx) {
   if (st->nallocs && st->cu.CtxSetCurrent(st->pctx) == CUDA_SUCCESS)
     for (size_t i = 0; i < st->nallocs; i++) st->cu.MemFree(st->allocs[i].base);
   free(st->allocs);
+  if ((st->flush || st->ev[0]) && st->cu.CtxSetCurrent(st->pctx) == CUDA_SUCCESS) {
+    if (st->flush) st->cu.MemFree(st->flush);
+    for (int i = 0; i < 2; i++)
+      if (st->ev[i]) st->cu.EventDestroy(st->ev[i]);
+  }
   st->cu.DevicePrimaryCtxRelease(st->dev);
   su_arena_free(st->arena);
   su_buf_free(&st->dead);
@@ -453,9 +463,19 @@ static tk_status cuda_load_ir(rt_context *ctx, rt_module *m, const tk_compile_op
 }
 
 /* Makes k's variant for signature key the one in use, compiling and loading it (k alone)
- * the first time. */
-static tk_status use_variant(rt_context *ctx, rt_kernel *k, uint64_t key) {
+ * the first time — but not while stream is capturing a CUDA graph: loading a module then
+ * is illegal under the global capture mode (PyTorch's default) and would put a compile
+ * inside what the user meant to be a replayable launch, so it is an error saying what to
+ * do instead. */
+static tk_status use_variant(rt_context *ctx, rt_kernel *k, uint64_t key, CUstream stream) {
   if (rt_jit_use(k->handle, key)) return TK_OK;
+  int capturing = 0;
+  if (state(ctx)->cu.StreamIsCapturing(stream, &capturing) == CUDA_SUCCESS && capturing)
+    return rt_error(ctx, TK_ERR_INVALID,
+                    "kernel '%s': these arguments need a variant that is not compiled yet "
+                    "(specialization signature 0x%llx), and the stream is capturing a CUDA "
+                    "graph; launch the kernel once with arguments of the same sizes and "
+                    "alignment before capturing", k->sig->name, (unsigned long long)key);
   su_buf ptx = {0};
   CUmodule mod = NULL;
   /* compiling at launch: an internal error of the compiler fails the launch, not the
@@ -534,7 +554,7 @@ static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *
   }
   uint64_t key = rt_jit_pack(jk, args);
   if (key != jk->cur) {
-    tk_status s = use_variant(ctx, k, key);
+    tk_status s = use_variant(ctx, k, key, (CUstream)stream);
     if (s != TK_OK) return s;
   }
   cuda_state *st = state(ctx);
@@ -570,6 +590,38 @@ static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *
   return TK_OK;
 }
 
+/* One launch between two events on stream; with flush, a write of twice the L2 cache
+ * first (and a synchronize, so the flush is not timed), as Triton's do_bench does. */
+static tk_status cuda_time_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
+                                  const tk_arg *args, int nargs, bool flush, double *ms) {
+  cuda_state *st = state(ctx);
+  CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+  if (!st->ev[0]) {
+    CHECK(ctx, st->cu.EventCreate(&st->ev[0], CU_EVENT_DEFAULT), "cuEventCreate");
+    CHECK(ctx, st->cu.EventCreate(&st->ev[1], CU_EVENT_DEFAULT), "cuEventCreate");
+  }
+  if (flush && !st->flush) {
+    int l2 = 0;
+    if (st->cu.DeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, st->dev) != CUDA_SUCCESS || l2 <= 0)
+      l2 = 64 << 20;
+    st->flush_bytes = 2 * (size_t)l2;
+    CHECK(ctx, st->cu.MemAlloc(&st->flush, st->flush_bytes), "cuMemAlloc (the L2 flush buffer)");
+  }
+  if (flush) {
+    CHECK(ctx, st->cu.MemsetD8(st->flush, 0, st->flush_bytes), "cuMemsetD8 (flushing L2)");
+    CHECK(ctx, st->cu.CtxSynchronize(), "a kernel or copy failed");
+  }
+  CHECK(ctx, st->cu.EventRecord(st->ev[0], (CUstream)stream), "cuEventRecord");
+  tk_status s = cuda_launch(ctx, k, grid, stream, args, nargs);
+  if (s != TK_OK) return s;
+  CHECK(ctx, st->cu.EventRecord(st->ev[1], (CUstream)stream), "cuEventRecord");
+  CHECK(ctx, st->cu.EventSynchronize(st->ev[1]), "the timed kernel failed");
+  float t = 0;
+  CHECK(ctx, st->cu.EventElapsedTime(&t, st->ev[0], st->ev[1]), "cuEventElapsedTime");
+  *ms = t;
+  return TK_OK;
+}
+
 CUfunction rt_cuda_kernel_function(const tk_kernel *h) {
   const rt_kernel *k = rt_handle_get((uint64_t)(uintptr_t)h, RT_H_KERNEL);
   if (!k || !k->module || !k->module->ctx || k->module->ctx->be != &rt_cuda_backend ||
@@ -591,4 +643,5 @@ const rt_backend rt_cuda_backend = {
   .load_ptx = cuda_load_ptx,
   .unload = cuda_unload,
   .launch = cuda_launch,
+  .time_launch = cuda_time_launch,
 };

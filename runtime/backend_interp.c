@@ -2,6 +2,7 @@
  * is the interpreter's buffer table (interp.h: synthetic addresses, bounds-checked);
  * launches run to completion before returning, so streams and synchronize are no-ops. */
 #include <string.h>
+#include <time.h>
 
 #include "../interp/interp.h"
 #include "runtime.h"
@@ -105,6 +106,17 @@ static tk_status interp_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void
   return report(ctx, st == IP_BAD_ARGS ? TK_ERR_ARGS : TK_ERR_RUNTIME, "", &why);
 }
 
+static tk_status interp_time_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
+                                    const tk_arg *args, int nargs, bool flush, double *ms) {
+  (void)flush; /* the host's caches are not the device's: nothing to flush */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  tk_status s = interp_launch(ctx, k, grid, stream, args, nargs);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  *ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  return s;
+}
+
 const rt_backend rt_interp_backend = {
   .name = "interp",
   .init = interp_init,
@@ -118,4 +130,5 @@ const rt_backend rt_interp_backend = {
   .load_ptx = interp_load_ptx,
   .unload = interp_unload,
   .launch = interp_launch,
+  .time_launch = interp_time_launch,
 };

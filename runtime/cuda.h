@@ -53,6 +53,7 @@ typedef enum {
 /* CUdevice_attribute: the two that name the architecture, and the SM count. */
 enum {
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 };
@@ -91,6 +92,8 @@ typedef struct {
                            unsigned by, unsigned bz, unsigned shmem, CUstream s,
                            void **params, void **extra);
   CUresult (*StreamSynchronize)(CUstream s);
+  /* *status: 0 not capturing, 1 capturing a graph, 2 a capture that was invalidated */
+  CUresult (*StreamIsCapturing)(CUstream s, int *status);
   CUresult (*EventCreate)(CUevent *e, unsigned flags);
   CUresult (*EventRecord)(CUevent e, CUstream s);
   CUresult (*EventSynchronize)(CUevent e);

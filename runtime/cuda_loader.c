@@ -41,6 +41,7 @@ static const entry entries[] = {
   E(FuncSetAttribute, "cuFuncSetAttribute"),
   E(LaunchKernel, "cuLaunchKernel"),
   E(StreamSynchronize, "cuStreamSynchronize"),
+  E(StreamIsCapturing, "cuStreamIsCapturing"),
   E(EventCreate, "cuEventCreate"),
   E(EventRecord, "cuEventRecord"),
   E(EventSynchronize, "cuEventSynchronize"),

@@ -79,12 +79,20 @@ struct rt_backend {
   void (*unload)(rt_context *ctx, rt_module *m);
   tk_status (*launch)(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
                       const tk_arg *args, int nargs);
+  /* Launches as launch does and measures it: *ms of device time (CUDA: events around the
+   * launch on stream, the L2 cache flushed first when flush is set; the interpreter: the
+   * wall clock). For the autotuner (tune.c). */
+  tk_status (*time_launch)(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
+                           const tk_arg *args, int nargs, bool flush, double *ms);
 };
 
 struct rt_context {
   uint64_t id;        /* its handle */
   tk_backend kind;
   const rt_backend *be;
+  int device;         /* the ordinal it was created for */
+  const char *cache_dir; /* the compile cache's directory (NULL: none, or the backend has
+                            no cache; the autotuner then resolves one as the cache does) */
   const char *arch;   /* what modules compile for when the options name none: the
                          device's (CUDA), set by init; NULL on the interpreter */
   void *state;        /* the backend's */
@@ -95,6 +103,8 @@ struct rt_context {
 /* Sets ctx's last error (ctx NULL: the global one) and returns status. */
 tk_status rt_error(rt_context *ctx, tk_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* tk_launch's checks of args against k's signature (TK_OK, or TK_ERR_ARGS with a message). */
+tk_status rt_check_args(rt_context *ctx, const rt_kernel *k, const tk_arg *args, int nargs);
 
 extern const rt_backend rt_interp_backend;
 extern const rt_backend rt_cuda_backend;

@@ -157,13 +157,59 @@ static void check_defines_used(sema_ctx *c, ast_file *f) {
 
 /* ---- kernels -------------------------------------------------------------------------- */
 
+static const char DTYPES[] = "i1 (bool), i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64";
+
+/* The dtype a dtype parameter's default names: a type keyword or an earlier dtype
+ * parameter; -1 after reporting. */
+static int dtype_default(sema_ctx *c, ast_node *p) {
+  ast_node *e = p->rhs;
+  if (e->kind == AST_TYPE) return (int)e->dtype;
+  if (e->kind == AST_NAME && !e->qual) {
+    sema_sym *s = sema_lookup(c, e->name);
+    if (s && s->kind == SYM_DTYPE) return s->type ? (int)s->type->dtype : -1;
+    if (!s) {
+      su_error(c->d, e->loc, "unknown dtype '%s'", e->name);
+      su_note(c->d, e->loc, "a dtype is one of %s", DTYPES);
+      return -1;
+    }
+  }
+  su_error(c->d, e->loc, "default of dtype parameter '%s' must be a dtype, such as 'f16'", p->name);
+  return -1;
+}
+
+/* T: dtype = f16. Its symbol stands for the scalar type it is bound to; the checker
+ * resolves every use ('*T', 'x as T', 'zeros<T>', 'let v: T') to that type, so nothing
+ * after the checker knows there was a parameter. */
+static void bind_dtype_cparam(sema_ctx *c, ast_node *p) {
+  int d = p->rhs ? dtype_default(c, p) : -1;
+  if (!p->rhs) su_error(c->d, p->name_loc, "compile-time parameter '%s' needs a default value", p->name);
+  const sema_define *df = find_define(c, p->name);
+  if (df) {
+    const char *v = df->value ? df->value : "";
+    d = sema_dtype_named(v);
+    if (d < 0) su_error(c->d, no_loc, "define '%s' expects a dtype (%s), got '%s'", df->name, DTYPES, v);
+  }
+  sema_sym *s = sema_declare(c, SYM_DTYPE, p->name, p);
+  s->type = d >= 0 ? ir_type_scalar(c->m, (tk_dtype)d) : NULL;
+  s->cval.i = d;
+  p->sema_ref = s;
+}
+
+static bool is_dtype_cparam(const ast_node *p) {
+  return p->type && p->type->kind == AST_TYPE_NAME && !strcmp(p->type->name, "dtype");
+}
+
 static void bind_cparam(sema_ctx *c, ast_node *p) {
+  if (is_dtype_cparam(p)) {
+    bind_dtype_cparam(c, p);
+    return;
+  }
   const ir_type *t = p->type ? sema_resolve_type(c, p->type) : NULL;
   if (!p->type) su_error(c->d, p->name_loc, "compile-time parameter '%s' needs a type", p->name);
   if (t && t != ir_type_scalar(c->m, TK_I32) && t != ir_type_scalar(c->m, TK_I64) &&
       t != ir_type_scalar(c->m, TK_I1) && t != ir_type_scalar(c->m, TK_F32)) {
-    su_error(c->d, p->type->loc, "compile-time parameter '%s' must have type i32, i64, bool or f32",
-             p->name);
+    su_error(c->d, p->type->loc,
+             "compile-time parameter '%s' must have type i32, i64, bool, f32 or dtype", p->name);
     t = NULL;
   }
   sema_cval v = {0};

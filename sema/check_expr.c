@@ -38,6 +38,28 @@ static const ir_type *check_literal(sema_ctx *c, ast_node *e) {
   return t;
 }
 
+/* Where a dtype parameter may be written, after a use where a value goes. */
+static void dtype_note(sema_ctx *c, const ast_node *e, const sema_sym *s) {
+  if (s && s->type)
+    su_note(c->d, e->loc, "'%s' is %s here; write it where a type goes: '*%s', 'x as %s', "
+                          "'zeros<%s>(...)', 'let v: %s = ...'",
+            e->name, sema_type_quoted(c->a, s->type), e->name, e->name, e->name, e->name);
+}
+
+/* True when e, written where a value goes, is a type: a dtype parameter's name or a type
+ * keyword; *what is then its spelling. */
+static bool names_dtype(sema_ctx *c, const ast_node *e, const char **what) {
+  if (e->kind == AST_TYPE) {
+    *what = lex_dtype_name(e->dtype);
+    return true;
+  }
+  if (e->kind != AST_NAME || e->qual) return false;
+  sema_sym *s = sema_lookup(c, e->name);
+  if (!s || s->kind != SYM_DTYPE) return false;
+  *what = e->name;
+  return true;
+}
+
 static const ir_type *check_name(sema_ctx *c, ast_node *e) {
   if (e->qual) {
     sema_hint_name(c, e);
@@ -54,6 +76,11 @@ static const ir_type *check_name(sema_ctx *c, ast_node *e) {
   if (s->kind == SYM_FUNC || s->kind == SYM_KERNEL) {
     su_error(c->d, e->loc, "'%s' is a %s, not a value", e->name,
              s->kind == SYM_FUNC ? "function" : "kernel");
+    return NULL;
+  }
+  if (s->kind == SYM_DTYPE) {
+    su_error(c->d, e->loc, "'%s' is a dtype, not a value", e->name);
+    dtype_note(c, e, s);
     return NULL;
   }
   if (s->kind == SYM_CONST && s->state != 2 && s->decl && s->decl->kind == AST_CONST)
@@ -157,6 +184,20 @@ bool sema_fold_binary_node(sema_ctx *c, int op, su_loc loc, ast_node *x, ast_nod
 }
 
 static const ir_type *check_binary(sema_ctx *c, ast_node *e) {
+  /* A dtype is a type, not a value: T == f16 or T + 1 is one error at the operator. A
+   * specialized kernel has one T, so there is nothing to compare. */
+  const char *dx = NULL, *dy = NULL;
+  if (names_dtype(c, e->lhs, &dx) | names_dtype(c, e->rhs, &dy)) {
+    const char *d = dx ? dx : dy;
+    if (is_cmp(e->op))
+      su_error(c->d, op_loc(e), "dtypes cannot be compared: '%s' is a type, not a value", d);
+    else
+      su_error(c->d, op_loc(e), "'%s' is a type and cannot be an operand of '%s'", d, op_name(e->op));
+    su_note(c->d, op_loc(e), "a kernel is specialized for one value of a dtype parameter "
+                             "(-D T=bf16); code for another dtype belongs in another kernel "
+                             "or behind a compile-time bool parameter");
+    return NULL;
+  }
   const ir_type *tx = sema_check_value(c, e->lhs), *ty = sema_check_value(c, e->rhs), *opd;
   if (!tx || !ty) return NULL;
   const ir_type *t = sema_binary_type(c, e->op, op_loc(e), e->lhs, tx, e->rhs, ty, &opd);
@@ -187,6 +228,21 @@ const ir_type *sema_resolve_type(sema_ctx *c, ast_node *t) {
       return NULL;
     }
     return ir_type_ptr(c->m, p);
+  }
+  if (t->kind == AST_TYPE_NAME) {
+    sema_sym *s = sema_lookup(c, t->name);
+    if (s && s->kind == SYM_DTYPE) return s->type; /* NULL after its own error */
+    if (s) {
+      su_error(c->d, t->loc, "'%s' is not a type", t->name);
+      su_note(c->d, s->decl ? s->decl->name_loc : t->loc, "'%s' is declared here", t->name);
+    } else {
+      su_error(c->d, t->loc, "unknown type '%s'", t->name);
+      if (c->in_helper)
+        su_note(c->d, t->loc, "a helper sees file-level names only, not the calling kernel's "
+                              "dtype parameters; leave the parameter untyped to take the "
+                              "argument's type");
+    }
+    return NULL;
   }
   su_error(c->d, t->loc, "expected a type");
   return NULL;
@@ -249,6 +305,12 @@ const ir_type *sema_check_expr(sema_ctx *c, ast_node *e) {
   case AST_INDEX: t = check_index(c, e); break;
   case AST_CALL: t = sema_check_call(c, e); break;
   case AST_ERROR: t = NULL; break; /* the parser has reported it */
+  case AST_TYPE:
+    su_error(c->d, e->loc, "'%s' is a type, not a value", lex_dtype_name(e->dtype));
+    su_note(c->d, e->loc, "convert with 'x as %s'; builtins take a type argument: 'zeros<%s>(...)'",
+            lex_dtype_name(e->dtype), lex_dtype_name(e->dtype));
+    t = NULL;
+    break;
   default:
     su_error(c->d, e->loc, "expected an expression");
     t = NULL;

@@ -138,6 +138,11 @@ static void lower_kernel(ir_module *m, ast_node *k) {
     const sema_sym *s = k->cparams.items[i]->sema_ref;
     ir_binding *b = &fn->bindings[i];
     b->name = s->name;
+    if (s->kind == SYM_DTYPE) {
+      b->is_dtype = true;
+      b->ival = s->type->dtype;
+      continue;
+    }
     b->is_float = ir_dtype_is_float(s->type->dtype);
     if (b->is_float) b->fval = s->cval.f;
     else b->ival = s->cval.i;

@@ -33,6 +33,7 @@ typedef enum {
   SYM_CONST,   /* a compile-time value: const, compile-time parameter, static_range variable,
                   helper parameter bound to a compile-time argument */
   SYM_LOOPVAR, /* a runtime loop's induction variable */
+  SYM_DTYPE,   /* a compile-time dtype parameter: type = the scalar type it is bound to */
   SYM_FUNC,    /* a helper (decl = its AST_FUNC) */
   SYM_KERNEL
 } sema_sym_kind;
@@ -197,6 +198,8 @@ int sema_rank(const ir_type *t);
 const ir_type *sema_elem(const ir_type *t);
 /* The type with t's element and the given shape (rank 0: the element itself). */
 const ir_type *sema_with_shape(sema_ctx *c, const ir_type *elem, int rank, const int *shape);
+/* The dtype a type keyword names ("f16", "bool"), or -1: the values of a dtype define. */
+int sema_dtype_named(const char *name);
 /* The language's spelling of t ("f32", "*f16", "tile<128x64xf32>") in the arena. */
 const char *sema_type_str(su_arena *a, const ir_type *t);
 /* The same in quotes, as diagnostics write types ("'tile<128xf32>'"). */
@@ -280,7 +283,8 @@ void sema_check_block(sema_ctx *c, ast_node *blk);
 void sema_check_body(sema_ctx *c, ast_node *blk);
 /* Checks one statement. */
 void sema_check_stmt(sema_ctx *c, ast_node *s);
-/* Converts an AST type (AST_TYPE / AST_PTR_TYPE) to an ir_type; NULL after an error. */
+/* Converts an AST type (AST_TYPE / AST_PTR_TYPE / AST_TYPE_NAME, a dtype parameter) to an
+ * ir_type; NULL after an error. */
 const ir_type *sema_resolve_type(sema_ctx *c, ast_node *t);
 /* Makes sure a file-level const is evaluated (they may be used before their declaration). */
 void sema_check_global_const(sema_ctx *c, sema_sym *s);

@@ -1,5 +1,7 @@
 /* sema/types.c — shapes, broadcasting, promotion and the spelling of types in messages.
  * Sema's types are ir types (interned in the module), so equality is pointer equality. */
+#include <string.h>
+
 #include "sema_int.h"
 
 const ir_type sema_void_type = {.kind = IR_SCALAR, .dtype = TK_NDTYPE};
@@ -28,6 +30,12 @@ static void put_type(su_buf *b, const ir_type *t) {
     return;
   }
   SU_UNREACHABLE();
+}
+
+int sema_dtype_named(const char *name) {
+  tk_dtype d;
+  if (!strcmp(name, "bool")) return TK_I1;
+  return ir_dtype_parse(name, strlen(name), &d) && d != TK_PTR ? (int)d : -1;
 }
 
 const char *sema_type_quoted(su_arena *a, const ir_type *t) {

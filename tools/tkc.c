@@ -24,6 +24,7 @@ typedef struct {
   drv_options drv;
   su_vec defines; /* sema_define* */
   const char *specialize; /* --specialize's list, or NULL */
+  const char *tune;       /* --tune's winners file, or NULL */
   unsigned grid[3];       /* --grid, for --roofline */
 } options;
 
@@ -46,6 +47,11 @@ static void usage(FILE *f) {
           "                         ptx     PTX assembly (the default)\n"
           "                         c       -o NAME writes NAME.h and NAME.c: the PTX embedded,\n"
           "                                 a load function and a typed launcher per kernel\n"
+          "  --tune=FILE          with --emit=c: compile every configuration FILE names and\n"
+          "                       embed them all; each launcher takes a key and launches the\n"
+          "                       configuration tuned for it. FILE has a line 'KEY: NAME=VALUE\n"
+          "                       ...' per key (tk_tune's or tilek.tune's record=; the last line\n"
+          "                       of a key wins; '#' starts a comment)\n"
           "  -D NAME=VALUE        set a compile-time parameter (or the launch attributes\n"
           "                       'warps' and 'stages') for every kernel that has it\n"
           "  --arch=ARCH          %s\n"
@@ -168,6 +174,9 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       if (!next) usage_error("%s needs an argument", s);
       set_arch(o, a, next);
       i++;
+    } else if (!strncmp(s, "--tune=", 7)) {
+      if (!s[7]) usage_error("%s needs a file of tuned configurations", s);
+      o->tune = s + 7;
     } else if (!strncmp(s, "--specialize=", 13)) {
       if (!s[13]) usage_error("%s needs NAME[:D],... or all", s);
       o->specialize = s + 13;
@@ -211,6 +220,7 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
     }
   }
   if (!o->input) usage_error("%s", "no input file");
+  if (o->tune && o->emit != EMIT_C) usage_error("%s", "--tune goes with --emit=c");
   if (o->emit == EMIT_ROOFLINE && !tg_has_ceilings(o->drv.arch))
     usage_error("--roofline: the target table has no ceilings for %s (add them to "
                 "target/targets.def)", o->drv.arch);
@@ -266,6 +276,136 @@ static const char *default_output(su_arena *a, const char *input, const char *ex
   return su_fmt(a, "%.*s%s", (int)n, base, ext);
 }
 
+/* ---- --tune ---------------------------------------------------------------------------- */
+
+/* One configuration of a winners file: the key it won for, its text, its defines. */
+typedef struct {
+  const char *key, *text;
+  sema_define *defines;
+  int ndefines;
+} tuned;
+
+/* Reads FILE's "KEY: NAME=VALUE ..." lines (the last one of a key wins, in the place of
+ * the first); false after reporting FILE:LINE: why. */
+static bool read_winners(const char *path, su_arena *a, su_vec *out) {
+  const char *err = NULL;
+  su_source *f = su_source_read(a, path, &err);
+  if (!f) {
+    fprintf(stderr, "tkc: error: cannot read '%s': %s\n", path, err);
+    return false;
+  }
+  int lineno = 0;
+  for (const char *p = f->text, *end = f->text + f->len; p < end;) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    char *line = su_strndup(a, p, n);
+    p += n + 1;
+    lineno++;
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    char *colon = strrchr(line, ':');
+    char *t = line;
+    while (*t == ' ' || *t == '\t' || *t == '\r') t++;
+    if (!*t) continue;
+    if (!colon) {
+      fprintf(stderr, "%s:%d: error: expected 'KEY: NAME=VALUE ...'\n", path, lineno);
+      return false;
+    }
+    *colon = 0;
+    char *k = t, *ke = colon;
+    while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t')) *--ke = 0;
+    tuned *w = SU_NEW(a, tuned);
+    w->key = k;
+    su_vec defs = {0};
+    su_buf text = {0};
+    for (char *tok = strtok(colon + 1, " \t\r"); tok; tok = strtok(NULL, " \t\r")) {
+      char *eq = strchr(tok, '=');
+      if (!eq || eq == tok || !eq[1]) {
+        fprintf(stderr, "%s:%d: error: '%s' is not NAME=VALUE\n", path, lineno, tok);
+        su_vec_free(&defs);
+        su_buf_free(&text);
+        return false;
+      }
+      *eq = 0;
+      sema_define *d = SU_NEW(a, sema_define);
+      d->name = tok;
+      d->value = eq + 1;
+      su_vec_push(&defs, d);
+      su_buf_printf(&text, "%s%s=%s", text.len ? " " : "", tok, eq + 1);
+    }
+    w->text = su_strdup(a, text.len ? text.data : "(defaults)");
+    su_buf_free(&text);
+    w->ndefines = defs.len;
+    w->defines = SU_NEW_ARRAY(a, sema_define, defs.len ? defs.len : 1);
+    for (int i = 0; i < defs.len; i++) w->defines[i] = *(sema_define *)defs.data[i];
+    su_vec_free(&defs);
+    int same = -1;
+    for (int i = 0; i < out->len; i++)
+      if (!strcmp(((tuned *)out->data[i])->key, w->key)) same = i;
+    if (same >= 0) out->data[same] = w;
+    else su_vec_push(out, w);
+  }
+  if (!out->len) {
+    fprintf(stderr, "tkc: error: '%s' names no tuned configuration\n", path);
+    return false;
+  }
+  return true;
+}
+
+/* --emit=c --tune=FILE: the module compiled under every configuration of FILE (each over
+ * the command line's -D), one file pair that holds them all. */
+static int emit_tuned(options *o, su_arena *a, su_source *src, su_diags *d) {
+  su_vec ws = {0};
+  if (!read_winners(o->tune, a, &ws)) {
+    su_vec_free(&ws);
+    return 1;
+  }
+  int n = ws.len;
+  const ir_module **ms = SU_NEW_ARRAY(a, const ir_module *, n);
+  const char **ptxs = SU_NEW_ARRAY(a, const char *, n), **keys = SU_NEW_ARRAY(a, const char *, n);
+  const char **texts = SU_NEW_ARRAY(a, const char *, n);
+  int status = 0;
+  for (int j = 0; j < n && !status; j++) {
+    tuned *w = ws.data[j];
+    drv_options opt = o->drv;
+    sema_define *defs = SU_NEW_ARRAY(a, sema_define, o->drv.ndefines + w->ndefines + 1);
+    for (int i = 0; i < o->drv.ndefines; i++) defs[i] = o->drv.defines[i];
+    for (int i = 0; i < w->ndefines; i++) defs[o->drv.ndefines + i] = w->defines[i];
+    opt.defines = defs;
+    opt.ndefines = o->drv.ndefines + w->ndefines;
+    ir_module *m = drv_frontend(a, src, &opt, d);
+    if (!m) {
+      fprintf(stderr, "tkc: error: in the configuration tuned for '%s' (%s)\n", w->key, w->text);
+      status = 1;
+      break;
+    }
+    if (o->specialize) apply_specialize(o->specialize, m, a);
+    su_buf ptx = {0};
+    if (!drv_optimize(m, &opt, d) || !drv_codegen(m, &opt, CG_PTX, &ptx, d)) status = 1;
+    ms[j] = m;
+    ptxs[j] = su_strdup(a, su_buf_str(&ptx));
+    keys[j] = w->key;
+    texts[j] = w->text;
+    su_buf_free(&ptx);
+  }
+  su_vec_free(&ws);
+  if (status) return status;
+  const char *name = o->output ? o->output : default_output(a, o->input, "");
+  const char *base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  su_buf h = {0}, c = {0};
+  if (cg_emit_c_tuned(ms, ptxs, keys, texts, n, base, &h, &c, d)) {
+    su_output both[] = {{su_fmt(a, "%s.h", name), h.data, h.len},
+                        {su_fmt(a, "%s.c", name), c.data, c.len}};
+    if (!write_outputs(o, both, 2)) status = 1;
+  } else {
+    status = 1;
+  }
+  su_buf_free(&h);
+  su_buf_free(&c);
+  return status;
+}
+
 static int run(options *o, su_arena *a) {
   su_diags d;
   su_diags_init(&d, a, stderr);
@@ -309,6 +449,7 @@ static int run(options *o, su_arena *a) {
     return ok ? 0 : 1;
   }
 
+  if (o->tune) return emit_tuned(o, a, src, &d);
   ir_module *m = drv_frontend(a, src, &o->drv, &d);
   if (!m) return 1;
   if (o->specialize) apply_specialize(o->specialize, m, a);

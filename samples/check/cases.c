@@ -6,7 +6,10 @@
 #include "samples/check/job.h"
 
 /* Defines keep the tiles small where the interpreter would otherwise spend its time on
- * masked lanes, and give even small sizes several programs (and ragged edges). */
+ * masked lanes, and give even small sizes several programs (and ragged edges). The rows of
+ * one-kernel cases leave the last field, kernel2, out (NULL), hence the pragma. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 const ck_case ck_cases[] = {
     {"vadd", "vadd.tk", "vadd", {{0}}, 0, CK_1D,
      {{{1}}, {{1000}}, {{1024}}, {{4097}}}, {{{1 << 20}}, {{1000003}}}, 0, ck_run_vadd},
@@ -64,7 +67,34 @@ const ck_case ck_cases[] = {
     {"matmul_bias_gelu", "matmul_bias_gelu.tk", "matmul_bias_gelu", {{"BM", "128"}, {"BN", "256"}}, 2,
      CK_MNK, {{{128, 256, 64}}, {{70, 50, 33}}},
      {{{1024, 1024, 1024}}, {{300, 200, 112}}}, 2, ck_run_matmul},
+    /* the sample's own tiles; S_q x S_k / B with 4 query heads on 2 key/value heads */
+    {"attention", "attention.tk", "attention", {{"BM", "128"}, {"BN", "128"}, {"D", "64"}}, 3, CK_ATTN,
+     {{{130, 200, 1}}, {{64, 64, 2}}, {{1, 129, 1}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{333, 333, 3}}}, 0, ck_run_attention},
+    {"attention_causal", "attention.tk", "attention",
+     {{"BM", "128"}, {"BN", "128"}, {"D", "128"}, {"CAUSAL", "true"}}, 4, CK_ATTN,
+     {{{200, 200, 1}}, {{130, 70, 1}}, {{64, 300, 1}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{2049, 2049, 1}}}, 0, ck_run_attention},
+    {"attention_bf16", "attention.tk", "attention", {{"T", "bf16"}, {"BN", "64"}, {"D", "128"}}, 3,
+     CK_ATTN, {{{130, 200, 1}}, {{1, 65, 2}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}}, 1, ck_run_attention},
+    {"attention_bf16_causal", "attention.tk", "attention",
+     {{"T", "bf16"}, {"D", "64"}, {"CAUSAL", "true"}}, 3, CK_ATTN, {{{200, 200, 1}}, {{130, 70, 1}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}}, 1, ck_run_attention},
+    /* decode: split, then combine; S_cap/B=sequences/splits asked for, 8 query heads on 2 */
+    {"attention_decode", "attention_decode.tk", "decode_split", {{0}}, 0, CK_DECODE,
+     {{{300, 5, 3}}, {{64, 2, 1}}, {{130, 3, 4}}},
+     {{{8192, 5, 16}}, {{131072, 2, 64}}, {{1000, 7, 5}}}, 0, ck_run_decode, "decode_combine"},
+    /* a group of 3 on 2 key/value heads; small blocks, and more splits than one combine step */
+    {"attention_decode_bf16", "attention_decode.tk", "decode_split",
+     {{"T", "bf16"}, {"BN", "16"}, {"SB", "2"}}, 3, CK_DECODE,
+     {{{200, 5, 7}}, {{33, 2, 2}}},
+     {{{8192, 5, 40}}, {{4097, 3, 7}}}, 1, ck_run_decode, "decode_combine"},
+    {"attention_decode_mha", "attention_decode.tk", "decode_split", {{"T", "bf16"}}, 1, CK_DECODE,
+     {{{150, 5, 2}}, {{1, 1, 1}}},
+     {{{32768, 5, 32}}, {{777, 2, 3}}}, 2, ck_run_decode, "decode_combine"},
 };
+#pragma GCC diagnostic pop
 const int ck_ncases = (int)(sizeof ck_cases / sizeof *ck_cases);
 
 const ck_case *ck_find(const char *name) {
@@ -74,14 +104,22 @@ const ck_case *ck_find(const char *name) {
 }
 
 tk_status ck_compile(tk_context *ctx, const char *dir, const ck_case *c, tk_module **module,
-                     tk_kernel **kernel) {
+                     tk_kernel **kernel, tk_kernel **kernel2) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, c->file);
   tk_compile_options o = {.defines = c->defines, .ndefines = c->ndefines};
   *module = NULL;
   *kernel = NULL;
+  if (kernel2) *kernel2 = NULL;
   tk_status s = tk_module_compile_file(ctx, module, path, &o);
   if (s == TK_OK) s = tk_module_get_kernel(*module, c->kernel, kernel);
+  if (s == TK_OK && c->kernel2) {
+    if (!kernel2) {
+      fprintf(stderr, "ck_compile: internal error: case '%s' has two kernels\n", c->name);
+      abort();
+    }
+    s = tk_module_get_kernel(*module, c->kernel2, kernel2);
+  }
   if (s != TK_OK) {
     tk_module_destroy(*module);
     *module = NULL;
@@ -89,8 +127,9 @@ tk_status ck_compile(tk_context *ctx, const char *dir, const ck_case *c, tk_modu
   return s;
 }
 
-ck_result ck_run(tk_context *ctx, tk_kernel *k, const ck_case *c, uint64_t seed, ck_size size) {
-  ck_job job = {.ctx = ctx, .kernel = k, .c = c, .size = size, .rng = seed | 1};
+ck_result ck_run(tk_context *ctx, tk_kernel *k, tk_kernel *k2, const ck_case *c, uint64_t seed,
+                 ck_size size) {
+  ck_job job = {.ctx = ctx, .kernel = k, .kernel2 = k2, .c = c, .size = size, .rng = seed | 1};
   c->run(&job);
   for (int i = 0; i < job.nhost; i++) free(job.host[i]);
   /* A failed free after a fault is not the news; the fault is already recorded. */
@@ -104,6 +143,8 @@ void ck_size_format(const ck_case *c, ck_size size, char *buf, size_t cap) {
   case CK_1D: snprintf(buf, cap, "%ld", d[0]); return;
   case CK_2D: snprintf(buf, cap, "%ldx%ld", d[0], d[1]); return;
   case CK_MNK: snprintf(buf, cap, "%ldx%ldx%ld", d[0], d[1], d[2]); return;
+  case CK_ATTN: snprintf(buf, cap, "%ldx%ld/B=%ld", d[0], d[1], d[2]); return;
+  case CK_DECODE: snprintf(buf, cap, "%ld/B=%ld/%ld", d[0], d[1], d[2]); return;
   case CK_ROWS:
     if (d[2] == d[1]) snprintf(buf, cap, "%ldx%ld", d[0], d[1]);
     else snprintf(buf, cap, "%ldx%ld/%ld", d[0], d[1], d[2]);

@@ -23,7 +23,9 @@ typedef enum {
   CK_1D,    /* d[0] = n */
   CK_ROWS,  /* d[0] rows of d[1] values, d[2] elements apart (the row stride) */
   CK_2D,    /* d[0] x d[1] */
-  CK_MNK    /* an M x K by K x N product: d[0] = M, d[1] = N, d[2] = K */
+  CK_MNK,   /* an M x K by K x N product: d[0] = M, d[1] = N, d[2] = K */
+  CK_ATTN,  /* attention: d[0] = S_q query rows, d[1] = S_k keys, d[2] = B batches */
+  CK_DECODE /* decode attention: d[0] = S_cap cache rows, d[1] = B sequences, d[2] = splits */
 } ck_shape;
 
 typedef struct {
@@ -38,7 +40,7 @@ typedef struct {
   const char *name;       /* shown in reports, unique in the table */
   const char *file;       /* under the samples directory, e.g. "softmax.tk" */
   const char *kernel;
-  tk_define defines[2];   /* the first ndefines are used */
+  tk_define defines[4];   /* the first ndefines are used */
   int ndefines;
   ck_shape shape;
   /* Sizes to run at, ragged ones included; a size whose d[0] is 0 ends the list. The
@@ -47,6 +49,8 @@ typedef struct {
   ck_size gpu_sizes[CK_MAX_SIZES];
   int variant;            /* picks among the kernels that share a run function */
   void (*run)(ck_job *job);
+  const char *kernel2;    /* a second kernel of the file the run launches after the first
+                           * (decode attention's combine), or NULL */
 } ck_case;
 
 typedef enum {
@@ -68,15 +72,18 @@ extern const int ck_ncases;
 /* The case named name, or NULL. */
 const ck_case *ck_find(const char *name);
 
-/* Compiles the case's file under dir with its defines and looks its kernel up. On failure
- * returns the API's status (its message in tk_last_error(ctx)) and sets *module to NULL;
- * on success the caller owns *module (tk_module_destroy). */
+/* Compiles the case's file under dir with its defines and looks its kernel up, and its
+ * kernel2 into *kernel2 when the case has one (kernel2 may be NULL for a case without). On
+ * failure returns the API's status (its message in tk_last_error(ctx)) and sets *module
+ * to NULL; on success the caller owns *module (tk_module_destroy). */
 tk_status ck_compile(tk_context *ctx, const char *dir, const ck_case *c, tk_module **module,
-                     tk_kernel **kernel);
+                     tk_kernel **kernel, tk_kernel **kernel2);
 
-/* Runs kernel k of case c once at size, on inputs drawn from seed, and checks every output.
- * Frees everything it allocated, on the host and on the device, whatever the outcome. */
-ck_result ck_run(tk_context *ctx, tk_kernel *k, const ck_case *c, uint64_t seed, ck_size size);
+/* Runs kernel k (and k2, the case's kernel2, NULL for a case without) of case c once at
+ * size, on inputs drawn from seed, and checks every output. Frees everything it allocated,
+ * on the host and on the device, whatever the outcome. */
+ck_result ck_run(tk_context *ctx, tk_kernel *k, tk_kernel *k2, const ck_case *c, uint64_t seed,
+                 ck_size size);
 
 /* Writes size as the case reads it ("4096", "7x1000", "7x1000/1003" for a row stride
  * other than the row length, "64x64x32") into buf. */

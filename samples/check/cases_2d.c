@@ -26,21 +26,6 @@ void ck_run_transpose(ck_job *job) {
       ck_close(job, "transpose", (size_t)j * M + i, y[j * M + i], x[i * N + j], 0, 0);
 }
 
-/* bf16 as the top half of an f32 (inputs are made exact in it; outputs rounded). */
-static float bf16_to_f32(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);
-  return (uint16_t)(u >> 16);
-}
-
 /* f16 (variant 0: matmul; 2: matmul_bias_gelu) or bf16 (variant 1) in and out,
  * accumulated in f32: the reference sums in double. */
 void ck_run_matmul(ck_job *job) {
@@ -56,13 +41,13 @@ void ck_run_matmul(ck_job *job) {
     for (size_t i = 0; i < nin[t]; i++) {
       float v = (float)ck_uniform(job, -1, 1);
       if (bf) {
-        in[t][i] = f32_to_bf16(v);
+        in[t][i] = ck_f32_to_bf16(v);
       } else {
         _Float16 h = (_Float16)v;
         memcpy(&in[t][i], &h, 2);
       }
     }
-#define VAL(p, i) (bf ? (double)bf16_to_f32((p)[i]) : (double)*(const _Float16 *)&(p)[i])
+#define VAL(p, i) (bf ? (double)ck_bf16_to_f32((p)[i]) : (double)*(const _Float16 *)&(p)[i])
   tk_devptr da = ck_upload(job, a, nin[0] * 2), db = ck_upload(job, b, nin[1] * 2);
   tk_devptr dbias = ck_upload(job, bias, nin[2] * 2), dc = ck_upload(job, c, (size_t)M * N * 2);
   tk_arg args[7];

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "samples/check/job.h"
 
@@ -78,7 +79,11 @@ void ck_download(ck_job *job, void *host, tk_devptr p, size_t bytes) {
 }
 
 void ck_launch(ck_job *job, tk_grid grid, const tk_arg *args, int nargs) {
-  if (!job->failed) api_ok(job, tk_launch(job->kernel, grid, NULL, args, nargs), "tk_launch");
+  ck_launch_kernel(job, job->kernel, grid, args, nargs);
+}
+
+void ck_launch_kernel(ck_job *job, tk_kernel *k, tk_grid grid, const tk_arg *args, int nargs) {
+  if (!job->failed) api_ok(job, tk_launch(k, grid, NULL, args, nargs), "tk_launch");
 }
 
 bool ck_close(ck_job *job, const char *what, size_t i, double got, double want, double rtol,
@@ -92,4 +97,18 @@ bool ck_close(ck_job *job, const char *what, size_t i, double got, double want, 
   }
   fail(job, CK_MISMATCH, TK_OK, "%s[%zu]: got %.9g, want %.9g", what, i, got, want);
   return false;
+}
+
+float ck_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t ck_f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
 }

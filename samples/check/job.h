@@ -15,6 +15,7 @@ enum { CK_MAX_BUFFERS = 16 };
 struct ck_job {
   tk_context *ctx;
   tk_kernel *kernel;
+  tk_kernel *kernel2; /* the case's kernel2, or NULL */
   const ck_case *c;
   ck_size size;
   uint64_t rng;
@@ -57,11 +58,17 @@ tk_devptr ck_upload(ck_job *job, const void *host, size_t bytes);
 void ck_download(ck_job *job, void *host, tk_devptr p, size_t bytes);
 /* Launches the job's kernel. */
 void ck_launch(ck_job *job, tk_grid grid, const tk_arg *args, int nargs);
+/* Launches k (the job's kernel2, say), after whatever the job launched before. */
+void ck_launch_kernel(ck_job *job, tk_kernel *k, tk_grid grid, const tk_arg *args, int nargs);
 
 /* Checks got against want; on a mismatch records "what[i]: got .., want .." and returns
  * false. Also tracks the largest error seen. */
 bool ck_close(ck_job *job, const char *what, size_t i, double got, double want, double rtol,
               double atol);
+
+/* bf16 as the top half of an f32, and an f32 rounded to it (to nearest, ties to even). */
+float ck_bf16_to_f32(uint16_t h);
+uint16_t ck_f32_to_bf16(float f);
 
 /* ceil(a / b) as a grid dimension. */
 static inline unsigned ck_cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
@@ -77,5 +84,7 @@ void ck_run_norm(ck_job *job);
 void ck_run_cross_entropy(ck_job *job);
 void ck_run_transpose(ck_job *job);
 void ck_run_matmul(ck_job *job);
+void ck_run_attention(ck_job *job);
+void ck_run_decode(ck_job *job);
 
 #endif

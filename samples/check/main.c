@@ -51,8 +51,8 @@ static outcome check_case(tk_context *ctx, const char *dir, const ck_case *c, ui
   fflush(stdout);
 
   tk_module *m;
-  tk_kernel *k;
-  tk_status s = ck_compile(ctx, dir, c, &m, &k);
+  tk_kernel *k, *k2;
+  tk_status s = ck_compile(ctx, dir, c, &m, &k, &k2);
   if (s != TK_OK) {
     const char *msg = tk_last_error(ctx);
     bool skip = not_supported_yet(s, msg);
@@ -63,7 +63,7 @@ static outcome check_case(tk_context *ctx, const char *dir, const ck_case *c, ui
   }
   double max_err = 0;
   for (int i = 0; i < CK_MAX_SIZES && sizes[i].d[0]; i++) {
-    ck_result r = ck_run(ctx, k, c, seed, sizes[i]);
+    ck_result r = ck_run(ctx, k, k2, c, seed, sizes[i]);
     if (r.status != CK_OK) {
       char one[64];
       ck_size_format(c, sizes[i], one, sizeof one);

@@ -3,7 +3,8 @@
  * TK_INTERPRET=1 or when there is no GPU), check the result, and show what a failure
  * looks like.
  *
- *   cc example.c -ltk -o example && TK_INTERPRET=1 ./example
+ *   cc example.c $(pkg-config --cflags --libs tk) -o example && TK_INTERPRET=1 ./example
+ * (after `meson install`; tests/cli/install.sh builds it so against a staged install)
  */
 #include <math.h>
 #include <stdio.h>

@@ -7,6 +7,7 @@
  * Knobs for tests (exported, found with dlsym): fake_cuda_set_devices(n) sets how many
  * devices cuDeviceGetCount reports; fake_cuda_set_cc(major, minor) their compute
  * capability (9.0 unless set); fake_cuda_last_launch() returns the last launch;
+ * fake_cuda_set_capturing(on) makes every stream report a graph capture;
  * fake_cuda_loads() counts the modules loaded and fake_cuda_last_ptx() is the last one's
  * text. Each load gets its own module and function handles, so that a test can tell which
  * load a launch ran.
@@ -140,6 +141,9 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   return 0;
 }
 CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+static int capturing;
+void fake_cuda_set_capturing(int on) { capturing = on; }
+CUresult cuStreamIsCapturing(void *s, int *status) { (void)s; *status = capturing; return 0; }
 CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = &ctx_token; return 0; }
 CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return 0; }
 CUresult cuEventSynchronize(void *e) { (void)e; return 0; }

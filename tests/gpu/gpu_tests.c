@@ -844,6 +844,77 @@ static void test_fake_specialization(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+/* CUDA graphs: while the stream captures, a launch of a compiled variant goes through,
+ * one that would compile is refused with a message saying to warm up first. */
+static void test_fake_capture(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  void (*set_capturing)(int) = (void (*)(int))fake_sym(lib, "fake_cuda_set_capturing");
+  tk_module *m;
+  tk_kernel *k;
+  assert_int_equal(tk_module_compile(ctx, &m, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "vcopy", &k), TK_OK);
+  int loads = fake_loads(lib);
+  set_capturing(1);
+  launch_vcopy(lib, k, 0x1000, 0x2000, 4096); /* the eager variant */
+  tk_arg args[] = {tk_arg_ptr(0x1000), tk_arg_ptr(0x2000), tk_arg_i32(1000)};
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 3), TK_ERR_INVALID);
+  assert_non_null(strstr(tk_last_error(ctx), "capturing a CUDA graph"));
+  assert_non_null(strstr(tk_last_error(ctx), "before capturing"));
+  assert_int_equal(fake_loads(lib), loads);
+  set_capturing(0);
+  launch_vcopy(lib, k, 0x1000, 0x2000, 1000); /* warmed up outside the capture */
+  set_capturing(1);
+  launch_vcopy(lib, k, 0x1000, 0x2000, 1000);
+  assert_int_equal(fake_loads(lib), loads + 1);
+  set_capturing(0);
+  fake_done(ctx, lib, dir);
+}
+
+static tk_grid vcopy_grid(void *user, const tk_kernel *k) {
+  (void)user, (void)k;
+  return (tk_grid){4, 1, 1};
+}
+
+/* tk_tune on the CUDA backend (the fake driver's events always say 1 ms): compiles in
+ * parallel through the cache, times through events, keeps the winner on disk. */
+static void test_fake_tune(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  tk_define b[3][1] = {{{"BLOCK", "128"}}, {{"BLOCK", "256"}}, {{"BLOCK", "512"}}};
+  tk_tune_config cs[3] = {{b[0], 1, 0, 0}, {b[1], 1, 4, 0}, {b[2], 1, 0, 2}};
+  tk_arg args[] = {tk_arg_ptr(0x1000), tk_arg_ptr(0x2000), tk_arg_i32(4096)};
+  tk_tune_options t = {.key = "n=4096", .reps = 3, .jobs = 3};
+  int best = -1;
+  double times[3];
+  tk_module *m = NULL;
+  /* the parallel compiles' contexts find the driver and the cache as the first did */
+  setenv("TK_LIBCUDA", getenv("TK_FAKE_LIBCUDA"), 1);
+  setenv("TK_CACHE_DIR", dir, 1);
+  int loads = fake_loads(lib);
+  assert_int_equal(tk_tune(ctx, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", "vcopy", NULL, cs, 3,
+                           vcopy_grid, NULL, NULL, args, 3, &t, &best, times, &m), TK_OK);
+  unsetenv("TK_LIBCUDA");
+  unsetenv("TK_CACHE_DIR");
+  assert_int_equal(fake_loads(lib), loads + 6); /* each configuration by a worker, then here */
+  assert_int_equal(best, 0); /* all equal: the first */
+  for (int i = 0; i < 3; i++) assert_true(times[i] == 1.0);
+  assert_int_equal(cache_entries(dir), 4); /* three modules' PTX and the winner */
+  tk_module_destroy(m);
+  loads = fake_loads(lib);
+  assert_int_equal(tk_tune(ctx, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", "vcopy", NULL, cs, 3,
+                           vcopy_grid, NULL, NULL, args, 3, &t, &best, times, &m), TK_OK);
+  assert_int_equal(best, 0);
+  assert_true(times[0] < 0 && times[1] < 0 && times[2] < 0);
+  assert_int_equal(fake_loads(lib), loads + 1); /* the winner alone */
+  tk_module_destroy(m);
+  fake_done(ctx, lib, dir);
+}
+
 /* The key of vcopy's eager variant (every parameter specialized) as a compile in a fake
  * context computes it (sm_90a: the fake is a 9.0 device), by compiler id, or (id NULL)
  * as tk did before it keyed its compiler: tag, version and inputs only. */
@@ -1057,6 +1128,8 @@ int main(void) {
     cmocka_unit_test(test_fake_init_failure),
     cmocka_unit_test(test_fake_buffers_and_contexts),
     cmocka_unit_test(test_fake_sticky_fault),
+    cmocka_unit_test(test_fake_capture),
+    cmocka_unit_test(test_fake_tune),
     cmocka_unit_test(test_fake_launch_packing),
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),

@@ -48,11 +48,11 @@ static void ok(tk_status s) {
 static void test_case(void **state) {
   const ck_case *c = *state;
   tk_module *m;
-  tk_kernel *k;
-  ok(ck_compile(ctx, TK_SAMPLES_DIR, c, &m, &k));
+  tk_kernel *k, *k2;
+  ok(ck_compile(ctx, TK_SAMPLES_DIR, c, &m, &k, &k2));
   int nsizes = 0;
   for (; nsizes < CK_MAX_SIZES && c->interp_sizes[nsizes].d[0]; nsizes++) {
-    ck_result r = ck_run(ctx, k, c, seed, c->interp_sizes[nsizes]);
+    ck_result r = ck_run(ctx, k, k2, c, seed, c->interp_sizes[nsizes]);
     if (r.status != CK_OK) {
       char size[64];
       ck_size_format(c, c->interp_sizes[nsizes], size, sizeof size);
@@ -106,11 +106,11 @@ static void test_mismatch_is_reported(void **state) {
   tk_kernel *k;
   ok(tk_module_compile(ctx, &m, src, strlen(src), "wrong.tk", NULL));
   ok(tk_module_get_kernel(m, "vadd", &k));
-  ck_result r = ck_run(ctx, k, ck_find("vadd"), seed, (ck_size){{100}});
+  ck_result r = ck_run(ctx, k, NULL, ck_find("vadd"), seed, (ck_size){{100}});
   assert_int_equal(r.status, CK_MISMATCH);
   assert_memory_equal(r.msg, "vadd[0]: got ", 13);
   /* A launch the API refuses (softmax's arguments for vadd) is an API error. */
-  r = ck_run(ctx, k, ck_find("softmax"), seed, (ck_size){{2, 8, 8}});
+  r = ck_run(ctx, k, NULL, ck_find("softmax"), seed, (ck_size){{2, 8, 8}});
   assert_int_equal(r.status, CK_API_ERROR);
   assert_int_equal(r.api, TK_ERR_ARGS);
   assert_non_null(strstr(r.msg, "tk_launch: TK_ERR_ARGS"));
@@ -132,7 +132,7 @@ static void test_size_format(void **state) {
 static tk_kernel *vadd_kernel(void) {
   tk_module *m;
   tk_kernel *k;
-  ok(ck_compile(ctx, TK_SAMPLES_DIR, ck_find("vadd"), &m, &k));
+  ok(ck_compile(ctx, TK_SAMPLES_DIR, ck_find("vadd"), &m, &k, NULL));
   return k;
 }
 

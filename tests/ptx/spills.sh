@@ -24,6 +24,14 @@ softmax_online.tk softmax_online -D BLOCK=4096
 layernorm.tk layernorm -D BLOCK=4096
 layernorm_f32.tk layernorm_f32 -D BLOCK=4096
 rmsnorm.tk rmsnorm -D BLOCK=4096
+attention_decode.tk decode_split
+attention_decode.tk decode_split -D T=bf16
+attention_decode.tk decode_split -D stages=4
+attention_decode.tk decode_split -D BN=64 -D stages=2 -D warps=8
+attention_decode.tk decode_split -D BN=64 -D stages=3 -D warps=8
+attention_decode.tk decode_split -D T=bf16 -D BN=128 -D stages=2 -D warps=8
+attention_decode.tk decode_combine
+attention_decode.tk decode_combine -D T=bf16
 LIST
 )
 # The tensor-core kernels are benchmarked on aligned arguments, which the JIT runs
@@ -36,6 +44,13 @@ matmul.tk matmul -D BK=32 -D stages=6
 matmul.tk matmul -D BM=256 -D BN=128 -D stages=3
 matmul.tk matmul -D BN=128 -D stages=4
 matmul.tk matmul_bf16 -D stages=3
+attention.tk attention -D D=128
+attention.tk attention -D D=128 -D CAUSAL=true
+attention.tk attention -D D=64
+attention.tk attention -D D=64 -D CAUSAL=true
+attention.tk attention -D D=64 -D BN=64
+attention.tk attention -D T=bf16
+attention.tk attention -D T=bf16 -D D=64 -D CAUSAL=true
 LIST
 )
 for spec in "" --specialize=all; do

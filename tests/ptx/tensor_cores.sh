@@ -1,5 +1,5 @@
 #!/bin/sh
-# The tensor-core paths of the matmul samples, per target: on sm_90a (specialized, as the
+# The tensor-core paths of the matmul and attention samples, per target: on sm_90a (specialized, as the
 # JIT compiles aligned arguments) wgmma fed by TMA box copies, with TMA-store epilogues at
 # 3 stages; on sm_90a without the alignment facts, wgmma fed by cp.async (of single
 # elements: no vector is provably aligned); on sm_80 and
@@ -39,5 +39,10 @@ check matmul.tk sm_90a "" "wgmma.mma_async" "cp.async.bulk.tensor"
 check matmul.tk sm_80 "--specialize=all" "cp.async.cg mma.sync.aligned.m16n8k16" "wgmma"
 check matmul.tk sm_90 "--specialize=all" "cp.async.cg mma.sync.aligned.m16n8k16" "wgmma"
 check matmul.tk sm_80 "" "mma.sync.aligned.m16n8k16" "wgmma"
+# attention: K and V through the TMA ring, Q K^T and P V on wgmma with P from registers
+# (the A operand as four b32 registers), O through a TMA store
+check attention.tk sm_90a "--specialize=all" "$tma },.{%r cp.async.bulk.tensor.4d.global.shared" "mma.sync"
+check attention.tk sm_90a "--specialize=all -D D=64 -D CAUSAL=true" "$tma },.{%r" "mma.sync"
+check attention.tk sm_90a "--specialize=all -D T=bf16" "$tma },.{%r f32.bf16.bf16" "mma.sync"
 echo "tensor cores: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

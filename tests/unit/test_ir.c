@@ -388,9 +388,10 @@ static void test_print_parse_roundtrip(void **state) {
   /* Extras the simple kernel lacks: bindings, odd floats, strings, layouts, names. */
   k.fn->num_warps = 8;
   k.fn->num_stages = 3;
-  static ir_binding binds[3] = {{"BLOCK", 1024, 0, false}, {"EPS", 0, 1e-5, true}, {"TWO", 0, 2.0, true}};
+  static ir_binding binds[4] = {{"BLOCK", 1024, 0, false, false}, {"EPS", 0, 1e-5, true, false},
+                                {"TWO", 0, 2.0, true, false}, {"T", TK_BF16, 0, false, true}};
   k.fn->bindings = binds;
-  k.fn->nbindings = 3;
+  k.fn->nbindings = 4;
   ir_builder b = {f->m, k.fn->body, k.ret, L(10, 2)};
   const double vals[] = {0.1, -0.0, 1e300, 3.4028234663852886e38, 5e-324, 1.0 / 3.0};
   for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) ir_const_float(&b, f->f32, vals[i]);
@@ -408,7 +409,7 @@ static void test_print_parse_roundtrip(void **state) {
   assert_true(ir_verify(f->m, &f->d));
 
   char *text = print_module(f, f->m);
-  assert_non_null(strstr(text, "bind(BLOCK = 1024, EPS = 1e-05, TWO = 2.0)"));
+  assert_non_null(strstr(text, "bind(BLOCK = 1024, EPS = 1e-05, TWO = 2.0, T = bf16)"));
   assert_non_null(strstr(text, "const 18446744073709551615 : u64"));
   assert_non_null(strstr(text, "print %19 {prefix = \"acc = \\\"\\\\\\t\\n\\x01\\x7f\"}"));
   assert_non_null(strstr(text, "%33 /*xl*/ = convert_layout %14 : tile<16xf32, #blocked<spt=[4], tpw=[32], wpc=[4], order=[0]>>"));
@@ -421,6 +422,7 @@ static void test_print_parse_roundtrip(void **state) {
   assert_string_equal(pf->param_names[2], "n");
   assert_int_equal(pf->bindings[1].is_float, true);
   assert_true(pf->bindings[1].fval == 1e-5);
+  assert_true(pf->bindings[3].is_dtype && pf->bindings[3].ival == TK_BF16);
   ir_op *op = pf->body->first;
   while (op && !(op->opc == IR_CONST && op->loc.line == 10)) op = op->next;
   for (size_t i = 0; i < sizeof vals / sizeof *vals; i++, op = op->next) {

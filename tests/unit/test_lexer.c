@@ -141,6 +141,18 @@ static void test_lt_before_type(void **state) {
   assert_int_equal(x->t[1].kind, TOK_LT);
   assert_int_equal(x->t[2].kind, TOK_TYPE);
   done(x);
+  /* A name between '<' and '>(' is a dtype parameter's type argument; without the '(' (or
+   * with '>>', '>=') it is a comparison. */
+  x = lex_str("zeros<T>(4) full< T > (1) a<b>c a<b>>(c) a<b>=(c)");
+  assert_int_equal(x->t[1].kind, TOK_LT_TYPE);
+  assert_int_equal(x->t[2].kind, TOK_IDENT);
+  assert_int_equal(x->t[8].kind, TOK_LT_TYPE);
+  assert_int_equal(x->t[15].kind, TOK_LT);  /* a<b>c */
+  assert_int_equal(x->t[20].kind, TOK_LT);  /* a<b>>(c) */
+  assert_int_equal(x->t[21].kind, TOK_IDENT);
+  assert_int_equal(x->t[22].kind, TOK_SHR);
+  assert_int_equal(x->t[27].kind, TOK_LT);  /* a<b>=(c) */
+  done(x);
 }
 
 static void test_integers(void **state) {

@@ -164,6 +164,67 @@ static void test_defines(void **st) {
   done(x);
 }
 
+/* A dtype parameter stands for its bound type wherever a type is written; a define or
+ * an earlier parameter sets it; the kernel's parameters take the bound types. */
+static void test_dtype_params(void **st) {
+  (void)st;
+  const char *src = "kernel k<T: dtype = f16, A: dtype = T, B: i32 = 16>(x: *T, n: i32) {\n"
+                    "  let v = load(x + arange(0, B));\n"
+                    "  let w: A = v as A;\n"
+                    "  let z = zeros<T>(B, 2);\n"
+                    "  let f = full<A>(1.0, B) * 2.0;\n"
+                    "  let p = x as *A;\n"
+                    "}\n";
+  fixture *x = check(src);
+  assert_true(x->ok);
+  assert_string_equal(type_of(x, "v"), "tile<16xf16>");
+  assert_string_equal(type_of(x, "w"), "tile<16xf16>");
+  assert_string_equal(type_of(x, "z"), "tile<16x2xf16>");
+  assert_string_equal(type_of(x, "f"), "tile<16xf16>");
+  assert_string_equal(type_of(x, "p"), "*f16");
+  ast_node *k = x->f->decls.items[0];
+  sema_sym *px = k->params.items[0]->sema_ref;
+  assert_string_equal(sema_type_str(x->a, px->type), "*f16");
+  done(x);
+  /* T set to bf16: A follows T; A set alone leaves T at its default. */
+  sema_define bf[] = {{"T", "bf16"}};
+  x = check_with(src, bf, 1);
+  assert_true(x->ok);
+  assert_string_equal(type_of(x, "v"), "tile<16xbf16>");
+  assert_string_equal(type_of(x, "w"), "tile<16xbf16>");
+  done(x);
+  sema_define a32[] = {{"A", "f32"}, {"B", "32"}};
+  x = check_with(src, a32, 2);
+  assert_true(x->ok);
+  assert_string_equal(type_of(x, "v"), "tile<32xf16>");
+  assert_string_equal(type_of(x, "w"), "tile<32xf32>");
+  assert_string_equal(type_of(x, "f"), "tile<32xf32>");
+  assert_string_equal(type_of(x, "p"), "*f32");
+  done(x);
+  sema_define bool_t[] = {{"T", "bool"}};
+  x = check_with("kernel k<T: dtype = f16>(x: *T) { let v = load(x); }\n", bool_t, 1);
+  assert_true(x->ok);
+  assert_string_equal(type_of(x, "v"), "i1");
+  done(x);
+  /* errors: a bad define, a dtype where a value goes, a dtype in arithmetic; each once */
+  sema_define bad[] = {{"T", "half"}};
+  x = check_with("kernel k<T: dtype = f16>(x: *T) { let a = T; let b = T * 2; }\n", bad, 1);
+  assert_false(x->ok);
+  assert_int_equal(x->d.nerrors, 3);
+  expect_diag(x, 0, SU_ERROR, 0, 0,
+              "define 'T' expects a dtype (i1 (bool), i8, i16, i32, i64, u8, u16, u32, u64, f16, "
+              "bf16, f32, f64), got 'half'");
+  expect_diag(x, 1, SU_ERROR, 1, 43, "'T' is a dtype, not a value");
+  done(x);
+  /* an int parameter is not a type, a dtype parameter is no int */
+  x = check("kernel k<N: i32 = 4, T: dtype = f32>(x: *N) { let a = arange(0, T); }\n");
+  assert_int_equal(x->d.nerrors, 2);
+  expect_diag(x, 0, SU_ERROR, 1, 42, "'N' is not a type");
+  expect_diag(x, 1, SU_NOTE, 1, 10, "'N' is declared here");
+  expect_diag(x, 2, SU_ERROR, 1, 65, "'T' is a dtype, not a value");
+  done(x);
+}
+
 static void test_helpers(void **st) {
   (void)st;
   fixture *x = check("fn twice(v) { return v + v; }\n"
@@ -362,7 +423,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_types_and_promotion), cmocka_unit_test(test_broadcast),
       cmocka_unit_test(test_constants),           cmocka_unit_test(test_float_constants_round_to_type),
-      cmocka_unit_test(test_defines),
+      cmocka_unit_test(test_defines),             cmocka_unit_test(test_dtype_params),
       cmocka_unit_test(test_helpers),             cmocka_unit_test(test_static_range_and_const_if),
       cmocka_unit_test(test_errors),              cmocka_unit_test(test_loops_and_dot),
       cmocka_unit_test(test_scopes_and_operators),

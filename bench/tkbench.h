@@ -1,0 +1,54 @@
+/*
+ * tkbench.h — what tkbench's parts share (bench/tkbench.c: the harness, elementwise, rows
+ * and matmul workloads; bench/tkbench_attn.c: attention; bench/tkbench_decode.c: decode
+ * attention). Prefix tb_.
+ */
+#ifndef TB_TKBENCH_H
+#define TB_TKBENCH_H
+
+#include <stdint.h>
+
+#include "include/tk.h"
+#include "runtime/cuda.h"
+
+typedef struct {
+  rt_cuda_api cu;
+  tk_context *ctx;
+  const char *samples;
+  const char *tkc;
+  int runs;          /* timed runs per workload (median taken) */
+  tk_devptr flush;   /* scratch buffer written before every timed run to evict L2 */
+  size_t flush_bytes;
+  uint64_t rng;
+} bench;
+
+/* Prints one figure: "tk <TAB> workload <TAB> value <TAB> unit <TAB> note". */
+void tb_emit(const char *workload, double value, const char *unit, const char *note);
+/* The next value of b's xorshift generator. */
+uint64_t tb_rng_next(bench *b);
+/* The median of b->runs timed launches (CUDA events, L2 flushed before each, after five
+ * warm-up launches), in microseconds; NAN on a failure. */
+double tb_time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n);
+
+/* One launch of a sequence. */
+typedef struct {
+  tk_kernel *k;
+  tk_grid g;
+  const tk_arg *args;
+  int n;
+} tb_launch;
+/* As tb_time_launches, for the nl launches of l issued back to back on one stream: the
+ * events enclose the whole sequence (a kernel and the one that consumes its output). */
+double tb_time_sequence(bench *b, const tb_launch *l, int nl);
+/* f16 and bf16 bits to and from f32 (round to nearest even). */
+uint16_t tb_f32_to_f16(float f);
+float tb_f16_to_f32(uint16_t u);
+uint16_t tb_f32_to_bf16(float f);
+float tb_bf16_to_f32(uint16_t h);
+
+/* The attention workloads whose names contain `only` (all when NULL). */
+void tb_attention(bench *b, const char *only);
+/* The decode attention workloads whose names contain `only` (all when NULL). */
+void tb_decode(bench *b, const char *only);
+
+#endif

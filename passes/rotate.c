@@ -1,0 +1,303 @@
+/* Rotation of a loop with two products in flight (docs/passes.md, "rotate").
+ *
+ * Attention's loop body, once lower_dot has run, is
+ *
+ *     S = wgmma(Q, K_j); wait                 -- A: the first product and what follows
+ *     p, alpha, m, l = softmax(S, m, l)       --    from it
+ *     acc = wgmma(p, V_j, acc * alpha); wait  -- B: the second product, the only part
+ *                                             --    that reads the carried acc
+ *
+ * and each warpgroup leaves the tensor cores idle while its softmax runs. Since A never
+ * reads what B computes, B of iteration j can run in iteration j + 1, issued right after
+ * A's product there: the softmax of block j + 1 then overlaps the product of block j
+ * (FlashAttention-3's intra-warpgroup overlap). The values B takes from A (p, alpha, the
+ * slot) become carried values; the first product's wait keeps the second in flight
+ * (pending = 1) and the second's wait comes last. The loop becomes
+ *
+ *     if lb < ub { A(lb) }                    -- prologue
+ *     for j in lb + step .. ub { A(j) issue; B(j - 1) issue; A(j) rest; B(j - 1) wait }
+ *     if lb < ub { B(last) }                  -- epilogue
+ *
+ * Applied to a loop whose body holds exactly two wgmma, each followed by its commit and
+ * a wait for everything, where the forward slice of one carried value (the accumulator)
+ * holds the second wgmma, its wait, pure ops and nothing else, and ends in the yield. */
+#include "pass_util.h"
+
+#include <string.h>
+
+enum { MAX_OPS = 1024, MAX_X = 32 };
+
+typedef struct {
+  ir_module *m;
+  ir_func *f;
+  ir_op *L;
+  ir_block *body;
+  ir_op *w1, *c1, *t1, *w2, *t2;
+  int c;                 /* the accumulator's carried index */
+  ir_op *bops[64];       /* B, in body order */
+  int nb;
+  ir_value *x[MAX_X];    /* what B reads from A (or from the region's arguments) */
+  int nx;
+} rot;
+
+static bool in_b(const rot *r, const ir_op *op) {
+  for (int i = 0; i < r->nb; i++)
+    if (r->bops[i] == op) return true;
+  return false;
+}
+
+static bool b_result(const rot *r, const ir_value *v) { return v->def && in_b(r, v->def); }
+
+/* Whether an op anywhere under blk reads a result of B. */
+static bool reads_b(const rot *r, const ir_block *blk) {
+  for (const ir_op *op = blk->first; op; op = op->next) {
+    if (op->opc == IR_YIELD && blk == r->body) continue;
+    if (in_b(r, op)) continue;
+    for (int i = 0; i < op->noperands; i++)
+      if (b_result(r, op->operands[i])) return true;
+    for (int k = 0; k < op->nregions; k++)
+      if (reads_b(r, op->regions[k])) return true;
+  }
+  return false;
+}
+
+/* Whether a top-level op of blk is before b in it. */
+static bool before(const ir_op *a, const ir_op *b) {
+  for (const ir_op *o = a; o; o = o->next)
+    if (o == b) return true;
+  return false;
+}
+
+/* Whether v is read inside a region nested in blk. */
+static bool reads_nested(const ir_block *blk, const ir_value *v) {
+  for (const ir_op *op = blk->first; op; op = op->next)
+    for (int k = 0; k < op->nregions; k++)
+      for (const ir_op *u = op->regions[k]->first; u; u = u->next) {
+        for (int i = 0; i < u->noperands; i++)
+          if (u->operands[i] == v) return true;
+        for (int j = 0; j < u->nregions; j++)
+          if (reads_nested(u->regions[j], v)) return true;
+      }
+  return false;
+}
+
+static bool product_group(ir_op *w, ir_op **commit, ir_op **wait) {
+  ir_op *c = w->next, *t = c ? c->next : NULL;
+  if (!c || c->opc != IR_WGMMA_COMMIT || !t || t->opc != IR_WGMMA_WAIT || t->attr != 0 || t->noperands != 1 ||
+      t->operands[0] != w->results[0])
+    return false;
+  *commit = c;
+  *wait = t;
+  return true;
+}
+
+static bool add_x(rot *r, ir_value *v) {
+  for (int i = 0; i < r->nx; i++)
+    if (r->x[i] == v) return true;
+  if (r->nx == MAX_X) return false;
+  const ir_type *t = v->type;
+  /* carried values need a placeholder for the loop that does not run: a constant */
+  if (t->kind != IR_SCALAR && t->kind != IR_TILE) return false;
+  r->x[r->nx++] = v;
+  return true;
+}
+
+/* Whether op only reshapes what it reads (a broadcast of a row statistic, say): cheaper to
+ * redo in B than to carry its result. */
+static bool reshape(const ir_op *op) {
+  switch (op->opc) {
+  case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_SPLAT: case IR_CONVERT_LAYOUT: return true;
+  default: return false;
+  }
+}
+
+/* Moves into B the reshapes of A used by B alone, so that what is carried is the row
+ * vector, not its broadcast; B stays in body order. */
+static void absorb(rot *r) {
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (ir_op *op = r->body->first; op && r->nb < 62; op = op->next) {
+      if (in_b(r, op) || !reshape(op) || op->nresults != 1) continue;
+      int uses = 0, in = 0;
+      for (ir_op *u = r->body->first; u; u = u->next)
+        for (int i = 0; i < u->noperands; i++)
+          if (u->operands[i] == op->results[0]) {
+            uses++;
+            in += in_b(r, u);
+          }
+      if (!uses || uses != in || reads_nested(r->body, op->results[0])) continue;
+      int at = 0;
+      while (at < r->nb && before(r->bops[at], op)) at++;
+      memmove(r->bops + at + 1, r->bops + at, sizeof *r->bops * (size_t)(r->nb - at));
+      r->bops[at] = op;
+      r->nb++;
+      grew = true;
+    }
+  }
+}
+
+static bool analyze(rot *r) {
+  ir_block *body = r->body;
+  ir_op *y = body->last;
+  int nw = 0;
+  for (ir_op *op = body->first; op; op = op->next) {
+    if (op->opc != IR_WGMMA) continue;
+    if (nw == 2) return false;
+    if (nw++ == 0) r->w1 = op;
+    else r->w2 = op;
+  }
+  ir_op *c2;
+  if (nw != 2 || !product_group(r->w1, &r->c1, &r->t1) || !product_group(r->w2, &c2, &r->t2)) return false;
+  /* the accumulator: the carried value the second product's wait yields */
+  r->c = -1;
+  for (int k = 0; k < y->noperands; k++)
+    if (y->operands[k] == r->t2->results[0]) r->c = k;
+  if (r->c < 0) return false;
+  ir_value *acc = body->args[r->c + 1];
+  /* B: the forward slice of acc, then the commit and the release that go with it */
+  for (ir_op *op = body->first; op; op = op->next) {
+    if (op == y) break;
+    bool uses = false;
+    for (int i = 0; i < op->noperands; i++) uses |= op->operands[i] == acc || b_result(r, op->operands[i]);
+    if (!uses) continue;
+    bool pure = (ir_op_info(op->opc)->traits & IR_PURE) && !op->nregions;
+    if ((!pure && op != r->w2 && op != r->t2) || r->nb == 62) return false;
+    r->bops[r->nb++] = op;
+    if (op == r->w2) r->bops[r->nb++] = c2;
+  }
+  if (!in_b(r, r->w2) || !in_b(r, r->t2) || in_b(r, r->w1)) return false;
+  if (r->t2->next && r->t2->next->opc == IR_MBAR_ARRIVE) r->bops[r->nb++] = r->t2->next;
+  /* B's result leaves only through the yield, at the accumulator's place */
+  for (int k = 0; k < y->noperands; k++)
+    if (k != r->c && b_result(r, y->operands[k])) return false;
+  if (reads_b(r, body)) return false;
+  absorb(r);
+  /* what B reads from A or from the region's arguments is carried over to the next
+   * iteration */
+  for (int i = 0; i < r->nb; i++) {
+    ir_op *op = r->bops[i];
+    for (int j = 0; j < op->noperands; j++) {
+      ir_value *v = op->operands[j];
+      bool from_a = v->def && v->def->parent == body && !in_b(r, v->def);
+      bool arg = !v->def && v->owner == body && v != acc;
+      if ((from_a || arg) && !add_x(r, v)) return false;
+    }
+  }
+  return true;
+}
+
+/* A zero of type t: what a carried value holds when the loop does not run. */
+static ir_value *zero(ir_builder *b, const ir_type *t) {
+  return ir_dtype_is_float(t->dtype) ? ir_const_float(b, t, 0) : ir_const_int(b, t, 0);
+}
+
+static void clone_at(rot *r, ir_builder *b, ir_op *op, ir_vmap *vm) {
+  ir_op *c = ir_op_clone(r->m, op, vm);
+  ir_block_insert_before(b->block, c, b->before);
+}
+
+static ir_op *yield(ir_builder *b, int n, ir_value *const *v) {
+  return ir_build(b, IR_YIELD, n, v, 0, NULL);
+}
+
+static void rewrite(rot *r) {
+  ir_module *m = r->m;
+  ir_op *L = r->L, *y = r->body->last;
+  ir_block *body = r->body;
+  int n = L->noperands - 3, nc = n + r->nx;
+  ir_value *lb = L->operands[0], *ub = L->operands[1], *step = L->operands[2];
+  ir_value **init = L->operands + 3;
+  ir_builder pre = {m, L->parent, L, L->loc};
+  ir_value *cond = ir_cmp_build(&pre, IR_CMP_LT, lb, ub);
+  const ir_type **types = SU_NEW_ARRAY(m->arena, const ir_type *, nc);
+  ir_value **vals = SU_NEW_ARRAY(m->arena, ir_value *, nc);
+  for (int k = 0; k < n; k++) types[k] = L->results[k]->type;
+  for (int i = 0; i < r->nx; i++) types[n + i] = r->x[i]->type;
+  /* prologue: A at lb */
+  ir_op *pro = ir_build_if(&pre, cond, nc, types);
+  ir_builder in = {m, pro->regions[0], NULL, L->loc};
+  ir_vmap *vp = ir_vmap_new(m->arena);
+  ir_vmap_put(vp, body->args[0], lb);
+  for (int k = 0; k < n; k++) ir_vmap_put(vp, body->args[k + 1], init[k]);
+  for (ir_op *op = body->first; op != y; op = op->next)
+    if (!in_b(r, op)) clone_at(r, &in, op, vp);
+  for (int k = 0; k < n; k++) vals[k] = k == r->c ? init[k] : ir_vmap_get(vp, y->operands[k]);
+  for (int i = 0; i < r->nx; i++) vals[n + i] = ir_vmap_get(vp, r->x[i]);
+  yield(&in, nc, vals);
+  ir_builder out = {m, pro->regions[1], NULL, L->loc};
+  for (int k = 0; k < n; k++) vals[k] = init[k];
+  for (int i = 0; i < r->nx; i++) vals[n + i] = zero(&out, types[n + i]);
+  yield(&out, nc, vals);
+  /* the rotated loop */
+  ir_value *lb2 = ir_binary(&pre, IR_ADD, lb, step);
+  ir_op *L2 = ir_build_for(&pre, lb2, ub, step, nc, pro->results);
+  ir_block *b2 = L2->regions[0];
+  ir_builder at = {m, b2, NULL, L->loc};
+  ir_vmap *va = ir_vmap_new(m->arena), *vb = ir_vmap_new(m->arena);
+  ir_vmap_put(va, body->args[0], b2->args[0]);
+  for (int k = 0; k < n; k++) ir_vmap_put(va, body->args[k + 1], b2->args[k + 1]);
+  for (int i = 0; i < r->nx; i++) ir_vmap_put(vb, r->x[i], b2->args[n + 1 + i]);
+  ir_vmap_put(vb, body->args[r->c + 1], b2->args[r->c + 1]);
+  /* A's ops up to its product's commit; B's issue; the rest of A; B's wait */
+  ir_op *op = body->first;
+  for (; op != r->c1->next; op = op->next)
+    if (!in_b(r, op)) clone_at(r, &at, op, va);
+  for (int i = 0; i < r->nb; i++)
+    if (r->bops[i] != r->t2 && r->bops[i]->opc != IR_MBAR_ARRIVE) clone_at(r, &at, r->bops[i], vb);
+  for (; op != y; op = op->next) {
+    if (in_b(r, op)) continue;
+    clone_at(r, &at, op, va);
+    if (op == r->t1) at.block->last->attr = 1; /* B's product stays in flight */
+  }
+  for (int i = 0; i < r->nb; i++)
+    if (r->bops[i] == r->t2 || r->bops[i]->opc == IR_MBAR_ARRIVE) clone_at(r, &at, r->bops[i], vb);
+  for (int k = 0; k < n; k++)
+    vals[k] = k == r->c ? ir_vmap_get(vb, r->t2->results[0]) : ir_vmap_get(va, y->operands[k]);
+  for (int i = 0; i < r->nx; i++) vals[n + i] = ir_vmap_get(va, r->x[i]);
+  yield(&at, nc, vals);
+  /* epilogue: B of the last iteration */
+  ir_builder post = {m, L->parent, L, L->loc};
+  const ir_type *acc_t = L->results[r->c]->type;
+  ir_op *epi = ir_build_if(&post, cond, 1, &acc_t);
+  ir_builder ein = {m, epi->regions[0], NULL, L->loc};
+  ir_vmap *ve = ir_vmap_new(m->arena);
+  for (int i = 0; i < r->nx; i++) ir_vmap_put(ve, r->x[i], L2->results[n + i]);
+  ir_vmap_put(ve, body->args[r->c + 1], L2->results[r->c]);
+  for (int i = 0; i < r->nb; i++) clone_at(r, &ein, r->bops[i], ve);
+  ir_value *fin = ir_vmap_get(ve, r->t2->results[0]);
+  yield(&ein, 1, &fin);
+  ir_builder eout = {m, epi->regions[1], NULL, L->loc};
+  yield(&eout, 1, &init[r->c]);
+  for (int k = 0; k < n; k++) ir_replace_all_uses(r->f, L->results[k], k == r->c ? epi->results[0] : L2->results[k]);
+  ir_op_erase(L);
+}
+
+typedef struct {
+  ir_op *loops[64];
+  int n;
+} finder;
+
+static void find(ir_op *op, void *arg) {
+  finder *fd = arg;
+  if (op->opc == IR_FOR && fd->n < 64) fd->loops[fd->n++] = op;
+}
+
+bool pass_rotate(ir_module *m, ir_func *f) {
+  if (!pass_has(m, PASS_WGMMA)) return false;
+  finder fd = {{0}, 0};
+  ir_walk(f->body, find, &fd);
+  bool changed = false;
+  for (int i = 0; i < fd.n; i++) {
+    rot r;
+    memset(&r, 0, sizeof r);
+    r.m = m;
+    r.f = f;
+    r.L = fd.loops[i];
+    r.body = r.L->regions[0];
+    if (!analyze(&r)) continue;
+    rewrite(&r);
+    changed = true;
+  }
+  return changed;
+}
