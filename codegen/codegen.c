@@ -88,7 +88,8 @@ void cg_compile_unit(cg_unit *u) {
    * handler) fails this unit with a diagnostic instead of aborting the process; the LLVM
    * objects it was building may be half-changed, so they are leaked, not disposed. */
   su_trap trap;
-  if (!su_trap_set(&trap)) {
+  su_trap_push(&trap);
+  if (setjmp(trap.jb)) {
     su_loc loc = {u->src, UINT32_MAX, 0, 0, 0};
     su_error(u->diags, loc, "internal compiler error in the GPU back end%s: %s",
              trap.oom ? " (out of memory)" : "", trap.msg);

@@ -87,7 +87,8 @@ static void finish(pool *pl, worker *w, uint64_t p, bool ok) {
  * the host process. */
 static bool run_program(ip_exec *x, const ip_code *body) {
   su_trap trap;
-  if (!su_trap_set(&trap)) {
+  su_trap_push(&trap);
+  if (setjmp(trap.jb)) {
     x->err->len = 0;
     su_buf_printf(x->err, "internal error in the interpreter at program (%u, %u, %u)%s: %s",
                   x->pid[0], x->pid[1], x->pid[2], trap.oom ? " (out of memory)" : "", trap.msg);

@@ -318,7 +318,8 @@ tk_status tk_module_compile(tk_context *h, tk_module **out, const char *source, 
   /* No internal error of the compiler (an assertion, memory running out) takes the host
    * process down: it unwinds to here and the module is thrown away. */
   su_trap trap;
-  if (!su_trap_set(&trap)) {
+  su_trap_push(&trap);
+  if (setjmp(trap.jb)) {
     tk_status s = rt_error(ctx, trap.oom ? TK_ERR_MEMORY : TK_ERR_COMPILE,
                            "%s: internal compiler error%s: %s (the context is still usable)",
                            src->name, trap.oom ? " (out of memory)" : "", trap.msg);

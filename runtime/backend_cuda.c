@@ -481,7 +481,8 @@ static tk_status use_variant(rt_context *ctx, rt_kernel *k, uint64_t key, CUstre
   /* compiling at launch: an internal error of the compiler fails the launch, not the
    * process (as tk_module_compile) */
   su_trap trap;
-  if (!su_trap_set(&trap))
+  su_trap_push(&trap);
+  if (setjmp(trap.jb))
     return rt_error(ctx, trap.oom ? TK_ERR_MEMORY : TK_ERR_COMPILE, "kernel '%s': internal "
                     "compiler error compiling a variant: %s", k->sig->name, trap.msg);
   tk_status s = load_ptx_of(ctx, k->module, k->ir, key, &ptx, &mod);

@@ -90,7 +90,8 @@ static tk_status interp_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void
   /* an internal error of the interpreter outside a program's run (grid.c traps those)
    * fails the launch, not the process */
   su_trap trap;
-  if (!su_trap_set(&trap)) {
+  su_trap_push(&trap);
+  if (setjmp(trap.jb)) {
     su_buf_free(&why);
     return rt_error(ctx, trap.oom ? TK_ERR_MEMORY : TK_ERR_RUNTIME,
                     "kernel '%s': internal error in the interpreter%s: %s", k->sig->name,

@@ -14,7 +14,9 @@
 
 #include "runtime.h"
 
-enum { CHUNK_BITS = 12, CHUNK = 1 << CHUNK_BITS, MAX_CHUNKS = 1 << 12 };
+/* A handle's low word is kind << 24 | (slot + 1), so slots number below 2^24 - 1. */
+enum { CHUNK_BITS = 12, CHUNK = 1 << CHUNK_BITS, MAX_CHUNKS = 1 << 12,
+       MAX_SLOTS = CHUNK * MAX_CHUNKS - 1 };
 
 typedef struct {
   _Atomic uint64_t tag; /* live: (kind << 56) | generation (low 32 bits); 0 while free */
@@ -42,7 +44,7 @@ uint64_t rt_handle_new(rt_handle_kind kind, void *obj) {
     free_head = s->next_free;
     if (!free_head) free_tail = 0;
   } else {
-    if (nslots == (uint32_t)CHUNK * MAX_CHUNKS) {
+    if (nslots == MAX_SLOTS) {
       pthread_mutex_unlock(&lock);
       return 0;
     }
@@ -71,7 +73,7 @@ static slot *decode(uint64_t h, rt_handle_kind kind, uint64_t *tag) {
   uint32_t lo = (uint32_t)h, gen = (uint32_t)(h >> 32);
   if ((lo >> 24) != (uint32_t)kind || gen == 0) return NULL;
   uint32_t i = (lo & 0xffffff) - 1;
-  if ((lo & 0xffffff) == 0 || i >= (uint32_t)CHUNK * MAX_CHUNKS) return NULL;
+  if ((lo & 0xffffff) == 0 || i >= MAX_SLOTS) return NULL;
   *tag = (uint64_t)kind << 56 | gen;
   return slot_at(i);
 }

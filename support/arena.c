@@ -19,7 +19,7 @@ struct su_arena {
 
 static _Thread_local su_trap *trap;
 
-void su_trap_push_(su_trap *t) {
+void su_trap_push(su_trap *t) {
   t->prev = trap;
   t->oom = false;
   t->msg[0] = 0;

@@ -10,7 +10,7 @@
  *    printed (file:line:col: error: msg, the line, a caret or range underline, then notes)
  *    and counted; the caller decides when to stop. Internal errors use su_fatal /
  *    SU_UNREACHABLE / SU_ASSERT / su_oom, which print "internal error" and abort —
- *    unless the thread has set a trap (su_trap_set): then they unwind to it with the
+ *    unless the thread has set a trap (su_trap_push): then they unwind to it with the
  *    message, which is how libtk keeps an internal error from taking its host down.
  *  - Output files: su_write_outputs never leaves a half-written file, never turns a
  *    device or FIFO into a regular file, and never overwrites an input.
@@ -39,14 +39,18 @@ _Noreturn void su_oom(size_t bytes);
 
 /* A recovery point for internal errors on this thread. Usage:
  *     su_trap t;
- *     if (su_trap_set(&t)) { ... work that may hit su_fatal ...; su_trap_clear(&t); }
- *     else { ... t.msg says what failed, t.oom whether memory ran out ... }
- * su_trap_set is a macro around setjmp, so it must be called where the work is: the
- * branch taken when an internal error unwinds (the else) sees the trap already cleared.
- * Traps nest (the innermost catches). Unwinding skips every frame in between: what they
- * allocated outside arenas is leaked, and state they were changing may be half-changed,
- * so the work must be on objects the recovery then throws away (a compilation's arena,
- * an LLVM context), never on shared ones. */
+ *     su_trap_push(&t);
+ *     if (setjmp(t.jb)) { ... an internal error unwound here: t.msg says what, t.oom
+ *                          whether memory ran out; the trap is already removed ... }
+ *     ... work that may hit su_fatal ...
+ *     su_trap_clear(&t);
+ * setjmp is called by the user of the trap, in the function the work is in, as the entire
+ * condition of the if (the one place C lets its value be used). Traps nest (the innermost
+ * catches). Unwinding skips every frame in between: what they allocated outside arenas is
+ * leaked, and state they were changing may be half-changed, so the work must be on
+ * objects the recovery then throws away (a compilation's arena, an LLVM context), never on
+ * shared ones; locals of the function changed after the push must be volatile to be read
+ * after an unwind. */
 #include <setjmp.h>
 typedef struct su_trap {
   jmp_buf jb;
@@ -54,8 +58,8 @@ typedef struct su_trap {
   bool oom;
   char msg[1024];
 } su_trap;
-#define su_trap_set(t) (su_trap_push_(t), setjmp((t)->jb) == 0)
-void su_trap_push_(su_trap *t);
+/* Makes t the thread's innermost trap (its jb must be set with setjmp next). */
+void su_trap_push(su_trap *t);
 /* Removes t (the innermost trap) after the work succeeded. */
 void su_trap_clear(su_trap *t);
 /* True if the thread has a trap set: an internal error would not abort. */

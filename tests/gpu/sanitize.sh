@@ -7,7 +7,7 @@
 # clean, 8 runs" or "sanitizer: N of 8 runs not clean: ..."); exit 1 unless all are clean;
 # 77 (skipped) without a device or without compute-sanitizer. The logs go to LOGDIR
 # (default /tmp/tk-sanitize-logs). TK_SANITIZE_TIMEOUT bounds each run (seconds, default
-# 1800): racecheck serializes the kernels it watches, so a suite runs many times slower.
+# 900): racecheck serializes the kernels it watches, so a suite runs many times slower.
 # Reads samples/ and tests/kernels/ relative to the working directory: run it from the
 # repository root.
 set -u
@@ -18,7 +18,7 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 cs=$(command -v compute-sanitizer || echo "$cuda/bin/compute-sanitizer")
 [ -x "$cs" ] || { echo "sanitizer: skipped: no compute-sanitizer (looked in PATH and $cuda/bin)"; exit 77; }
 nvidia-smi -L >/dev/null 2>&1 || { echo "sanitizer: skipped: no CUDA device"; exit 77; }
-limit=${TK_SANITIZE_TIMEOUT:-1800}
+limit=${TK_SANITIZE_TIMEOUT:-900}
 
 suites="gpu_tests gpu_shapes gpu_dot gpu_math"
 runs=0 bad=0 bad_list=

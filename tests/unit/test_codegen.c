@@ -973,15 +973,16 @@ static void test_llvm_fatal_error_unwinds(void **state) {
   LLVMBuildRetVoid(b);
   su_trap t;
   volatile bool unwound = false;
-  if (su_trap_set(&t)) {
+  su_trap_push(&t);
+  if (setjmp(t.jb)) {
+    unwound = true;
+    if (!strstr(t.msg, "LLVM error: Symbol name with unsupported characters"))
+      fail_msg("unexpected message: %s", t.msg);
+  } else {
     char *err = NULL;
     LLVMMemoryBufferRef mb = NULL;
     LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err, &mb);
     su_trap_clear(&t);
-  } else {
-    unwound = true;
-    if (!strstr(t.msg, "LLVM error: Symbol name with unsupported characters"))
-      fail_msg("unexpected message: %s", t.msg);
   }
   assert_true(unwound);
   assert_false(su_trap_active());

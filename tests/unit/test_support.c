@@ -150,31 +150,34 @@ static void test_trap(void **state) {
   assert_false(su_trap_active());
   su_trap outer;
   volatile int reached = 0;
-  if (su_trap_set(&outer)) {
+  su_trap_push(&outer);
+  if (setjmp(outer.jb)) {
+    assert_non_null(strstr(outer.msg, "assertion failed: 1 + 1 == 3"));
+  } else {
     su_trap inner;
-    if (su_trap_set(&inner)) {
-      reached = trapped_depth(50);
-      su_trap_clear(&inner);
-    } else {
+    su_trap_push(&inner);
+    if (setjmp(inner.jb)) {
       assert_non_null(strstr(inner.msg, "deep failure 7 (at "));
       assert_false(inner.oom);
       reached = 1;
+    } else {
+      reached = trapped_depth(50);
+      su_trap_clear(&inner);
     }
     assert_true(su_trap_active()); /* the outer one is still set */
     SU_ASSERT(1 + 1 == 3);
     su_trap_clear(&outer);
     fail_msg("the assertion did not unwind");
-  } else {
-    assert_non_null(strstr(outer.msg, "assertion failed: 1 + 1 == 3"));
   }
   assert_int_equal(reached, 1);
   assert_false(su_trap_active());
   su_trap t;
-  if (su_trap_set(&t)) {
-    su_oom(123);
-  } else {
+  su_trap_push(&t);
+  if (setjmp(t.jb)) {
     assert_true(t.oom);
     assert_non_null(strstr(t.msg, "out of memory (123 bytes)"));
+  } else {
+    su_oom(123);
   }
   assert_false(su_trap_active());
 }
