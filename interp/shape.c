@@ -108,6 +108,16 @@ bool ip_run_shape(ip_exec *x, const ip_inst *in) {
     gather(*r, src, st);
     return true;
   }
+  case IR_JOIN: {
+    /* the two operands' elements alternate: result element 2i + k is operand k's i */
+    ip_val a = IP_IN(x, in, 0), b = IP_IN(x, in, 1);
+    *r = ip_val_out(x, t);
+    for (int64_t i = 0; i < r->n / 2; i++) {
+      r->e[2 * i] = a.e[a.n == 1 ? 0 : i];
+      r->e[2 * i + 1] = b.e[b.n == 1 ? 0 : i];
+    }
+    return true;
+  }
   case IR_SLICE: {
     /* result element i is source element i + start: the source's strides, from an offset */
     ip_val src = IP_IN(x, in, 0);

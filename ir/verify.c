@@ -270,6 +270,13 @@ static void check_shape_op(verifier *v, const ir_op *op) {
   case IR_CONVERT_LAYOUT:
     if (!same_shape(a, r)) ir_verr(v, op, "shape changes (%s to %s)", ir_vts(v, a), ir_vts(v, r));
     return;
+  case IR_JOIN: {
+    const ir_type *b = op->operands[1]->type;
+    bool good = b == a && r->rank == a->rank + 1 && r->shape[a->rank] == 2;
+    for (int i = 0; good && i < a->rank; i++) good = r->shape[i] == a->shape[i];
+    if (!good) ir_verr(v, op, "joining %s and %s does not make %s", ir_vts(v, a), ir_vts(v, b), ir_vts(v, r));
+    return;
+  }
   case IR_SLICE: {
     bool good = op->ints && op->nints == a->rank && r->rank == a->rank;
     for (int i = 0; good && i < a->rank; i++)
@@ -355,7 +362,7 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
     if (!good) ir_verr(v, op, "range [%lld, %lld) does not give %s", (long long)op->attr, (long long)op->attr2, ir_vts(v, r));
     return;
   }
-  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE:
+  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE: case IR_JOIN:
   case IR_CONVERT_LAYOUT:
     check_shape_op(v, op);
     return;

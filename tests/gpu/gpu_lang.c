@@ -133,6 +133,20 @@ static const char SLICES[] =
     "    store(y + 896 + reshape(arange(0, 16), 4, 2, 2), p);\n"
     "}\n";
 
+static const char JOINS[] =
+    "kernel k(x: *f32, y: *f32) {\n"
+    "    let r = arange(0, 8);\n"
+    "    let a = load(x + r[:, None] * 4 + arange(0, 4)[None, :]);\n"
+    "    let b = a * 10.0;\n"
+    "    let j = join(a, b);\n"
+    "    let (p, q) = split(j);\n"
+    "    store(y + arange(0, 64), reshape(j, 64));\n"
+    "    store(y + 64 + arange(0, 64), reshape(interleave(a, q), 64));\n"
+    "    store(y + 128 + arange(0, 64), reshape(cat(p, b), 64));\n"
+    "    store(y + 192 + arange(0, 16), cat(r, r * 2) as f32);\n"
+    "}\n"
+;
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -150,6 +164,7 @@ static const lc_case CASES[] = {
      40, 0},
     {"slices_permute", "slices", SLICES, {NULL}, {BUF(TK_F32, 16 * 64)}, {BUF(TK_F32, 912)}, 1, 1,
      {0}, 0, 1, 0},
+    {"join_split_cat", "k", JOINS, {NULL}, {BUF(TK_F32, 32)}, {BUF(TK_F32, 208)}, 1, 1, {0}, 0, 1, 0},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 

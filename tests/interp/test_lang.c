@@ -403,6 +403,47 @@ static void test_slices_and_permute(void **state) {
   tk_module_destroy(m);
 }
 
+/* ---- join, split, interleave, cat ------------------------------------------------------- */
+
+/* a: 8 x 4 from x, b = 10 a. y: join(a, b) flattened, interleave(a, q) with (p, q) =
+ * split(join(a, b)) (so q == b), cat(p, b) (p == a), and cat of two 1-D tiles. */
+static const char JOINS[] =
+    "kernel k(x: *f32, y: *f32) {\n"
+    "    let r = arange(0, 8);\n"
+    "    let a = load(x + r[:, None] * 4 + arange(0, 4)[None, :]);\n"
+    "    let b = a * 10.0;\n"
+    "    let j = join(a, b);\n"
+    "    let (p, q) = split(j);\n"
+    "    store(y + arange(0, 64), reshape(j, 64));\n"
+    "    store(y + 64 + arange(0, 64), reshape(interleave(a, q), 64));\n"
+    "    store(y + 128 + arange(0, 64), reshape(cat(p, b), 64));\n"
+    "    store(y + 192 + arange(0, 16), cat(r, r * 2) as f32);\n"
+    "}\n"
+;
+
+static void test_join_split_cat(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(JOINS, NULL, "k", &m);
+  float x[32], y[208];
+  for (int i = 0; i < 32; i++) x[i] = (float)i + 0.5f;
+  tk_devptr dx = upload(x, sizeof x), dy = upload(NULL, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dy)};
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 2));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int i = 0; i < 32; i++) {
+    /* join and interleave: a and b alternate along the (new or last) axis */
+    assert_true(y[2 * i] == x[i] && y[2 * i + 1] == x[i] * 10);
+    assert_true(y[64 + 2 * i] == x[i] && y[64 + 2 * i + 1] == x[i] * 10);
+    /* cat along axis 0: all of a, then all of b */
+    assert_true(y[128 + i] == x[i] && y[128 + 32 + i] == x[i] * 10);
+  }
+  for (int i = 0; i < 8; i++) assert_true(y[192 + i] == (float)i && y[200 + i] == (float)(2 * i));
+  tk_free(ctx, dx);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -414,6 +455,7 @@ int main(void) {
       cmocka_unit_test(test_early_exit),
       cmocka_unit_test(test_while_break_continue),
       cmocka_unit_test(test_slices_and_permute),
+      cmocka_unit_test(test_join_split_cat),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
