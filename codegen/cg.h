@@ -151,6 +151,8 @@ cg_val cg_relayout(cg_ctx *c, cg_val x, const cg_layout *from, const cg_layout *
 /* join: both operands through shared memory, each element stored at its place in the
  * result (2i + k), then read back in the result's layout. */
 void cg_emit_join(cg_ctx *c, const ir_op *op);
+/* gather: the source through shared memory, each result slot read at its index. */
+void cg_emit_gather(cg_ctx *c, const ir_op *op);
 void cg_emit_shape_op(cg_ctx *c, const ir_op *op);
 
 /* ---- smem.c ---- */

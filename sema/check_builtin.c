@@ -245,6 +245,27 @@ static const ir_type *check_split(sema_ctx *c, sema_call *cl) {
   return SEMA_TUPLE;
 }
 
+/* gather(src, index, axis): index is an integer tile of src's rank, of src's shape but on
+ * the axis; the result has index's shape and src's elements. */
+static const ir_type *check_gather(sema_ctx *c, ast_node *e, sema_call *cl) {
+  const ir_type *t = cl->argv[0]->sema_type, *ix = cl->argv[1]->sema_type;
+  int r = sema_rank(t), axis;
+  if (r == 0) {
+    su_error(c->d, cl->argv[0]->loc, "source of 'gather' must be a tile, got %s", tstr(c, t));
+    return NULL;
+  }
+  if (!axis_arg(c, e, cl->argv[2], t, r, &axis)) return NULL;
+  bool ok = sema_rank(ix) == r && sema_elem(ix)->kind == IR_SCALAR && ir_dtype_is_int(ix->dtype) &&
+            ix->dtype != TK_I1;
+  for (int i = 0; ok && i < r; i++) ok = i == axis || ix->shape[i] == t->shape[i];
+  if (!ok) {
+    su_error(c->d, cl->argv[1]->loc, "index of 'gather' must be integers of the shape of %s but "
+                                      "on axis %d, got %s", tstr(c, t), axis, tstr(c, ix));
+    return NULL;
+  }
+  return sema_with_shape(c, t, r, ix->shape);
+}
+
 static const ir_type *check_shape_op(sema_ctx *c, ast_node *e, sema_call *cl) {
   const ir_type *t = cl->argv[0]->sema_type;
   int rank, shape[IR_MAX_RANK];
@@ -550,6 +571,7 @@ const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
   case B_CDIV: return check_cdiv(c, e, cl);
   case B_JOIN: return check_join(c, e, cl);
   case B_SPLIT: return check_split(c, cl);
+  case B_GATHER: return check_gather(c, e, cl);
   case B_STATIC_ASSERT: case B_DEVICE_ASSERT: return check_static_assert(c, e, cl);
   case B_DEVICE_PRINT:
     if (v[0]->kind != AST_STRING) {

@@ -220,6 +220,13 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
   case B_RESHAPE: case B_TRANS: case B_EXPAND_DIMS:
     return lower_shape(l, e, cl);
   case B_JOIN: return lower_join(l, e, cl);
+  case B_GATHER: {
+    ops[0] = sema_lower_expr(l, v[0]);
+    ops[1] = sema_lower_expr(l, v[1]);
+    sema_lower_at(l, e);
+    int64_t ax = v[2]->sema_const.i;
+    return build(l, IR_GATHER, t, 2, ops, 0, ax < 0 ? ax + t->rank : ax);
+  }
   case B_STATIC_ASSERT: return NULL;
   case B_SPLIT: SU_UNREACHABLE(); /* a tuple: sema_lower_tuple */
   case B_DEVICE_PRINT: {

@@ -444,6 +444,51 @@ static void test_join_split_cat(void **state) {
   tk_module_destroy(m);
 }
 
+/* ---- gather -------------------------------------------------------------------------------- */
+
+/* t: 8 x 16 from x. y[0:32] = gather(t, i, 1) with i (8 x 4) in [0, 16); y[32:64] =
+ * gather(t, i0, 0) with i0 (2 x 16) in [0, 8). An index out of range is a run-time
+ * error on the interpreter. */
+static const char GATHER[] =
+    "kernel k(x: *f32, idx: *i32, y: *f32) {\n"
+    "    let r = arange(0, 8);\n"
+    "    let c = arange(0, 16);\n"
+    "    let t = load(x + r[:, None] * 16 + c[None, :]);\n"
+    "    let i = load(idx + r[:, None] * 4 + arange(0, 4)[None, :]);\n"
+    "    let g = gather(t, i, 1);\n"
+    "    store(y + r[:, None] * 4 + arange(0, 4)[None, :], g);\n"
+    "    let i0 = load(idx + 32 + arange(0, 2)[:, None] * 16 + c[None, :]);\n"
+    "    store(y + 32 + arange(0, 2)[:, None] * 16 + c[None, :], gather(t, i0, 0));\n"
+    "}\n"
+;
+
+static void test_gather(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(GATHER, NULL, "k", &m);
+  float x[128], y[64];
+  int32_t idx[64];
+  for (int i = 0; i < 128; i++) x[i] = (float)i;
+  for (int i = 0; i < 32; i++) idx[i] = (i * 7 + 3) % 16;
+  for (int i = 0; i < 32; i++) idx[32 + i] = (i * 5 + 1) % 8;
+  tk_devptr dx = upload(x, sizeof x), di = upload(idx, sizeof idx), dy = upload(NULL, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(di), tk_arg_ptr(dy)};
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 3));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int r = 0; r < 8; r++)
+    for (int j = 0; j < 4; j++) assert_true(y[r * 4 + j] == x[r * 16 + idx[r * 4 + j]]);
+  for (int r = 0; r < 2; r++)
+    for (int j = 0; j < 16; j++) assert_true(y[32 + r * 16 + j] == x[idx[32 + r * 16 + j] * 16 + j]);
+  idx[5] = 16;
+  ok(tk_memcpy_htod(ctx, di, idx, sizeof idx));
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 3), TK_ERR_RUNTIME);
+  assert_non_null(strstr(tk_last_error(ctx), "gather index out of range"));
+  tk_free(ctx, dx);
+  tk_free(ctx, di);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -456,6 +501,7 @@ int main(void) {
       cmocka_unit_test(test_while_break_continue),
       cmocka_unit_test(test_slices_and_permute),
       cmocka_unit_test(test_join_split_cat),
+      cmocka_unit_test(test_gather),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
