@@ -148,6 +148,11 @@ cg_val cg_get_in(cg_ctx *c, const ir_value *v, const cg_layout *to);
 /* The same for slots x held in layout from (same shape). */
 cg_val cg_relayout(cg_ctx *c, cg_val x, const cg_layout *from, const cg_layout *to);
 /* Result of the shape op `op` (broadcast, expand_dims, reshape, trans, convert_layout). */
+/* join: both operands through shared memory, each element stored at its place in the
+ * result (2i + k), then read back in the result's layout. */
+void cg_emit_join(cg_ctx *c, const ir_op *op);
+/* gather: the source through shared memory, each result slot read at its index. */
+void cg_emit_gather(cg_ctx *c, const ir_op *op);
 void cg_emit_shape_op(cg_ctx *c, const ir_op *op);
 
 /* ---- smem.c ---- */

@@ -90,7 +90,7 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   if (!layouts_fit(c, op)) return;
   switch (op->opc) {
   case IR_CONST: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS: case IR_ARANGE: case IR_SPLAT:
-  case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE:
+  case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE: case IR_JOIN: case IR_GATHER:
   case IR_CONVERT_LAYOUT:
     cg_emit_value_op(c, op);
     return;

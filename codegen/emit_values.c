@@ -42,6 +42,12 @@ void cg_emit_value_op(cg_ctx *c, const ir_op *op) {
   case IR_TRANS: case IR_SLICE:
     cg_emit_shape_op(c, op);
     return;
+  case IR_JOIN:
+    cg_emit_join(c, op);
+    return;
+  case IR_GATHER:
+    cg_emit_gather(c, op);
+    return;
   default: SU_UNREACHABLE();
   }
 }

@@ -107,6 +107,68 @@ cg_val cg_get_in(cg_ctx *c, const ir_value *v, const cg_layout *to) {
   return cg_relayout(c, cg_get(c, v), &from, to);
 }
 
+void cg_emit_gather(cg_ctx *c, const ir_op *op) {
+  const ir_value *src = op->operands[0], *res = op->results[0];
+  const ir_type *st = src->type;
+  cg_layout from = cg_layout_of(c, st), to = cg_layout_of(c, res->type);
+  cg_val x = cg_get(c, src), ix = cg_get_in(c, op->operands[1], &to);
+  LLVMTypeRef reg = LLVMTypeOf(x.v[0]);
+  LLVMTypeRef mt = LLVMTypeOf(cg_to_smem(c, x.v[0]));
+  LLVMTargetDataRef td = LLVMGetModuleDataLayout(c->mod);
+  int bytes = (int)LLVMABISizeOfType(td, mt);
+  LLVMValueRef base = cg_smem_take(c, from.numel * bytes);
+  for (int j = 0; j < from.per; j++) {
+    LLVMValueRef p = cg_smem_at(c, base, mt, cg_layout_index(c, &from, j));
+    LLVMSetAlignment(LLVMBuildStore(c->b, cg_to_smem(c, x.v[x.n == 1 ? 0 : j]), p), (unsigned)bytes);
+  }
+  cg_barrier(c);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c->llc);
+  LLVMValueRef *out = cg_slots(c, to.per);
+  for (int j = 0; j < to.per; j++) {
+    LLVMValueRef k = ix.v[ix.n == 1 ? 0 : j];
+    k = LLVMBuildIntCast2(c->b, k, i32, ir_dtype_is_signed(op->operands[1]->type->dtype), "");
+    LLVMValueRef at = cg_i32(c, 0);
+    for (int d = 0; d < st->rank; d++) {
+      at = LLVMBuildMul(c->b, at, cg_i32(c, st->shape[d]), "");
+      at = LLVMBuildAdd(c->b, at, d == op->attr2 ? k : cg_layout_coord(c, &to, j, d), "");
+    }
+    LLVMValueRef v = LLVMBuildLoad2(c->b, mt, cg_smem_at(c, base, mt, at), "");
+    LLVMSetAlignment(v, (unsigned)bytes);
+    out[j] = cg_from_smem(c, v, reg);
+  }
+  cg_set(c, res, out, to.per);
+}
+
+void cg_emit_join(cg_ctx *c, const ir_op *op) {
+  const ir_value *res = op->results[0];
+  cg_layout to = cg_layout_of(c, res->type);
+  cg_val x = cg_get(c, op->operands[0]);
+  LLVMTypeRef reg = LLVMTypeOf(x.v[0]);
+  LLVMTypeRef mt = LLVMTypeOf(cg_to_smem(c, x.v[0]));
+  LLVMTargetDataRef td = LLVMGetModuleDataLayout(c->mod);
+  int bytes = (int)LLVMABISizeOfType(td, mt);
+  LLVMValueRef base = cg_smem_take(c, to.numel * bytes);
+  for (int k = 0; k < 2; k++) {
+    cg_layout from = cg_layout_of(c, op->operands[k]->type);
+    cg_val v = k ? cg_get(c, op->operands[1]) : x;
+    for (int j = 0; j < from.per; j++) {
+      LLVMValueRef at = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, cg_layout_index(c, &from, j), cg_i32(c, 2), ""),
+                                     cg_i32(c, k), "");
+      LLVMValueRef p = cg_smem_at(c, base, mt, at);
+      LLVMSetAlignment(LLVMBuildStore(c->b, cg_to_smem(c, v.v[v.n == 1 ? 0 : j]), p), (unsigned)bytes);
+    }
+  }
+  cg_barrier(c);
+  LLVMValueRef *out = cg_slots(c, to.per);
+  for (int j = 0; j < to.per; j++) {
+    LLVMValueRef p = cg_smem_at(c, base, mt, cg_layout_index(c, &to, j));
+    LLVMValueRef v = LLVMBuildLoad2(c->b, mt, p, "");
+    LLVMSetAlignment(v, (unsigned)bytes);
+    out[j] = cg_from_smem(c, v, reg);
+  }
+  cg_set(c, res, out, to.per);
+}
+
 void cg_emit_shape_op(cg_ctx *c, const ir_op *op) {
   const ir_value *src = op->operands[0], *res = op->results[0];
   const ir_type *st = src->type, *rt = res->type;

@@ -108,6 +108,39 @@ bool ip_run_shape(ip_exec *x, const ip_inst *in) {
     gather(*r, src, st);
     return true;
   }
+  case IR_GATHER: {
+    ip_val src = IP_IN(x, in, 0), ix = IP_IN(x, in, 1);
+    int rank = rank_of(t), ax = (int)op->attr2;
+    int64_t st[IR_MAX_RANK] = {0};
+    strides_of(src.type, st);
+    tk_dtype it = ip_elem_dtype(ix.type);
+    int size = src.type->shape[ax];
+    *r = ip_val_out(x, t);
+    int idx[IR_MAX_RANK] = {0};
+    for (int64_t i = 0; i < r->n; i++) {
+      ip_elem e = ix.e[ix.n == 1 ? 0 : i];
+      int64_t k = ir_dtype_is_signed(it) ? e.i : (int64_t)e.u;
+      if (k < 0 || k >= size)
+        return ip_fail(x, op, "gather index out of range",
+                       "index %lld of element %lld is outside axis %d of size %d", (long long)k,
+                       (long long)i, ax, size);
+      int64_t at = 0;
+      for (int d = 0; d < rank; d++) at += st[d] * (d == ax ? k : idx[d]);
+      r->e[i] = src.e[src.n == 1 ? 0 : at];
+      for (int d = rank - 1; d >= 0 && ++idx[d] == t->shape[d]; d--) idx[d] = 0;
+    }
+    return true;
+  }
+  case IR_JOIN: {
+    /* the two operands' elements alternate: result element 2i + k is operand k's i */
+    ip_val a = IP_IN(x, in, 0), b = IP_IN(x, in, 1);
+    *r = ip_val_out(x, t);
+    for (int64_t i = 0; i < r->n / 2; i++) {
+      r->e[2 * i] = a.e[a.n == 1 ? 0 : i];
+      r->e[2 * i + 1] = b.e[b.n == 1 ? 0 : i];
+    }
+    return true;
+  }
   case IR_SLICE: {
     /* result element i is source element i + start: the source's strides, from an offset */
     ip_val src = IP_IN(x, in, 0);

@@ -55,7 +55,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_PROGRAM_ID:
   case IR_NUM_PROGRAMS: return &axis;
   case IR_ARANGE: return &range;
-  case IR_EXPAND_DIMS: return &axis2;
+  case IR_EXPAND_DIMS: case IR_GATHER: return &axis2;
   case IR_TRANS: return &perm;
   case IR_SLICE: return &start;
   case IR_CMP: return &cmp;

@@ -274,6 +274,22 @@ static void check_shape_op(verifier *v, const ir_op *op) {
   case IR_CONVERT_LAYOUT:
     if (!same_shape(a, r)) ir_verr(v, op, "shape changes (%s to %s)", ir_vts(v, a), ir_vts(v, r));
     return;
+  case IR_GATHER: {
+    const ir_type *ix = op->operands[1]->type;
+    int ax = (int)op->attr2;
+    bool good = ix->kind == IR_TILE && ix->rank == a->rank && ir_dtype_is_int(ix->dtype) && ix->dtype != TK_I1 &&
+                ax >= 0 && ax < a->rank && r->rank == a->rank && r->dtype == a->dtype;
+    for (int i = 0; good && i < a->rank; i++) good = r->shape[i] == ix->shape[i] && (i == ax || ix->shape[i] == a->shape[i]);
+    if (!good) ir_verr(v, op, "gathering %s along axis %d by %s does not make %s", ir_vts(v, a), ax, ir_vts(v, ix), ir_vts(v, r));
+    return;
+  }
+  case IR_JOIN: {
+    const ir_type *b = op->operands[1]->type;
+    bool good = b == a && r->rank == a->rank + 1 && r->shape[a->rank] == 2;
+    for (int i = 0; good && i < a->rank; i++) good = r->shape[i] == a->shape[i];
+    if (!good) ir_verr(v, op, "joining %s and %s does not make %s", ir_vts(v, a), ir_vts(v, b), ir_vts(v, r));
+    return;
+  }
   case IR_SLICE: {
     bool good = op->ints && op->nints == a->rank && r->rank == a->rank;
     for (int i = 0; good && i < a->rank; i++)
@@ -359,7 +375,7 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
     if (!good) ir_verr(v, op, "range [%lld, %lld) does not give %s", (long long)op->attr, (long long)op->attr2, ir_vts(v, r));
     return;
   }
-  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE:
+  case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE: case IR_JOIN: case IR_GATHER:
   case IR_CONVERT_LAYOUT:
     check_shape_op(v, op);
     return;

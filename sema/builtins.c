@@ -69,6 +69,11 @@ static const sema_builtin builtins[] = {
   {"trans", B_TRANS, 1, V, {0}, false, 0},
   {"permute", B_TRANS, 2, V, {0}, false, 0}, /* Triton's name for trans with a permutation */
   {"broadcast_to", B_BROADCAST_TO, 2, V, {0}, false, 0},
+  {"join", B_JOIN, 2, 2, {"a", "b"}, false, SEMA_JOIN},
+  {"interleave", B_JOIN, 2, 2, {"a", "b"}, false, SEMA_INTERLEAVE},
+  {"cat", B_JOIN, 2, 2, {"a", "b"}, false, SEMA_CAT},
+  {"split", B_SPLIT, 1, 1, {"x"}, false, 0},
+  {"gather", B_GATHER, 3, 3, {"src", "index", "axis"}, false, 0},
   {"expand_dims", B_EXPAND_DIMS, 2, 2, {"x", "axis"}, false, 0},
   {"cdiv", B_CDIV, 2, 2, {"a", "b"}, false, IR_CDIV},
   {"static_assert", B_STATIC_ASSERT, 1, 2, {"cond", "msg"}, false, 0},

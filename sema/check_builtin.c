@@ -195,6 +195,77 @@ static const ir_type *check_dot(sema_ctx *c, ast_node *e, sema_call *cl) {
   return r;
 }
 
+/* join(a, b), interleave(a, b), cat(a, b): two tiles of one shape (after promotion and
+ * broadcasting, as for '+') made into one. */
+static const ir_type *check_join(sema_ctx *c, ast_node *e, sema_call *cl) {
+  ast_node **v = cl->argv;
+  const ir_type *t = common(c, e, v, 2, false);
+  if (!t) return NULL;
+  int r = sema_rank(t), shape[IR_MAX_RANK];
+  if (r == 0) {
+    su_error(c->d, e->loc, "arguments of '%s' must be tiles, got %s and %s", e->name,
+             tstr(c, v[0]->sema_type), tstr(c, v[1]->sema_type));
+    return NULL;
+  }
+  for (int i = 0; i < r; i++) shape[i] = t->shape[i];
+  switch ((sema_join)cl->builtin->sub) {
+  case SEMA_JOIN:
+    if (r + 1 > IR_MAX_RANK) {
+      su_error(c->d, e->loc, "a tile has at most %d dimensions", IR_MAX_RANK);
+      return NULL;
+    }
+    shape[r++] = 2;
+    break;
+  case SEMA_INTERLEAVE: shape[r - 1] *= 2; break;
+  case SEMA_CAT: shape[0] *= 2; break;
+  }
+  if (ir_type_numel(t) * 2 > (1 << 20)) {
+    su_error(c->d, e->loc, "tile of %lld elements is too large; at most %d",
+             (long long)ir_type_numel(t) * 2, 1 << 20);
+    return NULL;
+  }
+  return sema_with_shape(c, t, r, shape);
+}
+
+/* split(x): x's last axis has 2 elements; the two tiles without it, as a tuple. */
+static const ir_type *check_split(sema_ctx *c, sema_call *cl) {
+  const ir_type *t = cl->argv[0]->sema_type;
+  int r = sema_rank(t);
+  if (r < 2 || t->shape[r - 1] != 2) {
+    su_error(c->d, cl->argv[0]->loc, "'split' needs a tile of rank 2 or more whose last axis has "
+                                      "2 elements, got %s", tstr(c, t));
+    if (r == 1 && t->shape[0] == 2)
+      su_note(c->d, cl->argv[0]->loc, "for the two elements of a 1-D tile, slice: 'x[0:1]', 'x[1:2]'");
+    return NULL;
+  }
+  const ir_type *half = sema_with_shape(c, t, r - 1, t->shape);
+  cl->nrets = 2;
+  cl->rets = SU_NEW_ARRAY(c->a, const ir_type *, 2);
+  cl->rets[0] = cl->rets[1] = half;
+  return SEMA_TUPLE;
+}
+
+/* gather(src, index, axis): index is an integer tile of src's rank, of src's shape but on
+ * the axis; the result has index's shape and src's elements. */
+static const ir_type *check_gather(sema_ctx *c, ast_node *e, sema_call *cl) {
+  const ir_type *t = cl->argv[0]->sema_type, *ix = cl->argv[1]->sema_type;
+  int r = sema_rank(t), axis;
+  if (r == 0) {
+    su_error(c->d, cl->argv[0]->loc, "source of 'gather' must be a tile, got %s", tstr(c, t));
+    return NULL;
+  }
+  if (!axis_arg(c, e, cl->argv[2], t, r, &axis)) return NULL;
+  bool ok = sema_rank(ix) == r && sema_elem(ix)->kind == IR_SCALAR && ir_dtype_is_int(ix->dtype) &&
+            ix->dtype != TK_I1;
+  for (int i = 0; ok && i < r; i++) ok = i == axis || ix->shape[i] == t->shape[i];
+  if (!ok) {
+    su_error(c->d, cl->argv[1]->loc, "index of 'gather' must be integers of the shape of %s but "
+                                      "on axis %d, got %s", tstr(c, t), axis, tstr(c, ix));
+    return NULL;
+  }
+  return sema_with_shape(c, t, r, ix->shape);
+}
+
 static const ir_type *check_shape_op(sema_ctx *c, ast_node *e, sema_call *cl) {
   const ir_type *t = cl->argv[0]->sema_type;
   int rank, shape[IR_MAX_RANK];
@@ -498,6 +569,9 @@ const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
   case B_RESHAPE: case B_TRANS: case B_BROADCAST_TO: case B_EXPAND_DIMS:
     return check_shape_op(c, e, cl);
   case B_CDIV: return check_cdiv(c, e, cl);
+  case B_JOIN: return check_join(c, e, cl);
+  case B_SPLIT: return check_split(c, cl);
+  case B_GATHER: return check_gather(c, e, cl);
   case B_STATIC_ASSERT: case B_DEVICE_ASSERT: return check_static_assert(c, e, cl);
   case B_DEVICE_PRINT:
     if (v[0]->kind != AST_STRING) {

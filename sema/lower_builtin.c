@@ -35,6 +35,51 @@ static ir_value *lower_helper(sema_lowerer *l, ast_node *e, sema_call *cl, ir_va
   return r;
 }
 
+/* split(x): the two halves of the last axis, sliced and reshaped without it. */
+static void lower_split(sema_lowerer *l, ast_node *e, sema_call *cl, ir_value **out) {
+  ir_value *x = sema_lower_expr(l, cl->argv[0]);
+  sema_lower_at(l, e);
+  int r = x->type->rank, shape[IR_MAX_RANK];
+  for (int i = 0; i < r; i++) shape[i] = x->type->shape[i];
+  shape[r - 1] = 1;
+  const ir_type *st = ir_type_tile(l->m, x->type->elem, r, shape);
+  for (int k = 0; k < 2; k++) {
+    ir_value *s = ir_build1(&l->b, IR_SLICE, st, 1, &x);
+    int *starts = SU_NEW_ARRAY(l->m->arena, int, r);
+    starts[r - 1] = k;
+    s->def->ints = starts;
+    s->def->nints = r;
+    out[k] = ir_build1(&l->b, IR_RESHAPE, cl->rets[k], 1, &s);
+  }
+}
+
+/* join, interleave, cat: one join op (a new last axis of 2), then a reshape, or for cat
+ * a permutation that brings the new axis first and a reshape that merges it into axis 0. */
+static ir_value *lower_join(sema_lowerer *l, ast_node *e, sema_call *cl) {
+  const ir_type *res = e->sema_type;
+  int r = res->rank - (cl->builtin->sub == SEMA_JOIN ? 1 : 0), shape[IR_MAX_RANK];
+  const ir_type *elem = res->elem;
+  for (int i = 0; i < r; i++) shape[i] = res->shape[i];
+  if (cl->builtin->sub == SEMA_INTERLEAVE) shape[r - 1] /= 2;
+  if (cl->builtin->sub == SEMA_CAT) shape[0] /= 2;
+  const ir_type *in = ir_type_tile(l->m, elem, r, shape);
+  ir_value *ab[2] = {sema_lower_as(l, cl->argv[0], in), sema_lower_as(l, cl->argv[1], in)};
+  sema_lower_at(l, e);
+  shape[r] = 2;
+  ir_value *j = ir_build1(&l->b, IR_JOIN, ir_type_tile(l->m, elem, r + 1, shape), 2, ab);
+  if (cl->builtin->sub == SEMA_JOIN) return j;
+  if (cl->builtin->sub == SEMA_CAT) {
+    int *perm = SU_NEW_ARRAY(l->m->arena, int, r + 1), pshape[IR_MAX_RANK];
+    perm[0] = r;
+    pshape[0] = 2;
+    for (int i = 0; i < r; i++) perm[i + 1] = i, pshape[i + 1] = shape[i];
+    j = ir_build1(&l->b, IR_TRANS, ir_type_tile(l->m, elem, r + 1, pshape), 1, &j);
+    j->def->ints = perm;
+    j->def->nints = r + 1;
+  }
+  return ir_build1(&l->b, IR_RESHAPE, res, 1, &j);
+}
+
 void sema_lower_tuple(sema_lowerer *l, ast_node *e, ir_value **out) {
   if (e->kind == AST_TUPLE) {
     for (int i = 0; i < e->args.len; i++) out[i] = sema_lower_expr(l, e->args.items[i]);
@@ -42,7 +87,8 @@ void sema_lower_tuple(sema_lowerer *l, ast_node *e, ir_value **out) {
   }
   sema_call *cl = e->sema_ref;
   SU_ASSERT(e->kind == AST_CALL && cl->nrets > 0);
-  lower_helper(l, e, cl, out);
+  if (cl->builtin) lower_split(l, e, cl, out);
+  else lower_helper(l, e, cl, out);
 }
 
 static int axis_of(const ast_node *a, int rank) {
@@ -173,7 +219,16 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     return ir_build1(&l->b, IR_DOT, t, 3, ops);
   case B_RESHAPE: case B_TRANS: case B_EXPAND_DIMS:
     return lower_shape(l, e, cl);
+  case B_JOIN: return lower_join(l, e, cl);
+  case B_GATHER: {
+    ops[0] = sema_lower_expr(l, v[0]);
+    ops[1] = sema_lower_expr(l, v[1]);
+    sema_lower_at(l, e);
+    int64_t ax = v[2]->sema_const.i;
+    return build(l, IR_GATHER, t, 2, ops, 0, ax < 0 ? ax + t->rank : ax);
+  }
   case B_STATIC_ASSERT: return NULL;
+  case B_SPLIT: SU_UNREACHABLE(); /* a tuple: sema_lower_tuple */
   case B_DEVICE_PRINT: {
     ir_value **vals = SU_NEW_ARRAY(l->m->arena, ir_value *, cl->argc);
     for (int i = 1; i < cl->argc; i++) vals[i - 1] = sema_lower_expr(l, v[i]);
@@ -197,10 +252,10 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
 ir_value *sema_lower_call(sema_lowerer *l, ast_node *e) {
   sema_call *cl = e->sema_ref;
   SU_ASSERT(cl);
-  if (!cl->builtin && cl->nrets) {
-    /* a tuple-returning helper called as a statement: its values are dropped */
+  if (cl->nrets) {
+    /* a tuple-returning call as a statement: its values are dropped */
     ir_value **outs = SU_NEW_ARRAY(l->m->arena, ir_value *, cl->nrets);
-    lower_helper(l, e, cl, outs);
+    sema_lower_tuple(l, e, outs);
     return NULL;
   }
   return cl->builtin ? lower_builtin(l, e, cl) : lower_helper(l, e, cl, NULL);

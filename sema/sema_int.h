@@ -75,6 +75,7 @@ typedef enum {
   B_REDUCE, B_ARGREDUCE, B_CUMSUM, B_DOT,
   B_RESHAPE, B_TRANS, B_BROADCAST_TO, B_EXPAND_DIMS,
   B_CDIV, B_STATIC_ASSERT, B_DEVICE_PRINT, B_DEVICE_ASSERT,
+  B_JOIN, B_SPLIT, B_GATHER,
   B_RANGE, B_STATIC_RANGE
 } sema_builtin_kind;
 
@@ -89,6 +90,10 @@ typedef struct {
   int sub;                       /* ir_opcode (math), ir_reduce_kind, ir_atomic_kind,
                                     sema_fclass, sema_random */
 } sema_builtin;
+
+/* The forms of join: a new last axis of 2, the last axis doubled (interleave), the first
+ * axis doubled (cat). */
+typedef enum { SEMA_JOIN, SEMA_INTERLEAVE, SEMA_CAT } sema_join;
 
 /* What isnan / isinf / isfinite ask, and what rand / randn / randint give. */
 typedef enum { SEMA_ISNAN, SEMA_ISINF, SEMA_ISFINITE } sema_fclass;

@@ -6,7 +6,8 @@
  * tests/interp/test_lang.c holds the interpreter to C references of the same forms.
  *
  * A case is a kernel and its buffers: inputs (filled with small multiples of 1/8, which
- * every float type holds exactly, or small integers), then outputs (zeroed), then the
+ * every float type holds exactly, or small integers: [-8, 8) signed, [0, 8) unsigned, which
+ * index an axis of 8 or more), then outputs (zeroed), then the
  * i32 scalars; it runs on a grid along x. The host test compiles every case through the
  * GPU back end (no device needed). Without a device the device tests are skipped and the
  * program exits 77; with TK_GPU_TESTS_SELFCHECK=1 a second interpreter stands in for the
@@ -133,6 +134,33 @@ static const char SLICES[] =
     "    store(y + 896 + reshape(arange(0, 16), 4, 2, 2), p);\n"
     "}\n";
 
+static const char JOINS[] =
+    "kernel k(x: *f32, y: *f32) {\n"
+    "    let r = arange(0, 8);\n"
+    "    let a = load(x + r[:, None] * 4 + arange(0, 4)[None, :]);\n"
+    "    let b = a * 10.0;\n"
+    "    let j = join(a, b);\n"
+    "    let (p, q) = split(j);\n"
+    "    store(y + arange(0, 64), reshape(j, 64));\n"
+    "    store(y + 64 + arange(0, 64), reshape(interleave(a, q), 64));\n"
+    "    store(y + 128 + arange(0, 64), reshape(cat(p, b), 64));\n"
+    "    store(y + 192 + arange(0, 16), cat(r, r * 2) as f32);\n"
+    "}\n"
+;
+
+static const char GATHER[] =
+    "kernel k(x: *f32, idx: *i32, y: *f32) {\n"
+    "    let r = arange(0, 8);\n"
+    "    let c = arange(0, 16);\n"
+    "    let t = load(x + r[:, None] * 16 + c[None, :]);\n"
+    "    let i = load(idx + r[:, None] * 4 + arange(0, 4)[None, :]);\n"
+    "    let g = gather(t, i, 1);\n"
+    "    store(y + r[:, None] * 4 + arange(0, 4)[None, :], g);\n"
+    "    let i0 = load(idx + 32 + arange(0, 2)[:, None] * 16 + c[None, :]);\n"
+    "    store(y + 32 + arange(0, 2)[:, None] * 16 + c[None, :], gather(t, i0, 0));\n"
+    "}\n"
+;
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -150,6 +178,9 @@ static const lc_case CASES[] = {
      40, 0},
     {"slices_permute", "slices", SLICES, {NULL}, {BUF(TK_F32, 16 * 64)}, {BUF(TK_F32, 912)}, 1, 1,
      {0}, 0, 1, 0},
+    {"join_split_cat", "k", JOINS, {NULL}, {BUF(TK_F32, 32)}, {BUF(TK_F32, 208)}, 1, 1, {0}, 0, 1, 0},
+    {"gather", "k", GATHER, {NULL}, {BUF(TK_F32, 128), BUF(TK_U32, 64)}, {BUF(TK_F32, 64)}, 2, 1, {0},
+     0, 1, 0},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 
@@ -176,7 +207,7 @@ static void fill(tk_dtype t, long n, unsigned char *p) {
     case TK_BF16: { uint16_t h = gh_float_to_bf16((float)k / 8); memcpy(e, &h, 2); break; }
     default: {
       bool sgn = t == TK_I8 || t == TK_I16 || t == TK_I32 || t == TK_I64;
-      int64_t v = sgn ? (int64_t)(r % 16) - 8 : (int64_t)(r % 16);
+      int64_t v = sgn ? (int64_t)(r % 16) - 8 : (int64_t)(r % 8);
       memcpy(e, &v, sz); /* little-endian: the low bytes */
     }
     }

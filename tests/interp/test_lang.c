@@ -403,6 +403,92 @@ static void test_slices_and_permute(void **state) {
   tk_module_destroy(m);
 }
 
+/* ---- join, split, interleave, cat ------------------------------------------------------- */
+
+/* a: 8 x 4 from x, b = 10 a. y: join(a, b) flattened, interleave(a, q) with (p, q) =
+ * split(join(a, b)) (so q == b), cat(p, b) (p == a), and cat of two 1-D tiles. */
+static const char JOINS[] =
+    "kernel k(x: *f32, y: *f32) {\n"
+    "    let r = arange(0, 8);\n"
+    "    let a = load(x + r[:, None] * 4 + arange(0, 4)[None, :]);\n"
+    "    let b = a * 10.0;\n"
+    "    let j = join(a, b);\n"
+    "    let (p, q) = split(j);\n"
+    "    store(y + arange(0, 64), reshape(j, 64));\n"
+    "    store(y + 64 + arange(0, 64), reshape(interleave(a, q), 64));\n"
+    "    store(y + 128 + arange(0, 64), reshape(cat(p, b), 64));\n"
+    "    store(y + 192 + arange(0, 16), cat(r, r * 2) as f32);\n"
+    "}\n"
+;
+
+static void test_join_split_cat(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(JOINS, NULL, "k", &m);
+  float x[32], y[208];
+  for (int i = 0; i < 32; i++) x[i] = (float)i + 0.5f;
+  tk_devptr dx = upload(x, sizeof x), dy = upload(NULL, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dy)};
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 2));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int i = 0; i < 32; i++) {
+    /* join and interleave: a and b alternate along the (new or last) axis */
+    assert_true(y[2 * i] == x[i] && y[2 * i + 1] == x[i] * 10);
+    assert_true(y[64 + 2 * i] == x[i] && y[64 + 2 * i + 1] == x[i] * 10);
+    /* cat along axis 0: all of a, then all of b */
+    assert_true(y[128 + i] == x[i] && y[128 + 32 + i] == x[i] * 10);
+  }
+  for (int i = 0; i < 8; i++) assert_true(y[192 + i] == (float)i && y[200 + i] == (float)(2 * i));
+  tk_free(ctx, dx);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
+/* ---- gather -------------------------------------------------------------------------------- */
+
+/* t: 8 x 16 from x. y[0:32] = gather(t, i, 1) with i (8 x 4) in [0, 16); y[32:64] =
+ * gather(t, i0, 0) with i0 (2 x 16) in [0, 8). An index out of range is a run-time
+ * error on the interpreter. */
+static const char GATHER[] =
+    "kernel k(x: *f32, idx: *i32, y: *f32) {\n"
+    "    let r = arange(0, 8);\n"
+    "    let c = arange(0, 16);\n"
+    "    let t = load(x + r[:, None] * 16 + c[None, :]);\n"
+    "    let i = load(idx + r[:, None] * 4 + arange(0, 4)[None, :]);\n"
+    "    let g = gather(t, i, 1);\n"
+    "    store(y + r[:, None] * 4 + arange(0, 4)[None, :], g);\n"
+    "    let i0 = load(idx + 32 + arange(0, 2)[:, None] * 16 + c[None, :]);\n"
+    "    store(y + 32 + arange(0, 2)[:, None] * 16 + c[None, :], gather(t, i0, 0));\n"
+    "}\n"
+;
+
+static void test_gather(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(GATHER, NULL, "k", &m);
+  float x[128], y[64];
+  int32_t idx[64];
+  for (int i = 0; i < 128; i++) x[i] = (float)i;
+  for (int i = 0; i < 32; i++) idx[i] = (i * 7 + 3) % 16;
+  for (int i = 0; i < 32; i++) idx[32 + i] = (i * 5 + 1) % 8;
+  tk_devptr dx = upload(x, sizeof x), di = upload(idx, sizeof idx), dy = upload(NULL, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(di), tk_arg_ptr(dy)};
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 3));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int r = 0; r < 8; r++)
+    for (int j = 0; j < 4; j++) assert_true(y[r * 4 + j] == x[r * 16 + idx[r * 4 + j]]);
+  for (int r = 0; r < 2; r++)
+    for (int j = 0; j < 16; j++) assert_true(y[32 + r * 16 + j] == x[idx[32 + r * 16 + j] * 16 + j]);
+  idx[5] = 16;
+  ok(tk_memcpy_htod(ctx, di, idx, sizeof idx));
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 3), TK_ERR_RUNTIME);
+  assert_non_null(strstr(tk_last_error(ctx), "gather index out of range"));
+  tk_free(ctx, dx);
+  tk_free(ctx, di);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -414,6 +500,8 @@ int main(void) {
       cmocka_unit_test(test_early_exit),
       cmocka_unit_test(test_while_break_continue),
       cmocka_unit_test(test_slices_and_permute),
+      cmocka_unit_test(test_join_split_cat),
+      cmocka_unit_test(test_gather),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
