@@ -27,28 +27,6 @@ static attn_cfg config(const ck_job *job) {
   return c;
 }
 
-/* n random 16-bit values (f16, or bf16 when bf) in [-1, 1). */
-static uint16_t *random_half(ck_job *job, size_t n, bool bf) {
-  uint16_t *v = ck_host(job, n, 2);
-  for (size_t i = 0; v && i < n; i++) {
-    float x = (float)ck_uniform(job, -1, 1);
-    if (bf) {
-      v[i] = ck_f32_to_bf16(x);
-    } else {
-      _Float16 h = (_Float16)x;
-      memcpy(&v[i], &h, 2);
-    }
-  }
-  return v;
-}
-
-static double half_val(const uint16_t *p, size_t i, bool bf) {
-  if (bf) return ck_bf16_to_f32(p[i]);
-  _Float16 h;
-  memcpy(&h, &p[i], 2);
-  return h;
-}
-
 /* Checks row i of head h of batch b: its output and its log-sum-exp. */
 static void check_row(ck_job *job, const attn_cfg *c, long S_q, long S_k, long b, long h, long i,
                       const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *o,
@@ -58,7 +36,7 @@ static void check_row(ck_job *job, const attn_cfg *c, long S_q, long S_k, long b
   size_t qrow = (((size_t)b * S_q + i) * H + h) * D, kv = ((size_t)b * H_KV + hk) * S_k * D;
   for (long j = 0; j < n; j++) {
     double dot = 0;
-    for (long e = 0; e < D; e++) dot += half_val(q, qrow + e, c->bf) * half_val(k, kv + j * D + e, c->bf);
+    for (long e = 0; e < D; e++) dot += ck_half_val(q, qrow + e, c->bf) * ck_half_val(k, kv + j * D + e, c->bf);
     s[j] = dot * scale;
     if (s[j] > mx) mx = s[j];
   }
@@ -66,8 +44,8 @@ static void check_row(ck_job *job, const attn_cfg *c, long S_q, long S_k, long b
   double rtol = c->bf ? 2e-2 : 4e-3, atol = c->bf ? 1e-2 : 2e-3;
   for (long e = 0; e < D && !ck_failed(job); e++) {
     double want = 0;
-    for (long j = 0; j < n; j++) want += s[j] * half_val(v, kv + j * D + e, c->bf);
-    ck_close(job, "o", qrow + e, half_val(o, qrow + e, c->bf), want / sum, rtol, atol);
+    for (long j = 0; j < n; j++) want += s[j] * ck_half_val(v, kv + j * D + e, c->bf);
+    ck_close(job, "o", qrow + e, ck_half_val(o, qrow + e, c->bf), want / sum, rtol, atol);
   }
   size_t li = ((size_t)b * H + h) * S_q + i;
   ck_close(job, "lse", li, lse[li], mx + log(sum), 2e-5, 1e-4);
@@ -78,7 +56,8 @@ void ck_run_attention(ck_job *job) {
   attn_cfg c = config(job);
   long S_q = job->size.d[0], S_k = job->size.d[1], B = job->size.d[2], D = c.d;
   size_t nq = (size_t)B * S_q * H * D, nkv = (size_t)B * H_KV * S_k * D, nl = (size_t)B * H * S_q;
-  uint16_t *q = random_half(job, nq, c.bf), *k = random_half(job, nkv, c.bf), *v = random_half(job, nkv, c.bf);
+  uint16_t *q = ck_random_half(job, nq, c.bf, -1, 1), *k = ck_random_half(job, nkv, c.bf, -1, 1);
+  uint16_t *v = ck_random_half(job, nkv, c.bf, -1, 1);
   uint16_t *o = ck_host(job, nq, 2);
   float *lse = ck_host(job, nl, 4);
   double *s = ck_host(job, (size_t)S_k, sizeof *s);

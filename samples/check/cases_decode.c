@@ -34,28 +34,6 @@ static dec_cfg config(const ck_job *job) {
   return c;
 }
 
-/* n random 16-bit values (f16, or bf16 when bf) in [lo, hi). */
-static uint16_t *random_half(ck_job *job, size_t n, bool bf, double lo, double hi) {
-  uint16_t *v = ck_host(job, n, 2);
-  for (size_t i = 0; v && i < n; i++) {
-    float x = (float)ck_uniform(job, lo, hi);
-    if (bf) {
-      v[i] = ck_f32_to_bf16(x);
-    } else {
-      _Float16 h = (_Float16)x;
-      memcpy(&v[i], &h, 2);
-    }
-  }
-  return v;
-}
-
-static double half_val(const uint16_t *p, size_t i, bool bf) {
-  if (bf) return ck_bf16_to_f32(p[i]);
-  _Float16 h;
-  memcpy(&h, &p[i], 2);
-  return h;
-}
-
 /* The keys of sequence b of a cache of cap rows. */
 static long seq_len(long b, long cap) {
   long n[5] = {cap, 1, cap - 5, cap / 2 + 3, 0};
@@ -74,8 +52,8 @@ void ck_run_decode(ck_job *job) {
   size_t nq = (size_t)B * HQ * D, no = (size_t)B * ob, nkv = (size_t)B * HKV * cap * D;
   size_t np = (size_t)B * HQ * splits;
   /* scores of a unit or two, so that the softmax is far from uniform */
-  uint16_t *q = random_half(job, nq, c.bf, -2, 2), *k = random_half(job, nkv, c.bf, -1, 1);
-  uint16_t *v = random_half(job, nkv, c.bf, -1, 1), *o = ck_host(job, no, 2);
+  uint16_t *q = ck_random_half(job, nq, c.bf, -2, 2), *k = ck_random_half(job, nkv, c.bf, -1, 1);
+  uint16_t *v = ck_random_half(job, nkv, c.bf, -1, 1), *o = ck_host(job, no, 2);
   int32_t *lens = ck_host(job, (size_t)B, 4);
   float *lse = ck_host(job, (size_t)B * HQ, 4);
   double *s = ck_host(job, (size_t)cap, sizeof *s);
@@ -116,7 +94,7 @@ void ck_run_decode(ck_job *job) {
       for (long j = 0; j < n; j++) {
         double dot = 0;
         const size_t kr = (((size_t)b * cap + j) * HKV + g) * D;
-        for (long e = 0; e < D; e++) dot += half_val(q, qi + e, c.bf) * half_val(k, kr + e, c.bf);
+        for (long e = 0; e < D; e++) dot += ck_half_val(q, qi + e, c.bf) * ck_half_val(k, kr + e, c.bf);
         s[j] = dot * scale;
         if (s[j] > mx) mx = s[j];
       }
@@ -124,9 +102,9 @@ void ck_run_decode(ck_job *job) {
       const size_t vb = ((size_t)b * HKV + g) * cap * D;
       for (long e = 0; e < D && !ck_failed(job); e++) {
         double want = 0;
-        for (long j = 0; j < n; j++) want += s[j] * half_val(v, vb + j * D + e, c.bf);
+        for (long j = 0; j < n; j++) want += s[j] * ck_half_val(v, vb + j * D + e, c.bf);
         want = n ? want / sum : 0.0; /* no keys: O = 0 */
-        ck_close(job, "o", (size_t)b * ob + h * D + e, half_val(o, (size_t)b * ob + h * D + e, c.bf), want,
+        ck_close(job, "o", (size_t)b * ob + h * D + e, ck_half_val(o, (size_t)b * ob + h * D + e, c.bf), want,
                  rtol, atol);
       }
       if (n == 0) { /* LSE = -inf */

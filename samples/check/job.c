@@ -112,3 +112,24 @@ uint16_t ck_f32_to_bf16(float f) {
   u += 0x7fff + ((u >> 16) & 1);
   return (uint16_t)(u >> 16);
 }
+
+uint16_t *ck_random_half(ck_job *job, size_t n, bool bf, double lo, double hi) {
+  uint16_t *v = ck_host(job, n, 2);
+  for (size_t i = 0; v && i < n; i++) {
+    float x = (float)ck_uniform(job, lo, hi);
+    if (bf) {
+      v[i] = ck_f32_to_bf16(x);
+    } else {
+      _Float16 h = (_Float16)x;
+      memcpy(&v[i], &h, 2);
+    }
+  }
+  return v;
+}
+
+double ck_half_val(const uint16_t *p, size_t i, bool bf) {
+  if (bf) return ck_bf16_to_f32(p[i]);
+  _Float16 h;
+  memcpy(&h, &p[i], 2);
+  return h;
+}

@@ -70,6 +70,11 @@ bool ck_close(ck_job *job, const char *what, size_t i, double got, double want, 
 float ck_bf16_to_f32(uint16_t h);
 uint16_t ck_f32_to_bf16(float f);
 
+/* n random 16-bit values in [lo, hi), bf16 when bf, else f16 (owned by the job), and
+ * element i of such an array as a double. */
+uint16_t *ck_random_half(ck_job *job, size_t n, bool bf, double lo, double hi);
+double ck_half_val(const uint16_t *p, size_t i, bool bf);
+
 /* ceil(a / b) as a grid dimension. */
 static inline unsigned ck_cdiv(long a, long b) { return (unsigned)((a + b - 1) / b); }
 
