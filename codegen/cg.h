@@ -231,6 +231,8 @@ LLVMValueRef cg_asm_pure(cg_ctx *c, LLVMTypeRef ret, const char *text, const cha
                          LLVMValueRef *args, int nargs);
 /* x / y by div.full.f32: within 2 ulp of the quotient over the whole f32 range. */
 LLVMValueRef cg_ptx_div_full(cg_ctx *c, LLVMValueRef x, LLVMValueRef y);
+/* cvt.f64.f32 of x: exact, and opaque to LLVM's load folding. */
+LLVMValueRef cg_ptx_cvt_f64_f32(cg_ctx *c, LLVMValueRef x);
 /* The f32 values hi and lo rounded to the half dtype dt (f16 or bf16) by one
  * cvt.rn.{f16,bf16}x2.f32, packed in an i32: lo in the low half. */
 LLVMValueRef cg_ptx_cvt_rn_x2(cg_ctx *c, tk_dtype dt, LLVMValueRef hi, LLVMValueRef lo);

@@ -37,6 +37,10 @@ LLVMValueRef cg_asm_pure(cg_ctx *c, LLVMTypeRef ret, const char *text, const cha
   return r;
 }
 
+LLVMValueRef cg_ptx_cvt_f64_f32(cg_ctx *c, LLVMValueRef x) {
+  return cg_asm_pure(c, LLVMDoubleTypeInContext(c->llc), "cvt.f64.f32 $0, $1;", "=d,f", &x, 1);
+}
+
 LLVMValueRef cg_ptx_div_full(cg_ctx *c, LLVMValueRef x, LLVMValueRef y) {
   LLVMValueRef args[2] = {x, y};
   return cg_asm_pure(c, LLVMTypeOf(x), "div.full.f32 $0, $1, $2;", "=f,f,f", args, 2);

@@ -7,18 +7,15 @@
 
 #include <string.h>
 
+/* Empty now (its one entry, LLVM 19's f32 -> f64 extending vector load, is worked around
+ * in codegen: tests/diff/extload_v2f32.tk); the sentinel ends it. */
 static const td_known KNOWN[] = {
-    {"llvm-nvptx-extload-v2f32",
-     "LLVM 19's NVPTX back end folds an f32 -> f64 fpext into a vectorized shared-memory "
-     "load, `ld.shared.v2.f32 {%fd1, %fd2}`, which ptxas rejects; tk emits a scalar load and "
-     "an fpext (codegen/relayout.c through_smem, then the cast). Seen with f64 <= trans(f32) "
-     "under the full divisibility signature (tkc --specialize=all; seeds 24792, 11472)",
-     "Arguments mismatch for instruction 'ld'"},
+    {NULL, NULL, NULL},
 };
 
 const td_known *td_known_match(const char *report) {
   if (!report) return NULL;
-  for (size_t i = 0; i < sizeof KNOWN / sizeof KNOWN[0]; i++)
+  for (size_t i = 0; KNOWN[i].id; i++)
     if (strstr(report, KNOWN[i].match)) return &KNOWN[i];
   return NULL;
 }
