@@ -74,6 +74,8 @@ static const sema_builtin builtins[] = {
   {"cat", B_JOIN, 2, 2, {"a", "b"}, false, SEMA_CAT},
   {"split", B_SPLIT, 1, 1, {"x"}, false, 0},
   {"gather", B_GATHER, 3, 3, {"src", "index", "axis"}, false, 0},
+  {"sort", B_SORT, 1, 2, {"x", "descending"}, false, 0},
+  {"topk", B_SORT, 2, 2, {"x", "k"}, false, 1},
   {"expand_dims", B_EXPAND_DIMS, 2, 2, {"x", "axis"}, false, 0},
   {"cdiv", B_CDIV, 2, 2, {"a", "b"}, false, IR_CDIV},
   {"static_assert", B_STATIC_ASSERT, 1, 2, {"cond", "msg"}, false, 0},

@@ -266,6 +266,45 @@ static const ir_type *check_gather(sema_ctx *c, ast_node *e, sema_call *cl) {
   return sema_with_shape(c, t, r, ix->shape);
 }
 
+/* sort(x[, descending]) along x's last axis; topk(x, k): the k largest of the last axis,
+ * largest first. The axis is at most SEMA_MAX_SORT long: a sorting network is unrolled. */
+static const ir_type *check_sort(sema_ctx *c, ast_node *e, sema_call *cl) {
+  const ir_type *t = cl->argv[0]->sema_type;
+  int r = sema_rank(t);
+  if (r == 0 || !numeric(t) || sema_elem(t)->dtype == TK_I1) {
+    su_error(c->d, cl->argv[0]->loc, "'%s' needs a tile of numbers, got %s", e->name, tstr(c, t));
+    return NULL;
+  }
+  int n = t->shape[r - 1];
+  if (n > SEMA_MAX_SORT) {
+    su_error(c->d, cl->argv[0]->loc, "'%s' sorts a last axis of at most %d elements, got %d",
+             e->name, SEMA_MAX_SORT, n);
+    return NULL;
+  }
+  if (cl->builtin->sub == 0) {
+    if (cl->argc > 1 && cl->argv[1]) {
+      const ir_type *d = sema_check_value(c, cl->argv[1]);
+      if (d && (d != scalar(c, TK_I1) || !cl->argv[1]->sema_is_const)) {
+        su_error(c->d, cl->argv[1]->loc, "'descending' of 'sort' must be true or false");
+        return NULL;
+      }
+      if (!d) return NULL;
+    }
+    return t;
+  }
+  int64_t k;
+  if (!sema_const_int(c, cl->argv[1], "k of 'topk'", &k)) return NULL;
+  if (k < 1 || k > n || !sema_is_pow2(k)) {
+    su_error(c->d, cl->argv[1]->loc, "k of 'topk' must be a power of two from 1 to %d, got %lld", n,
+             (long long)k);
+    return NULL;
+  }
+  int shape[IR_MAX_RANK];
+  for (int i = 0; i < r; i++) shape[i] = t->shape[i];
+  shape[r - 1] = (int)k;
+  return sema_with_shape(c, t, r, shape);
+}
+
 static const ir_type *check_shape_op(sema_ctx *c, ast_node *e, sema_call *cl) {
   const ir_type *t = cl->argv[0]->sema_type;
   int rank, shape[IR_MAX_RANK];
@@ -572,6 +611,7 @@ const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
   case B_JOIN: return check_join(c, e, cl);
   case B_SPLIT: return check_split(c, cl);
   case B_GATHER: return check_gather(c, e, cl);
+  case B_SORT: return check_sort(c, e, cl);
   case B_STATIC_ASSERT: case B_DEVICE_ASSERT: return check_static_assert(c, e, cl);
   case B_DEVICE_PRINT:
     if (v[0]->kind != AST_STRING) {

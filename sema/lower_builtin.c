@@ -80,6 +80,74 @@ static ir_value *lower_join(sema_lowerer *l, ast_node *e, sema_call *cl) {
   return ir_build1(&l->b, IR_RESHAPE, res, 1, &j);
 }
 
+static const ir_type *tile_of(sema_lowerer *l, const ir_type *elem, int rank, const int *shape) {
+  return ir_type_tile(l->m, elem, rank, shape);
+}
+
+static ir_value *reshaped(sema_lowerer *l, ir_value *x, int rank, const int *shape) {
+  return ir_build1(&l->b, IR_RESHAPE, tile_of(l, x->type->elem, rank, shape), 1, &x);
+}
+
+/* sort along the last axis: a bitonic network over x viewed as [M, n]. Each step pairs
+ * element i with i ^ j (x seen as [M, n / 2j, 2, j], the pair along axis 2) and puts the
+ * smaller first in blocks of k that ascend ((i & k) == 0), last in the others. A pair is
+ * swapped only when its second element compares less than its first, so the result is
+ * always a permutation of x (NaNs, which compare false, end up anywhere). */
+static ir_value *lower_sort(sema_lowerer *l, ast_node *e, sema_call *cl) {
+  ir_value *x = sema_lower_expr(l, cl->argv[0]);
+  sema_lower_at(l, e);
+  const ir_type *t = x->type, *elem = t->elem, *i32 = ir_type_scalar(l->m, TK_I32);
+  int r = t->rank, n = t->shape[r - 1], m = (int)(ir_type_numel(t) / n);
+  bool desc = cl->builtin->sub == 1 || (cl->argc > 1 && cl->argv[1] && cl->argv[1]->sema_const.i);
+  int flat[2] = {m, n};
+  x = reshaped(l, x, 2, flat);
+  for (int k = 2; k <= n; k *= 2)
+    for (int j = k / 2; j >= 1; j /= 2) {
+      int q[4] = {m, n / (2 * j), 2, j}, half[4] = {m, n / (2 * j), 1, j}, pair[3] = {m, n / (2 * j), j};
+      ir_value *x4 = reshaped(l, x, 4, q), *side[2];
+      for (int b = 0; b < 2; b++) {
+        ir_value *s = ir_build1(&l->b, IR_SLICE, tile_of(l, elem, 4, half), 1, &x4);
+        int *st = SU_NEW_ARRAY(l->m->arena, int, 4);
+        st[2] = b;
+        s->def->ints = st;
+        s->def->nints = 4;
+        side[b] = reshaped(l, s, 3, pair);
+      }
+      /* up: the block of the pair's first element ascends */
+      ir_value *a = ir_build1(&l->b, IR_ARANGE, tile_of(l, i32, 1, &q[1]), 0, NULL);
+      a->def->attr = 0;
+      a->def->attr2 = q[1];
+      ir_value *blk = ir_binary(&l->b, IR_AND, ir_binary(&l->b, IR_MUL, a, ir_const_int(&l->b, a->type, 2 * j)),
+                                ir_const_int(&l->b, a->type, k));
+      ir_value *up = ir_cmp_build(&l->b, desc ? IR_CMP_NE : IR_CMP_EQ, blk, ir_const_int(&l->b, a->type, 0));
+      int one[3] = {1, q[1], 1};
+      up = sema_lower_convert(l, reshaped(l, up, 3, one), tile_of(l, up->type->elem, 3, pair));
+      ir_value *sel[3] = {up, ir_cmp_build(&l->b, IR_CMP_LT, side[1], side[0]),
+                          ir_cmp_build(&l->b, IR_CMP_LT, side[0], side[1])};
+      ir_value *swap = ir_build1(&l->b, IR_SELECT, sel[1]->type, 3, sel);
+      ir_value *lo_ops[3] = {swap, side[1], side[0]}, *hi_ops[3] = {swap, side[0], side[1]};
+      ir_value *jn[2] = {ir_build1(&l->b, IR_SELECT, side[0]->type, 3, lo_ops),
+                         ir_build1(&l->b, IR_SELECT, side[0]->type, 3, hi_ops)};
+      int js[4] = {m, n / (2 * j), j, 2};
+      ir_value *joined = ir_build1(&l->b, IR_JOIN, tile_of(l, elem, 4, js), 2, jn);
+      ir_value *back = ir_build1(&l->b, IR_TRANS, tile_of(l, elem, 4, q), 1, &joined);
+      int *perm = SU_NEW_ARRAY(l->m->arena, int, 4);
+      perm[0] = 0, perm[1] = 1, perm[2] = 3, perm[3] = 2;
+      back->def->ints = perm;
+      back->def->nints = 4;
+      x = reshaped(l, back, 2, flat);
+    }
+  const ir_type *res = e->sema_type;
+  if (cl->builtin->sub == 1 && res->shape[r - 1] != n) { /* topk: the first k */
+    int kk = res->shape[r - 1], part[2] = {m, kk};
+    ir_value *s = ir_build1(&l->b, IR_SLICE, tile_of(l, elem, 2, part), 1, &x);
+    s->def->ints = SU_NEW_ARRAY(l->m->arena, int, 2);
+    s->def->nints = 2;
+    x = s;
+  }
+  return ir_build1(&l->b, IR_RESHAPE, res, 1, &x);
+}
+
 void sema_lower_tuple(sema_lowerer *l, ast_node *e, ir_value **out) {
   if (e->kind == AST_TUPLE) {
     for (int i = 0; i < e->args.len; i++) out[i] = sema_lower_expr(l, e->args.items[i]);
@@ -220,6 +288,7 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
   case B_RESHAPE: case B_TRANS: case B_EXPAND_DIMS:
     return lower_shape(l, e, cl);
   case B_JOIN: return lower_join(l, e, cl);
+  case B_SORT: return lower_sort(l, e, cl);
   case B_GATHER: {
     ops[0] = sema_lower_expr(l, v[0]);
     ops[1] = sema_lower_expr(l, v[1]);

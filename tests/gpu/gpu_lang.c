@@ -161,6 +161,19 @@ static const char GATHER[] =
     "}\n"
 ;
 
+static const char SORT[] =
+    "kernel k(x: *f32, y: *f32) {\n"
+    "    let r = arange(0, 4);\n"
+    "    let c = arange(0, 16);\n"
+    "    let t = load(x + r[:, None] * 16 + c[None, :]);\n"
+    "    store(y + r[:, None] * 16 + c[None, :], sort(t));\n"
+    "    store(y + 64 + r[:, None] * 16 + c[None, :], sort(t, descending = true));\n"
+    "    store(y + 128 + r[:, None] * 4 + arange(0, 4)[None, :], topk(t, 4));\n"
+    "    let v = load(x + arange(0, 8));\n"
+    "    store(y + 144 + arange(0, 8), sort(v));\n"
+    "}\n"
+;
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -181,6 +194,7 @@ static const lc_case CASES[] = {
     {"join_split_cat", "k", JOINS, {NULL}, {BUF(TK_F32, 32)}, {BUF(TK_F32, 208)}, 1, 1, {0}, 0, 1, 0},
     {"gather", "k", GATHER, {NULL}, {BUF(TK_F32, 128), BUF(TK_U32, 64)}, {BUF(TK_F32, 64)}, 2, 1, {0},
      0, 1, 0},
+    {"sort_topk", "k", SORT, {NULL}, {BUF(TK_F32, 64)}, {BUF(TK_F32, 152)}, 1, 1, {0}, 0, 1, 0},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 

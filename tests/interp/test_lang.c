@@ -489,6 +489,58 @@ static void test_gather(void **state) {
   tk_module_destroy(m);
 }
 
+/* ---- sort and topk ------------------------------------------------------------------------- */
+
+/* Rows of 16 (with ties and negative zeros) sorted up and down, their 4 largest, and a
+ * 1-D tile of 8 sorted; against qsort. */
+static const char SORT[] =
+    "kernel k(x: *f32, y: *f32) {\n"
+    "    let r = arange(0, 4);\n"
+    "    let c = arange(0, 16);\n"
+    "    let t = load(x + r[:, None] * 16 + c[None, :]);\n"
+    "    store(y + r[:, None] * 16 + c[None, :], sort(t));\n"
+    "    store(y + 64 + r[:, None] * 16 + c[None, :], sort(t, descending = true));\n"
+    "    store(y + 128 + r[:, None] * 4 + arange(0, 4)[None, :], topk(t, 4));\n"
+    "    let v = load(x + arange(0, 8));\n"
+    "    store(y + 144 + arange(0, 8), sort(v));\n"
+    "}\n"
+;
+
+static int cmp_up(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void test_sort_topk(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(SORT, NULL, "k", &m);
+  float x[64], y[152];
+  for (int i = 0; i < 64; i++) x[i] = (float)((i * 37 + 11) % 23) - 11.0f;
+  x[3] = -0.0f;
+  tk_devptr dx = upload(x, sizeof x), dy = upload(NULL, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dy)};
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 2));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int r = 0; r < 4; r++) {
+    float w[16];
+    memcpy(w, x + r * 16, sizeof w);
+    qsort(w, 16, sizeof *w, cmp_up);
+    for (int j = 0; j < 16; j++) {
+      if (y[r * 16 + j] != w[j]) fail_msg("sort row %d [%d] = %g, want %g", r, j, y[r * 16 + j], w[j]);
+      if (y[64 + r * 16 + j] != w[15 - j]) fail_msg("descending row %d [%d]", r, j);
+    }
+    for (int j = 0; j < 4; j++) assert_true(y[128 + r * 4 + j] == w[15 - j]);
+  }
+  float w[8];
+  memcpy(w, x, sizeof w);
+  qsort(w, 8, sizeof *w, cmp_up);
+  for (int j = 0; j < 8; j++) assert_true(y[144 + j] == w[j]);
+  tk_free(ctx, dx);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -502,6 +554,7 @@ int main(void) {
       cmocka_unit_test(test_slices_and_permute),
       cmocka_unit_test(test_join_split_cat),
       cmocka_unit_test(test_gather),
+      cmocka_unit_test(test_sort_topk),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
