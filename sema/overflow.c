@@ -7,7 +7,9 @@
  * linear index of an element, bounded by the i32 sizes the kernel is given, and is not
  * warned about; nor is a product under an explicit cast to a 32-bit type, the spelling
  * that says "I know it fits". (A cast of the product to i64 does not help, and still
- * warns: the product has wrapped before the cast.)
+ * warns: the product has wrapped before the cast.) A product that is itself a factor of
+ * another product is an index being scaled, not an offset: the outer product is judged
+ * instead, by its own width (`(heads as i64) * stride`, heads = g * group, is fine).
  *
  * Each checked expression records what it derives from (sema_taint: program id, kernel
  * argument) and the first hazardous product inside it (sema_hazard), from its operands;
@@ -84,9 +86,13 @@ void sema_overflow_track(sema_ctx *c, ast_node *e) {
   case AST_BINARY:
     take(e, e->lhs);
     take(e, e->rhs);
-    if (e->op == TOK_STAR && !e->sema_hazard && narrow_int(e->sema_type) && e->lhs->sema_type &&
-        e->rhs->sema_type && !e->lhs->sema_is_const && !e->rhs->sema_is_const && e->sema_taint)
-      e->sema_hazard = e;
+    /* A product's factors' own products are indices it scales (`(heads as i64) * stride`
+     * with heads = g * group): the product is what is judged, by its own width. */
+    if (e->op == TOK_STAR)
+      e->sema_hazard = narrow_int(e->sema_type) && e->lhs->sema_type && e->rhs->sema_type &&
+                               !e->lhs->sema_is_const && !e->rhs->sema_is_const && e->sema_taint
+                           ? e
+                           : NULL;
     if ((e->op == TOK_PLUS || e->op == TOK_MINUS) && e->sema_type && sema_elem(e->sema_type)->kind == IR_PTR) {
       ast_node *off = sema_elem(e->lhs->sema_type)->kind == IR_PTR ? e->rhs : e->lhs;
       if (off->sema_hazard) report(c, off->sema_hazard);
