@@ -50,6 +50,20 @@ static bool is_param_or_const(const ir_value *v) {
 
 static bool is_one(const ir_value *v) { return !v || pass_const_eq(v, 1); }
 
+/* v without the integer widenings around it: a stride written `(i as i64) * K` multiplies
+ * by K cast to i64, and the launch reads K itself (strides are positive, so sign and zero
+ * extension agree). */
+static ir_value *unwiden(ir_value *v) {
+  while (v && v->def && v->def->opc == IR_CAST && v->type->kind == IR_SCALAR) {
+    ir_value *x = v->def->operands[0];
+    if (!ir_dtype_is_int(x->type->dtype) || !ir_dtype_is_int(v->type->dtype) ||
+        ir_dtype_bits(v->type->dtype) < ir_dtype_bits(x->type->dtype))
+      break;
+    v = x;
+  }
+  return v;
+}
+
 /* x + y on uniform scalars (NULL: 0), built before the load; both i32 or cast to it. */
 static ir_value *as_i32(ctx *c, ir_value *x) {
   if (!x || x->type->dtype == TK_I32) return x;
@@ -73,7 +87,7 @@ static form uniform(ctx *c, ir_value *v, int rank) {
   form f = {.ok = true, .rank = rank};
   if (v->type->kind != IR_SCALAR || !ir_dtype_is_int(v->type->dtype)) return FAIL;
   if (v->def && v->def->opc == IR_MUL) {
-    ir_value *x = v->def->operands[0], *y = v->def->operands[1];
+    ir_value *x = unwiden(v->def->operands[0]), *y = unwiden(v->def->operands[1]);
     if (is_param_or_const(x) && !pass_is_const(y)) {
       ir_value *t = x;
       x = y;
@@ -142,6 +156,7 @@ static form add_forms(ctx *c, form a, form b) {
  * offset becomes a term of stride k. */
 static form scale(ctx *c, form a, ir_value *k) {
   (void)c;
+  k = unwiden(k);
   if (!a.ok || !is_param_or_const(k)) return FAIL;
   if (pass_const_eq(k, 1)) return a;
   if (a.nq) return FAIL; /* a product of strides is no parameter */
