@@ -634,7 +634,7 @@ int main(int argc, char **argv) {
   if (!only) compile_times(&b);
   tk_free(b.ctx, b.flush);
   tk_context_destroy(b.ctx);
-  rt_cuda_unload(&b.cu);
+  /* the driver has started: it stays loaded (runtime/cuda.h), the process ends anyway */
   su_buf_free(&why);
   return 0;
 }
