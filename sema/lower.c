@@ -80,6 +80,21 @@ static void lower_loop(sema_lowerer *l, ast_node *s, ir_value *const b[3]) {
   }
 }
 
+/* The `if` of statement s (not constant) with one result per symbol its branches assign;
+ * *before gets those symbols' values on entry, for each branch to start from. */
+static ir_op *build_if(sema_lowerer *l, ast_node *s, ir_value ***before) {
+  sema_flow *fl = s->sema_ref;
+  ir_value *cond = sema_lower_expr(l, s->lhs);
+  sema_lower_at(l, s);
+  const ir_type **types = SU_NEW_ARRAY(l->m->arena, const ir_type *, fl->nsyms + 1);
+  *before = SU_NEW_ARRAY(l->m->arena, ir_value *, fl->nsyms + 1);
+  for (int i = 0; i < fl->nsyms; i++) {
+    types[i] = fl->syms[i]->type;
+    (*before)[i] = fl->syms[i]->val;
+  }
+  return ir_build_if(&l->b, cond, fl->nsyms, types);
+}
+
 static void lower_if(sema_lowerer *l, ast_node *s) {
   if (s->lhs->sema_is_const) {
     ast_node *taken = s->lhs->sema_const.i ? s->body : s->els;
@@ -87,15 +102,8 @@ static void lower_if(sema_lowerer *l, ast_node *s) {
     return;
   }
   sema_flow *fl = s->sema_ref;
-  ir_value *cond = sema_lower_expr(l, s->lhs);
-  sema_lower_at(l, s);
-  const ir_type **types = SU_NEW_ARRAY(l->m->arena, const ir_type *, fl->nsyms + 1);
-  ir_value **before = SU_NEW_ARRAY(l->m->arena, ir_value *, fl->nsyms + 1);
-  for (int i = 0; i < fl->nsyms; i++) {
-    types[i] = fl->syms[i]->type;
-    before[i] = fl->syms[i]->val;
-  }
-  ir_op *op = ir_build_if(&l->b, cond, fl->nsyms, types);
+  ir_value **before;
+  ir_op *op = build_if(l, s, &before);
   lower_region(l, op->regions[0], s->body, fl);
   for (int i = 0; i < fl->nsyms; i++) fl->syms[i]->val = before[i];
   lower_region(l, op->regions[1], s->els, fl);
@@ -228,15 +236,8 @@ static void lower_tail(sema_lowerer *l, ast_node **stmts, int n) {
       return;
     }
     sema_flow *fl = s->sema_ref;
-    ir_value *cond = sema_lower_expr(l, s->lhs);
-    sema_lower_at(l, s);
-    const ir_type **types = SU_NEW_ARRAY(l->m->arena, const ir_type *, fl->nsyms + 1);
-    ir_value **before = SU_NEW_ARRAY(l->m->arena, ir_value *, fl->nsyms + 1);
-    for (int k = 0; k < fl->nsyms; k++) {
-      types[k] = fl->syms[k]->type;
-      before[k] = fl->syms[k]->val;
-    }
-    ir_op *op = ir_build_if(&l->b, cond, fl->nsyms, types);
+    ir_value **before;
+    ir_op *op = build_if(l, s, &before);
     ast_node *arms[2] = {s->body, s->els};
     for (int r = 0; r < 2; r++) {
       for (int k = 0; k < fl->nsyms; k++) fl->syms[k]->val = before[k];
