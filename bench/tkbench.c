@@ -26,7 +26,10 @@
 #include "bench/tkbench.h"
 
 void tb_emit(const char *workload, double value, const char *unit, const char *note) {
-  printf("tk\t%s\t%.6g\t%s\t%s\n", workload, value, unit, note ? note : "");
+  /* a note is one field: its tabs and newlines (a driver's message) become spaces */
+  printf("tk\t%s\t%.6g\t%s\t", workload, value, unit);
+  for (const char *c = note ? note : ""; *c; c++) putchar(*c == '\t' || *c == '\n' ? ' ' : *c);
+  putchar('\n');
   fflush(stdout);
 }
 
@@ -310,7 +313,6 @@ static void run_workload(bench *b, const workload *w) {
     snprintf(note, sizeof note, "checked, warps=%d", best_warps);
   else
     snprintf(note, sizeof note, "%s", why ? why : "checked");
-  for (char *c = note; *c; c++) if (*c == '\t' || *c == '\n') *c = ' ';
   tb_emit(w->name, us, "us", note);
   if (!isnan(us)) tb_emit(w->name, w->bytes / (us * 1e-6) / 1e9, "GB/s", "");
   for (int i = 0; i < w->nparams; i++) {
@@ -466,8 +468,6 @@ static void run_matmul_case(bench *b, const mm_case *mc) {
              2.0 * mc->m * mc->n * (double)mc->k / (best * 1e-6) / 1e12);
   else
     snprintf(note, sizeof note, "%s", why ? why : lastbad);
-  for (char *c = note; *c; c++)
-    if (*c == '\t' || *c == '\n') *c = ' ';
   tb_emit(mc->name, best, "us", note);
   if (da) tk_free(b->ctx, da);
   if (db) tk_free(b->ctx, db);

@@ -22,7 +22,8 @@ typedef struct {
   uint64_t rng;
 } bench;
 
-/* Prints one figure: "tk <TAB> workload <TAB> value <TAB> unit <TAB> note". */
+/* Prints one figure: "tk <TAB> workload <TAB> value <TAB> unit <TAB> note", the note
+ * on one line (its tabs and newlines printed as spaces). */
 void tb_emit(const char *workload, double value, const char *unit, const char *note);
 /* The next value of b's xorshift generator. */
 uint64_t tb_rng_next(bench *b);

@@ -91,7 +91,7 @@ static void run_case(bench *b, const at_case *c) {
                      tk_arg_i32(AT_H), tk_arg_i32(AT_H), tk_arg_i32(c->s), tk_arg_i32(c->s),
                      tk_arg_f32((float)(1.0 / sqrt((double)c->d)))};
   for (int i = 0; i < 12; i++) args[10 + i] = tk_arg_i64(st[i % 3]);
-  double best = NAN;
+  double best = NAN, flops = 4.0 * AT_B * AT_H * (double)c->s * c->s * c->d * (c->causal ? 0.5 : 1.0);
   int bi = -1, runs = b->runs;
   char lastbad[200] = "";
   const char *kernel = "attention";
@@ -121,7 +121,6 @@ static void run_case(bench *b, const at_case *c) {
       bad = tk_last_error(b->ctx);
     if (!bad) bad = check(b, c, bf, h[0], h[1], h[2], h[3], hl, s);
     /* about half a second of timed runs per configuration, 10 at least */
-    double flops = 4.0 * AT_B * AT_H * (double)c->s * c->s * c->d * (c->causal ? 0.5 : 1.0);
     b->runs = (int)fmax(10, fmin(runs, 0.5 / (flops / 4e14)));
     double t = bad ? NAN : tb_time_launches(b, k, g, args, 22);
     b->runs = runs;
@@ -135,14 +134,11 @@ static void run_case(bench *b, const at_case *c) {
     tk_module_destroy(m);
   }
   char note[240];
-  double flops = 4.0 * AT_B * AT_H * (double)c->s * c->s * c->d * (c->causal ? 0.5 : 1.0);
   if (bi >= 0)
     snprintf(note, sizeof note, "checked, BM=%d BN=%d warps=%d stages=%d, %.0f TFLOP/s", AT_CFG[bi][1],
              AT_CFG[bi][2], AT_CFG[bi][3], AT_CFG[bi][4], flops / (best * 1e-6) / 1e12);
   else
     snprintf(note, sizeof note, "%s", why ? why : lastbad);
-  for (char *p = note; *p; p++)
-    if (*p == '\t' || *p == '\n') *p = ' ';
   tb_emit(name, best, "us", note);
   for (int i = 0; i < 5; i++)
     if (d[i]) tk_free(b->ctx, d[i]);

@@ -209,8 +209,6 @@ static void run_case(bench *b, const dc_case *c, int sms) {
              DC_CFG[bi][0], DC_CFG[bi][1], DC_CFG[bi][2], best_splits, DC_CFG[bi][3], bytes / (best * 1e-6) / 1e9);
   else
     snprintf(note, sizeof note, "%s", why ? why : lastbad);
-  for (char *p = note; *p; p++)
-    if (*p == '\t' || *p == '\n') *p = ' ';
   tb_emit(name, best, "us", note);
   if (!isnan(best)) tb_emit(name, bytes / (best * 1e-6) / 1e9, "GB/s", "K and V read");
   tk_devptr d[6] = {dq, dk, dv, dlens, dout, dlse};
