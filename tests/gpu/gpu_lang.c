@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "tests/kernels/lang_kernels.h"
 
 static gh_harness H; /* the one fixture the whole program shares: contexts are expensive */
 
@@ -48,14 +49,6 @@ typedef struct {
 
 /* ---- the kernels ------------------------------------------------------------------------ */
 
-static const char SCALE[] =
-    "kernel scale<T: dtype = f16, ACC: dtype = f32, BLOCK: i32 = 64>(x: *T, y: *T, n: i32) {\n"
-    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
-    "    let m = offs < n;\n"
-    "    let v: T = load(x + offs, m, 0.0);\n"
-    "    let acc: ACC = (v as ACC) * 2.0 + full<ACC>(1.0, BLOCK);\n"
-    "    store(y + offs, acc as T, m);\n"
-    "}\n";
 
 static const char ONLINE[] =
     "fn step(m, l, x) {\n"
@@ -76,63 +69,8 @@ static const char ONLINE[] =
     "    store(out + row * 2 + 1, b);\n"
     "}\n";
 
-static const char EXIT[] =
-    "kernel rows<B: i32 = 32>(x: *f32, y: *f32, n: i32, nrows: i32) {\n"
-    "    let row = program_id(0);\n"
-    "    if row >= nrows { return; }\n"
-    "    var f = 2.0;\n"
-    "    if row == 0 {\n"
-    "        store(y, -1.0);\n"
-    "        return;\n"
-    "    } else if row == 1 {\n"
-    "        f = 3.0;\n"
-    "    }\n"
-    "    let o = arange(0, B);\n"
-    "    store(y + row * n + o, load(x + row * n + o, o < n) * f, o < n);\n"
-    "}\n";
 
-static const char LOOPS[] =
-    "kernel loops(out: *i32, n: i32) {\n"
-    "    let pid = program_id(0);\n"
-    "    let lim = 10 + pid * 7;\n"
-    "    var i = 0;\n"
-    "    var s = 0;\n"
-    "    while i < n {\n"
-    "        i += 1;\n"
-    "        if i % 3 == 0 { continue; }\n"
-    "        s += i;\n"
-    "        if s > lim { break; }\n"
-    "    }\n"
-    "    var t = 0;\n"
-    "    for j in range(0, n + pid) {\n"
-    "        if j % 2 == 1 { continue; } else if j == 5 + pid { break; }\n"
-    "        t += j;\n"
-    "    }\n"
-    "    var v = arange(0, 16) * 0;\n"
-    "    var steps = 0;\n"
-    "    while max(v, 0) < pid {\n"
-    "        v += arange(0, 16) % 3;\n"
-    "        steps += 1;\n"
-    "    }\n"
-    "    store(out + pid * 4, i);\n"
-    "    store(out + pid * 4 + 1, s);\n"
-    "    store(out + pid * 4 + 2, t);\n"
-    "    store(out + pid * 4 + 3, steps);\n"
-    "}\n";
 
-static const char SLICES[] =
-    "kernel slices(x: *f32, y: *f32) {\n"
-    "    let r = arange(0, 16);\n"
-    "    let t = load(x + r[:, None] * 64 + arange(0, 64)[None, :]);\n"
-    "    let a = t[:, 0:32];\n"
-    "    let b = t[8:16, 32:];\n"
-    "    let w = t[4:8, 16:48][None, :, :];\n"
-    "    let p = permute(reshape(t[0:2, 0:8], 2, 2, 4), 2, 0, 1);\n"
-    "    store(y + r[:, None] * 32 + arange(0, 32)[None, :], a);\n"
-    "    store(y + 512 + arange(0, 8)[:, None] * 32 + arange(0, 32)[None, :], b);\n"
-    "    store(y + 768 + arange(0, 4)[:, None] * 32 + arange(0, 32)[None, :], reshape(w, 4, 32));\n"
-    "    store(y + 896 + reshape(arange(0, 16), 4, 2, 2), p);\n"
-    "}\n";
 
 static const char JOINS[] =
     "kernel k(x: *f32, y: *f32) {\n"

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "include/tk.h"
+#include "tests/kernels/lang_kernels.h"
 
 static tk_context *ctx;
 
@@ -93,15 +94,6 @@ static float f16_value(uint16_t h) {
 /* One kernel, specialized for each of three element types by a define: y = x * 2 + 1
  * computed in ACC (f32 unless set), stored as T. The values are small multiples of 1/4,
  * which all three types hold exactly, so every result is exact. */
-static const char SCALE[] =
-    "kernel scale<T: dtype = f16, ACC: dtype = f32, BLOCK: i32 = 64>(x: *T, y: *T, n: i32) {\n"
-    "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
-    "    let m = offs < n;\n"
-    "    let v: T = load(x + offs, m, 0.0);\n"
-    "    let acc: ACC = (v as ACC) * 2.0 + full<ACC>(1.0, BLOCK);\n"
-    "    store(y + offs, acc as T, m);\n"
-    "}\n";
-
 static void run_scale(const char *dtype, tk_dtype want, size_t esize) {
   enum { N = 200 };
   const char *defs[] = {"T", dtype, NULL};
@@ -249,21 +241,6 @@ static void test_tuple_online_softmax(void **state) {
  * others scale their row by a factor an else-if sets. The grid has more programs than
  * rows, so an exit that did not stop the program would write out of bounds (an error on
  * the interpreter) or the wrong values. */
-static const char EXIT[] =
-    "kernel rows<B: i32 = 32>(x: *f32, y: *f32, n: i32, nrows: i32) {\n"
-    "    let row = program_id(0);\n"
-    "    if row >= nrows { return; }\n"
-    "    var f = 2.0;\n"
-    "    if row == 0 {\n"
-    "        store(y, -1.0);\n"
-    "        return;\n"
-    "    } else if row == 1 {\n"
-    "        f = 3.0;\n"
-    "    }\n"
-    "    let o = arange(0, B);\n"
-    "    store(y + row * n + o, load(x + row * n + o, o < n) * f, o < n);\n"
-    "}\n";
-
 static void test_early_exit(void **state) {
   (void)state;
   enum { ROWS = 5, N = 20 };
@@ -291,35 +268,6 @@ static void test_early_exit(void **state) {
  * once the sum passes a bound (break); a for loop that breaks at j == 5 after skipping
  * odd j; a while loop over a tile condition reduced to a scalar. The bounds vary per
  * program, so some loops end by their condition and some by break. */
-static const char LOOPS[] =
-    "kernel loops(out: *i32, n: i32) {\n"
-    "    let pid = program_id(0);\n"
-    "    let lim = 10 + pid * 7;\n"
-    "    var i = 0;\n"
-    "    var s = 0;\n"
-    "    while i < n {\n"
-    "        i += 1;\n"
-    "        if i % 3 == 0 { continue; }\n"
-    "        s += i;\n"
-    "        if s > lim { break; }\n"
-    "    }\n"
-    "    var t = 0;\n"
-    "    for j in range(0, n + pid) {\n"
-    "        if j % 2 == 1 { continue; } else if j == 5 + pid { break; }\n"
-    "        t += j;\n"
-    "    }\n"
-    "    var v = arange(0, 16) * 0;\n"
-    "    var steps = 0;\n"
-    "    while max(v, 0) < pid {\n"
-    "        v += arange(0, 16) % 3;\n"
-    "        steps += 1;\n"
-    "    }\n"
-    "    store(out + pid * 4, i);\n"
-    "    store(out + pid * 4 + 1, s);\n"
-    "    store(out + pid * 4 + 2, t);\n"
-    "    store(out + pid * 4 + 3, steps);\n"
-    "}\n";
-
 static void loops_reference(int pid, int n, int32_t r[4]) {
   int lim = 10 + pid * 7, i = 0, s = 0, t = 0, steps = 0, vmax = 0;
   while (i < n) {
@@ -361,20 +309,6 @@ static void test_while_break_continue(void **state) {
 
 /* From a 16 x 64 tile: its left half, the lower right quarter, a 4 x 32 window from (4, 16)
  * and a permute of a 3-D view; out holds them one after the other, row-major. */
-static const char SLICES[] =
-    "kernel slices(x: *f32, y: *f32) {\n"
-    "    let r = arange(0, 16);\n"
-    "    let t = load(x + r[:, None] * 64 + arange(0, 64)[None, :]);\n"
-    "    let a = t[:, 0:32];\n"
-    "    let b = t[8:16, 32:];\n"
-    "    let w = t[4:8, 16:48][None, :, :];\n"
-    "    let p = permute(reshape(t[0:2, 0:8], 2, 2, 4), 2, 0, 1);\n"
-    "    store(y + r[:, None] * 32 + arange(0, 32)[None, :], a);\n"
-    "    store(y + 512 + arange(0, 8)[:, None] * 32 + arange(0, 32)[None, :], b);\n"
-    "    store(y + 768 + arange(0, 4)[:, None] * 32 + arange(0, 32)[None, :], reshape(w, 4, 32));\n"
-    "    store(y + 896 + reshape(arange(0, 16), 4, 2, 2), p);\n"
-    "}\n";
-
 static void test_slices_and_permute(void **state) {
   (void)state;
   tk_module *m;
