@@ -304,9 +304,9 @@ int cg_access_width(cg_ctx *c, const ir_value *ptr, const ir_value *mask, const 
 
 /* ---- math.c ---- */
 /* The float math op opc (exp, sin, sqrt, pow, copysign, fdiv, ...) on one f32 or f64
- * element of each operand a[0..], with the accuracy codegen.h promises; NULL when opc is
- * no math op. */
-LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef *a);
+ * element of each operand a[0..], with the accuracy codegen.h promises (accurate: the op's
+ * attr, ir_op_has_accurate); NULL when opc is no math op. */
+LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMValueRef *a);
 /* The integer op opc (umulhi, cdiv) on one element of dtype dt of each operand a[0..];
  * NULL when opc is none of these. */
 LLVMValueRef cg_int_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef *a);

@@ -36,13 +36,20 @@
  *    (and allow with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES): see
  *    cg_ptx_shared_bytes.
  *  - dot runs on the tensor cores (mma.sync, sm_80+; emit_dot.c): f16 and bf16 exact
- *    products summed in f32, f32 inputs rounded to tf32 (Triton's default), i8 → i32.
+ *    products summed in f32, i8 → i32; f32 inputs as the op's input precision says
+ *    (docs/language.md, "Precision"): tf32 (Triton's default) rounds them to tf32
+ *    (cvt.rna), tf32x3 is three tf32 products of their big and small parts, ieee runs on
+ *    the FMA units: each product and sum rounded to f32, k in order (the interpreter's
+ *    result, bit for bit).
  *  - Not supported yet (reported through su_error, located at the op): device_print,
  *    device_assert. The interpreter runs them.
  *  - Math accuracy (as Triton's): f32 sin and cos are PTX sin/cos.approx.f32 (absolute
  *    error about 2^-21 on [-pi, pi], growing outside it: no exact range reduction); f32
  *    exp2 is ex2.approx.f32 (2 ulp) and exp(x) is ex2.approx.f32(x * log2(e)) (2 ulp plus
- *    about 1.2 |x| ulp from rounding the product). sqrt (sqrt.rn: correctly rounded),
+ *    about 1.2 |x| ulp from rounding the product). Marked accurate (the op's attr: sin(x,
+ *    accurate=true), tkc -fmath=accurate), f32 sin, cos, exp, exp2 and sigmoid's exp are
+ *    libdevice's __nv_sinf, __nv_cosf, __nv_expf, __nv_exp2f (2 ulp over the full range,
+ *    with Payne-Hanek reduction for sin and cos). sqrt (sqrt.rn: correctly rounded),
  *    floor, ceil, rint (cvt.rni), trunc (cvt.rzi) and copysign are exact at any
  *    precision; fdiv is div.full.f32 on f32 (2 ulp over the full range) and div.rn on
  *    f64; umulhi is mul.hi.u16/u32/u64 and cdiv a truncating division plus the carry,

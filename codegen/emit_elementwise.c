@@ -81,7 +81,7 @@ static LLVMIntPredicate icmp_pred(int64_t p, bool is_signed) {
 static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef *a) {
   LLVMBuilderRef b = c->b;
   LLVMTypeRef t = LLVMTypeOf(a[0]);
-  LLVMValueRef math = cg_math(c, op->opc, dt, a);
+  LLVMValueRef math = cg_math(c, op->opc, op->attr == 1 && ir_op_has_accurate(op->opc), dt, a);
   if (math) return math;
   switch (op->opc) {
   case IR_NEG: return LLVMBuildFNeg(b, a[0], "");
@@ -98,7 +98,7 @@ static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueR
   case IR_SIGMOID: { /* 1 / (1 + exp(-x)) */
     LLVMValueRef one = LLVMConstReal(t, 1.0);
     LLVMValueRef neg = LLVMBuildFNeg(b, a[0], "");
-    LLVMValueRef e = cg_math(c, IR_EXP, dt, &neg);
+    LLVMValueRef e = cg_math(c, IR_EXP, op->attr == 1, dt, &neg);
     return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, e, ""), "");
   }
   default: return NULL;

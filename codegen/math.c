@@ -1,7 +1,9 @@
 /* The math functions, one element at a time: which instruction or library routine computes
  * each, hence its accuracy (the contract is in codegen.h). As in Triton, f32 sin, cos, exp
  * and exp2 use the hardware approximations: libdevice's precise versions cost several
- * times more and bound a kernel like cos(cos(x)) by compute instead of memory. */
+ * times more and bound a kernel like cos(cos(x)) by compute instead of memory. An op
+ * marked accurate (sin(x, accurate=true), tkc -fmath=accurate) takes libdevice's
+ * __nv_sinf etc. instead: a full-range reduction, within 2 ulp of the exact value. */
 #include "cg.h"
 
 #include <stdio.h>
@@ -38,8 +40,8 @@ static LLVMValueRef fast_div(cg_ctx *c, tk_dtype dt, LLVMValueRef *a) {
   return cg_ptx_div_full(c, a[0], a[1]);
 }
 
-LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef *a) {
-  bool fast = dt == TK_F32;
+LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMValueRef *a) {
+  bool fast = dt == TK_F32 && !accurate;
   LLVMValueRef x = a[0];
   switch (opc) {
   case IR_SIN: return fast ? approx(c, "llvm.nvvm.sin.approx.f", x) : libdevice(c, "sin", dt, a, 1);

@@ -34,7 +34,8 @@ ir_module *drv_frontend(su_arena *a, const su_source *src, const drv_options *o,
   if (d->nerrors) return NULL;
   ir_module *m = ir_module_new(a, src->name);
   sema_options so = {.defines = o ? o->defines : NULL, .ndefines = o ? o->ndefines : 0,
-                     .budget = o ? o->budget : 0};
+                     .budget = o ? o->budget : 0, .dot_precision = o ? o->dot_precision : 0,
+                     .accurate_math = o && o->accurate_math};
   if (!sema_check(a, f, m, &so, d)) return NULL;
   sema_lower(f, m);
   /* Lowering a checked file must give valid IR; anything else is our bug, not the user's,
@@ -62,6 +63,7 @@ static pass_options pass_opts(const drv_options *o) {
       .only = o->only_passes,
       .time_passes = o->time_passes,
       .log = o->log,
+      .fp_contract = o->fp_contract,
   };
   return po;
 }

@@ -35,6 +35,12 @@ typedef struct {
   bool time_passes;
   FILE *log;                /* where --print-after / --time-passes write (stderr if NULL) */
   int64_t budget;           /* sema_options.budget: compile-time work (0: the default) */
+  /* Numerics (docs/language.md, "Precision"): f32 dot's input precision where a call names
+   * none (ir_dot_precision; 0 is tf32), accurate f32 sin/cos/exp/exp2 on the GPU, and
+   * contraction of a * b + c into fma (off by default). */
+  int dot_precision;
+  bool accurate_math;
+  bool fp_contract;
 } drv_options;
 
 /* Sets o to the defaults (target.h): no defines, TG_DEFAULT_OPT_LEVEL, TG_DEFAULT_ARCH,

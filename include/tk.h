@@ -109,12 +109,21 @@ typedef struct {
   const char *value;
 } tk_define;
 
+/* The input precision of an f32 dot (Triton's input_precision): TK_DOT_DEFAULT is tf32. */
+typedef enum { TK_DOT_DEFAULT = 0, TK_DOT_TF32, TK_DOT_IEEE, TK_DOT_TF32X3 } tk_dot_precision;
+
 typedef struct {
   const tk_define *defines;
   int ndefines;
   int opt_level;       /* 0..3; default (when the struct is zeroed) is treated as 3 */
   const char *arch;    /* NULL: the device's (CUDA; see docs/api.md) */
   int no_cache;        /* 1: neither read nor write the on-disk cache */
+  /* Numerics (docs/language.md, "Precision"); zero is the default of each. */
+  tk_dot_precision dot_precision; /* f32 dot's input precision where a call names none */
+  int accurate_math;   /* 1: f32 sin, cos, exp, exp2, sigmoid by libdevice's full-range
+                          routines on the GPU (tkc -fmath=accurate); 0: approximations */
+  int fp_contract;     /* 1: a * b + c may be contracted into fma on both backends alike
+                          (tkc -ffp-contract=fast); 0: never */
 } tk_compile_options;
 
 /* Compiles .tk source text. name is used in diagnostics (e.g. "softmax.tk"). opts may be

@@ -1,6 +1,7 @@
 /* The matrix product r = acc + a @ b over the last two dims (leading dims are a batch).
  * The documented order: element (m, n) starts from acc[m][n], then adds a[m][k] * b[k][n]
- * for k = 0, 1, ..., K - 1, the product and each sum rounded to the result's type.
+ * for k = 0, 1, ..., K - 1, the product and each sum rounded to the result's type. An f32
+ * dot of input precision tf32 or tf32x3 rounds its operands first (dot_tf32).
  *
  * For f32, f64 and 32- or 64-bit integer results this runs as a blocked loop: operands
  * converted once to the result's machine type, then 4 rows by two 16-byte vectors of
@@ -121,12 +122,66 @@ DOT_KERNEL(dot_u64, uint64_t, v8_u64)
     }                                                                                    \
   } while (0)
 
-void ip_dot(ip_scratch *s, ip_val a, ip_val b, ip_val acc, ip_val r) {
+/* x rounded to tf32 as cvt.rna.tf32.f32 does: 10 bits of mantissa kept, to nearest with
+ * ties away from zero (adding half of the dropped part to the magnitude's bits carries
+ * into the exponent where it must, up to infinity); NaN stays NaN, infinities stay. */
+float ip_round_tf32(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+  memcpy(&x, &u, 4);
+  return x;
+}
+
+/* An f32 dot on the tensor cores' terms (docs/language.md, "Precision"), in the documented
+ * order of each product. tf32: r = acc + tf32(a) @ tf32(b). tf32x3, as Triton's: with
+ * big = tf32(x) and small = tf32(x - big), p = small_a @ big_b from zero, then
+ * + big_a @ small_b, NaNs of p made 0 (an infinite input would give inf - inf), then
+ * + big_a @ big_b, and r = p + acc. Every product of two tf32 values is exact in f32, so
+ * only the order of the sums separates this from the GPU's result. */
+static void dot_tf32(ip_scratch *s, ip_val a, ip_val b, ip_val acc, ip_val r, dims d, bool x3) {
+  size_t na = (size_t)(d.M * d.K), nb = (size_t)(d.K * d.N), nc = (size_t)(d.M * d.N);
+  float *A = ip_scratch_take(s, sizeof(float) * na), *B = ip_scratch_take(s, sizeof(float) * nb);
+  float *As = ip_scratch_take(s, sizeof(float) * na), *Bs = ip_scratch_take(s, sizeof(float) * nb);
+  float *C = ip_scratch_take(s, sizeof(float) * nc);
+  for (int64_t bt = 0; bt < d.batches; bt++) {
+    const ip_elem *pa = &a.e[bt * d.M * d.K], *pb = &b.e[bt * d.K * d.N], *pc = &acc.e[bt * d.M * d.N];
+    for (size_t i = 0; i < na; i++) {
+      A[i] = ip_round_tf32((float)pa[i].f);
+      As[i] = ip_round_tf32((float)pa[i].f - A[i]);
+    }
+    for (size_t i = 0; i < nb; i++) {
+      B[i] = ip_round_tf32((float)pb[i].f);
+      Bs[i] = ip_round_tf32((float)pb[i].f - B[i]);
+    }
+    for (size_t i = 0; i < nc; i++) C[i] = x3 ? 0.0f : (float)pc[i].f;
+    if (x3) {
+      dot_f32(As, B, C, d.M, d.N, d.K);
+      dot_f32(A, Bs, C, d.M, d.N, d.K);
+      for (size_t i = 0; i < nc; i++)
+        if (C[i] != C[i]) C[i] = 0.0f;
+    }
+    dot_f32(A, B, C, d.M, d.N, d.K);
+    ip_elem *pr = &r.e[bt * d.M * d.N];
+    for (size_t i = 0; i < nc; i++) {
+      float v = x3 ? C[i] + (float)pc[i].f : C[i];
+      pr[i] = (ip_elem){.f = v};
+    }
+  }
+}
+
+void ip_dot(ip_scratch *s, ip_val a, ip_val b, ip_val acc, ip_val r, ir_dot_precision prec) {
   int rank = r.type->rank;
   dims d = {r.type->shape[rank - 2], r.type->shape[rank - 1], a.type->shape[rank - 1], 0};
   d.batches = r.n / (d.M * d.N);
   tk_dtype adt = ip_elem_dtype(a.type), bdt = ip_elem_dtype(b.type);
   tk_dtype cdt = ip_elem_dtype(acc.type), rdt = ip_elem_dtype(r.type);
+  if (adt == TK_F32 && bdt == TK_F32 && cdt == TK_F32 && rdt == TK_F32 && prec != IR_DOT_IEEE) {
+    ip_mark mark = ip_scratch_mark(s);
+    dot_tf32(s, a, b, acc, r, d, prec == IR_DOT_TF32X3);
+    ip_scratch_release(s, mark);
+    return;
+  }
   if (!ip_typed_loops) {
     dot_scalar(a, b, acc, r, d);
     return;

@@ -165,8 +165,11 @@ bool ip_typed_reduce(ir_reduce_kind kind, bool scan, ip_val src, ip_val r, int64
                      int64_t len, int64_t inner);
 /* dot.c: r = acc + a @ b over the last two dims (leading ones a batch), in the documented
  * order (each element: acc, then k = 0, 1, ... in turn, rounding each product and sum to
- * r's type); s holds its temporaries. */
-void ip_dot(ip_scratch *s, ip_val a, ip_val b, ip_val acc, ip_val r);
+ * r's type); f32 operands first rounded as prec says (tf32: to tf32; tf32x3: split into
+ * three tf32 products, docs/language.md "Precision"); s holds its temporaries. */
+void ip_dot(ip_scratch *s, ip_val a, ip_val b, ip_val acc, ip_val r, ir_dot_precision prec);
+/* x rounded to tf32 as the GPU's cvt.rna.tf32.f32 rounds it (to nearest, ties away). */
+float ip_round_tf32(float x);
 /* On unless a test turns it off to get the scalar rules' results to compare with. */
 extern bool ip_typed_loops;
 

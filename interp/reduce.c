@@ -91,7 +91,7 @@ bool ip_run_reduce(ip_exec *x, const ip_inst *in) {
   }
   case IR_DOT:
     SU_ASSERT(r.type->kind == IR_TILE && r.type->rank >= 2);
-    ip_dot(x->scratch, src, IP_IN(x, in, 1), IP_IN(x, in, 2), r);
+    ip_dot(x->scratch, src, IP_IN(x, in, 1), IP_IN(x, in, 2), r, (ir_dot_precision)op->attr);
     break;
   default:
     SU_UNREACHABLE();

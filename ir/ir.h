@@ -137,6 +137,9 @@ typedef enum { IR_RED_SUM, IR_RED_MAX, IR_RED_MIN } ir_reduce_kind;
 typedef enum {
   IR_ATOM_ADD, IR_ATOM_MAX, IR_ATOM_MIN, IR_ATOM_AND, IR_ATOM_OR, IR_ATOM_XOR, IR_ATOM_XCHG
 } ir_atomic_kind;
+/* dot's attr: how f32 operands are multiplied (docs/language.md, "Precision"). tf32 is 0,
+ * the default, written as nothing in the text form; other operand types ignore it. */
+typedef enum { IR_DOT_TF32, IR_DOT_IEEE, IR_DOT_TF32X3 } ir_dot_precision;
 
 typedef struct {
   const char *name;
@@ -145,14 +148,20 @@ typedef struct {
 
 /* The table row of an opcode. */
 const ir_opinfo *ir_op_info(ir_opcode op);
+/* True for the math ops whose f32 form is approximate on the GPU unless their attr is 1
+ * (accurate: libdevice's routines; docs/language.md, "Precision"): sin, cos, exp, exp2,
+ * sigmoid. */
+bool ir_op_has_accurate(ir_opcode op);
 /* Text names of predicates and kinds ("lt", "sum", "xchg"); NULL when out of range. */
 const char *ir_cmp_name(ir_cmp c);
 const char *ir_reduce_name(ir_reduce_kind k);
 const char *ir_atomic_name(ir_atomic_kind k);
+const char *ir_dot_precision_name(ir_dot_precision p);
 /* The inverse lookups on the n bytes at s; -1 when s names none. */
 int ir_cmp_parse(const char *s, size_t n);
 int ir_reduce_parse(const char *s, size_t n);
 int ir_atomic_parse(const char *s, size_t n);
+int ir_dot_precision_parse(const char *s, size_t n);
 
 typedef struct { uint32_t line, col; } ir_loc;
 

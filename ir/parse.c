@@ -402,6 +402,21 @@ static void parse_modifier(parser *p, ir_op *op, ir_modifier mod, irtok *lit) {
     }
     return;
   }
+  if (mod == IR_MOD_ACCURATE) {
+    if (p->tok.kind == IRT_IDENT && p->tok.len == 8 && !memcmp(p->tok.text, "accurate", 8)) {
+      op->attr = 1;
+      next(p);
+    }
+    return;
+  }
+  if (mod == IR_MOD_PRECISION) {
+    int k = p->tok.kind == IRT_IDENT ? ir_dot_precision_parse(p->tok.text, p->tok.len) : -1;
+    if (k >= 0) {
+      op->attr = k;
+      next(p);
+    }
+    return;
+  }
   if (mod == IR_MOD_CONST) {
     if (p->tok.kind != IRT_INT && p->tok.kind != IRT_FLOAT)
       fail_at(p, p->tok.loc, "expected a constant value, found %s", describe(&p->tok));

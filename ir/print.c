@@ -89,6 +89,13 @@ static void print_modifier(su_buf *b, const ir_op *op, ir_modifier mod) {
   case IR_MOD_WHILE:
     if (op->attr) su_buf_puts(b, op->attr == 1 ? " while" : " while?");
     return;
+  case IR_MOD_ACCURATE:
+    if (op->attr) su_buf_puts(b, op->attr == 1 ? " accurate" : " accurate?");
+    return;
+  case IR_MOD_PRECISION:
+    if (!op->attr) return;
+    name = ir_dot_precision_name((ir_dot_precision)op->attr);
+    break;
   case IR_MOD_CONST:
     su_buf_puts(b, " ");
     print_cval(b, op);

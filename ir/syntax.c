@@ -7,6 +7,7 @@
 static const char *const cmp_names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
 static const char *const reduce_names[] = {"sum", "max", "min"};
 static const char *const atomic_names[] = {"add", "max", "min", "and", "or", "xor", "xchg"};
+static const char *const precision_names[] = {"tf32", "ieee", "tf32x3"};
 
 const char *ir_cmp_name(ir_cmp c) {
   return c >= 0 && c <= IR_CMP_GE ? cmp_names[c] : NULL;
@@ -20,6 +21,10 @@ const char *ir_atomic_name(ir_atomic_kind k) {
   return k >= 0 && k <= IR_ATOM_XCHG ? atomic_names[k] : NULL;
 }
 
+const char *ir_dot_precision_name(ir_dot_precision p) {
+  return p >= 0 && p <= IR_DOT_TF32X3 ? precision_names[p] : NULL;
+}
+
 static int lookup(const char *const *names, int n, const char *s, size_t len) {
   for (int i = 0; i < n; i++)
     if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0) return i;
@@ -29,6 +34,7 @@ static int lookup(const char *const *names, int n, const char *s, size_t len) {
 int ir_cmp_parse(const char *s, size_t n) { return lookup(cmp_names, 6, s, n); }
 int ir_reduce_parse(const char *s, size_t n) { return lookup(reduce_names, 3, s, n); }
 int ir_atomic_parse(const char *s, size_t n) { return lookup(atomic_names, 7, s, n); }
+int ir_dot_precision_parse(const char *s, size_t n) { return lookup(precision_names, 3, s, n); }
 
 const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax none = {IR_MOD_NONE, 0, {{0}}};
@@ -49,6 +55,8 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax pending = {IR_MOD_NONE, 1, {{"pending", IR_SLOT_ATTR}}};
   static const ir_syntax wtrans = {IR_MOD_NONE, 1, {{"trans", IR_SLOT_INTS}}};
   static const ir_syntax loop = {IR_MOD_WHILE, 0, {{0}}};
+  static const ir_syntax dot = {IR_MOD_PRECISION, 0, {{0}}};
+  static const ir_syntax accurate = {IR_MOD_ACCURATE, 0, {{0}}};
   static const ir_syntax wspec = {IR_MOD_NONE, 2, {{"producer_warps", IR_SLOT_ATTR}, {"regs", IR_SLOT_INTS}}};
   switch (op) {
   case IR_CONST: return &konst;
@@ -75,6 +83,8 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_WGMMA: return &wtrans;
   case IR_GRID_SIZE: return &axis;
   case IR_FOR: return &loop;
+  case IR_DOT: return &dot;
+  case IR_SIN: case IR_COS: case IR_EXP: case IR_EXP2: case IR_SIGMOID: return &accurate;
   default: return &none;
   }
 }

@@ -12,7 +12,9 @@ typedef enum {
   IR_MOD_REDUCE, /* reduce sum ...    (attr: ir_reduce_kind) */
   IR_MOD_ATOMIC, /* atomic add ...    (attr: ir_atomic_kind) */
   IR_MOD_CONST,  /* const 1.5 : f32   (cval) */
-  IR_MOD_WHILE   /* for while %lb ... (attr 1; nothing written for 0) */
+  IR_MOD_WHILE,  /* for while %lb ... (attr 1; nothing written for 0) */
+  IR_MOD_PRECISION, /* dot ieee %a ... (attr: ir_dot_precision; nothing written for tf32) */
+  IR_MOD_ACCURATE   /* sin accurate %x (attr 1; nothing written for 0) */
 } ir_modifier;
 
 /* Which op field a `{key = value}` attribute fills. */

@@ -4,6 +4,8 @@
  * repeat the problem, or read past the arrays). */
 #include "verify_int.h"
 
+#include <inttypes.h>
+
 void ir_verr(verifier *v, const ir_op *op, const char *fmt, ...) {
   /* off lies past the (empty) text, so the diagnostic shows file:line:col without a
    * source line: the .tk text is not at hand here. */
@@ -166,6 +168,8 @@ static void check_elementwise(verifier *v, const ir_op *op) {
     break;
   default: break;
   }
+  if (op->attr && !(ir_op_has_accurate(op->opc) && op->attr == 1))
+    ir_verr(v, op, "attribute %" PRId64 " is not 'accurate'", op->attr);
 }
 
 /* The pointer operand p and the accessed value type x must agree: x's element is p's
@@ -224,6 +228,8 @@ static void check_dot(verifier *v, const ir_op *op) {
     ir_verr(v, op, "shapes %s x %s do not give %s", ir_vts(v, a), ir_vts(v, b), ir_vts(v, c));
   if (a->dtype != b->dtype) ir_verr(v, op, "a and b element types differ");
   if (op->results[0]->type != c) ir_verr(v, op, "result must have the accumulator type %s", ir_vts(v, c));
+  if (!ir_dot_precision_name((ir_dot_precision)op->attr))
+    ir_verr(v, op, "unknown input precision %" PRId64, op->attr);
 }
 
 static void check_shape_op(verifier *v, const ir_op *op) {

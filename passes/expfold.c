@@ -29,7 +29,8 @@ static ir_value *spread_source(const ir_value *b) {
 
 static void visit(ir_op *op, void *arg) {
   fold *fd = arg;
-  if (op->opc != IR_EXP || op->results[0]->type->dtype != TK_F32 || op->results[0]->type->kind != IR_TILE) return;
+  if (op->opc != IR_EXP || op->attr || op->results[0]->type->dtype != TK_F32 || op->results[0]->type->kind != IR_TILE)
+    return; /* an accurate exp is libdevice's, which needs no change of base */
   ir_op *sub = op->operands[0]->def;
   if (!sub || sub->opc != IR_SUB) return;
   ir_value *a = sub->operands[0], *b = sub->operands[1], *r = spread_source(b);

@@ -12,7 +12,7 @@
  *    fault at run time (integer division) is never evaluated where the program would not.
  *  - A pass that depends on the target reads it from the table: tg_*(m->arch) (target.h).
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
- *    fixed point with a bound), licm, canonicalize again, stripmine; then, when the module
+ *    fixed point with a bound), licm, canonicalize again, [contract,] stripmine; then, when the module
  *    has a target (ir_module.arch), the target part: tiling, persist, swpipe, lower_dot,
  *    tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
@@ -33,6 +33,7 @@ typedef struct {
   const char *only;          /* comma-separated pass names to run (in that order) instead of the pipeline, or NULL */
   bool target_only;          /* run only the target part of the pipeline (m->arch must be set) */
   bool time_passes;          /* print a table of per-pass wall time to log at the end */
+  bool fp_contract;          /* contract a * b + c into fma (contract, before stripmine) */
   FILE *log;                 /* NULL means stderr */
 } pass_options;
 
@@ -54,6 +55,9 @@ bool pass_simplify(ir_module *m, ir_func *f);
 bool pass_cse(ir_module *m, ir_func *f);
 /* Removes pure ops, loop-carried values and if results that nothing observable needs (dce.c). */
 bool pass_dce(ir_module *m, ir_func *f);
+/* a * b + c (and a * b - c, c - a * b) into fma where the f32 or f64 product has no
+ * other use (contract.c; in the pipeline with pass_options.fp_contract only). */
+bool pass_contract(ir_module *m, ir_func *f);
 /* Hoists loop-invariant pure ops out of for bodies (licm.c). */
 bool pass_licm(ir_module *m, ir_func *f);
 /* Rewrites a kernel whose 1-D tiles are too long for registers into loops over

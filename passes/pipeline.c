@@ -19,7 +19,7 @@ typedef struct {
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
   X(constfold) X(simplify) X(cse) X(dce) X(licm) X(stripmine) X(tiling) X(persist) X(swpipe) \
-  X(lower_dot) X(rotate) X(expfold) X(tmastore) X(warpspec) X(sink)
+  X(lower_dot) X(rotate) X(expfold) X(tmastore) X(warpspec) X(sink) X(contract)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -186,10 +186,15 @@ static int read_list(su_arena *a, const char *list, const char *option, int **ou
 bool pass_run(ir_module *m, const pass_options *o, su_diags *d) {
   runner r = {.m = m, .o = o, .d = d, .log = o->log ? o->log : stderr, .ok = true};
   su_arena *scratch = su_arena_new();
-  int *order = SU_NEW_ARRAY(scratch, int, NPIPELINE + NTARGET);
+  int *order = SU_NEW_ARRAY(scratch, int, NPIPELINE + NTARGET + 1);
   int norder = 0;
+  /* contract (-ffp-contract=fast) runs after the canonical forms are reached (a product
+   * CSE shares is left alone) and before stripmine copies the ops into its loops */
   if (!o->target_only)
-    for (int i = 0; i < NPIPELINE; i++) order[norder++] = pass_index(pipeline[i], strlen(pipeline[i]));
+    for (int i = 0; i < NPIPELINE; i++) {
+      if (o->fp_contract && !strcmp(pipeline[i], "stripmine")) order[norder++] = pass_index("contract", 8);
+      order[norder++] = pass_index(pipeline[i], strlen(pipeline[i]));
+    }
   if (m->arch)
     for (int i = 0; i < NTARGET; i++)
       order[norder++] = pass_index(target_pipeline[i], strlen(target_pipeline[i]));

@@ -287,6 +287,15 @@ static bool driver_options(rt_context *ctx, su_arena *a, const tk_compile_option
   o->defines = defs;
   o->ndefines = opts->ndefines;
   if (opts->opt_level) o->opt_level = opts->opt_level;
+  if (opts->dot_precision < TK_DOT_DEFAULT || opts->dot_precision > TK_DOT_TF32X3) {
+    rt_error(ctx, TK_ERR_INVALID, "compile options: dot_precision %d is not a tk_dot_precision",
+             (int)opts->dot_precision);
+    return false;
+  }
+  static const int prec[] = {IR_DOT_TF32, IR_DOT_TF32, IR_DOT_IEEE, IR_DOT_TF32X3};
+  o->dot_precision = prec[opts->dot_precision];
+  o->accurate_math = opts->accurate_math != 0;
+  o->fp_contract = opts->fp_contract != 0;
   return true;
 }
 

@@ -4,6 +4,8 @@
  * here, so a rule only has to accept or reject and name the result. */
 #include "sema_int.h"
 
+#include <string.h>
+
 enum { MAX_NUMEL = 1 << 20 };
 
 static const char *tstr(sema_ctx *c, const ir_type *t) { return sema_type_quoted(c->a, t); }
@@ -15,7 +17,7 @@ static bool numeric(const ir_type *t) {
 
 /* Is a string allowed as argument i of b? */
 static bool string_arg(const sema_builtin *b, int i) {
-  return (b->kind == B_DEVICE_PRINT && i == 0) ||
+  return (b->kind == B_DEVICE_PRINT && i == 0) || (b->kind == B_DOT && i == 3) ||
          ((b->kind == B_STATIC_ASSERT || b->kind == B_DEVICE_ASSERT) && i == 1);
 }
 
@@ -153,6 +155,25 @@ static const ir_type *check_reduce(sema_ctx *c, ast_node *e, sema_call *cl) {
   return sema_with_shape(c, scalar(c, d), rank, shape);
 }
 
+/* dot's input_precision: a string literal naming one (Triton's names), else the compile
+ * option's; recorded for f32 operands only, since the products of the other types are
+ * exact whatever it says (a dtype-generic kernel may name it for every T). */
+static bool check_precision(sema_ctx *c, sema_call *cl, tk_dtype in) {
+  ast_node *p = cl->argc > 3 ? cl->argv[3] : NULL;
+  int k = c->opt ? c->opt->dot_precision : IR_DOT_TF32;
+  if (p) {
+    k = p->kind == AST_STRING ? ir_dot_precision_parse(p->str, strlen(p->str)) : -1;
+    if (k < 0) {
+      su_error(c->d, p->loc, "input_precision of 'dot' must be \"ieee\", \"tf32\" or \"tf32x3\"");
+      su_note(c->d, p->loc, "\"ieee\": f32 products and sums; \"tf32\": inputs rounded to tf32 "
+              "on the tensor cores; \"tf32x3\": three tf32 products, close to f32");
+      return false;
+    }
+  }
+  cl->numerics = in == TK_F32 ? k : IR_DOT_TF32;
+  return true;
+}
+
 static const ir_type *check_dot(sema_ctx *c, ast_node *e, sema_call *cl) {
   const ir_type *a = cl->argv[0]->sema_type, *b = cl->argv[1]->sema_type;
   for (int i = 0; i < 2; i++) {
@@ -192,7 +213,7 @@ static const ir_type *check_dot(sema_ctx *c, ast_node *e, sema_call *cl) {
              tstr(c, ac->sema_type));
     return NULL;
   }
-  return r;
+  return check_precision(c, cl, d) ? r : NULL;
 }
 
 /* join(a, b), interleave(a, b), cat(a, b): two tiles of one shape (after promotion and
@@ -464,6 +485,19 @@ static const ir_type *check_cdiv(sema_ctx *c, ast_node *e, sema_call *cl) {
   return t;
 }
 
+/* The one-operand math functions; sin, cos, exp, exp2 and sigmoid take `accurate`, a
+ * compile-time i1 (else the compile option's), which the GPU's f32 code reads. */
+static const ir_type *check_math1(sema_ctx *c, ast_node *e, sema_call *cl) {
+  ast_node *acc = cl->argc > 1 ? cl->argv[1] : NULL;
+  if (acc && (acc->sema_type->kind != IR_SCALAR || acc->sema_type->dtype != TK_I1 ||
+              !acc->sema_is_const)) {
+    su_error(c->d, acc->loc, "accurate of '%s' must be a compile-time i1 (true or false)", e->name);
+    return NULL;
+  }
+  cl->numerics = acc ? acc->sema_const.i != 0 : c->opt && c->opt->accurate_math;
+  return common(c, e, cl->argv, 1, true);
+}
+
 /* pow, copysign, div_rn, fdiv: floats (ints promoted to f32), broadcast like '+'; fdiv's
  * ieee_rounding is a compile-time i1. */
 static const ir_type *check_math2(sema_ctx *c, ast_node *e, sema_call *cl) {
@@ -587,7 +621,7 @@ const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
     if (!t || !sema_broadcast(c, e->loc, v[0], cd, v[2], t, &rank, shape)) return NULL;
     return sema_with_shape(c, t, rank, shape);
   }
-  case B_MATH1: return common(c, e, v, 1, true);
+  case B_MATH1: return check_math1(c, e, cl);
   case B_ABS: return common(c, e, v, 1, false);
   case B_FMA: return common(c, e, v, 3, true);
   case B_MINIMUM: case B_MAXIMUM: return common(c, e, v, 2, false);

@@ -257,7 +257,9 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     int n = ir_op_info(opc)->noperands;
     for (int i = 0; i < n; i++) ops[i] = sema_lower_as(l, v[i], t);
     sema_lower_at(l, e);
-    return ir_build1(&l->b, opc, t, n, ops);
+    ir_value *r = ir_build1(&l->b, opc, t, n, ops);
+    if (ir_op_has_accurate(opc)) r->def->attr = cl->numerics; /* accurate */
+    return r;
   }
   case B_FCLASS: {
     /* comparisons, exact on every backend: NaN is the value unequal to itself */
@@ -284,7 +286,9 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     ops[2] = cl->argc > 2 && v[2] ? sema_lower_expr(l, v[2])
              : ir_dtype_is_float(t->dtype) ? ir_const_float(&l->b, t, 0.0) : ir_const_int(&l->b, t, 0);
     sema_lower_at(l, e);
-    return ir_build1(&l->b, IR_DOT, t, 3, ops);
+    ir_value *r = ir_build1(&l->b, IR_DOT, t, 3, ops);
+    r->def->attr = cl->numerics; /* the input precision */
+    return r;
   case B_RESHAPE: case B_TRANS: case B_EXPAND_DIMS:
     return lower_shape(l, e, cl);
   case B_JOIN: return lower_join(l, e, cl);

@@ -35,6 +35,11 @@ typedef struct {
    * iterations unrolled, over the whole file (0: SEMA_DEFAULT_BUDGET). Past it, a located
    * error naming the call chain, instead of a compile that exhausts the host. */
   int64_t budget;
+  /* The numerics a call does not name (docs/language.md, "Precision"): f32 dot's input
+   * precision (ir_dot_precision; 0 is tf32), and accurate f32 sin, cos, exp, exp2 and
+   * sigmoid on the GPU (tkc -fmath=accurate). */
+  int dot_precision;
+  bool accurate_math;
 } sema_options;
 
 enum { SEMA_DEFAULT_BUDGET = 100000 };

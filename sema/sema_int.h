@@ -115,6 +115,9 @@ typedef struct {
   const ir_type *targ;         /* <T>, when given (else the default) */
   const ir_type **rets;        /* a helper returning a tuple: its element types */
   int nrets;
+  /* What the checker resolved from the call and the compile options: dot's input
+   * precision (ir_dot_precision), or 1 for an accurate sin, cos, exp, exp2, sigmoid. */
+  int64_t numerics;
 } sema_call;
 
 /* Outer vars assigned inside a runtime for/while/if. */

@@ -72,6 +72,15 @@ static void usage(FILE *f) {
           "  --verify-each        verify the IR after every pass (always on in debug builds)\n"
           "  --budget=N           compile-time work allowed: helper calls inlined plus\n"
           "                       static_range iterations unrolled (default 100000)\n"
+          "  -fdot-precision=P    input precision of an f32 dot that names none: tf32 (the\n"
+          "                       default, as Triton's), tf32x3 or ieee (docs/language.md,\n"
+          "                       Precision)\n"
+          "  -fmath=accurate|fast f32 sin, cos, exp, exp2, sigmoid on the GPU: libdevice's\n"
+          "                       full-range routines (2 ulp), or the hardware\n"
+          "                       approximations (the default)\n"
+          "  -ffp-contract=fast|off\n"
+          "                       fast: a * b + c may become one fma (both backends alike);\n"
+          "                       off (the default): every product and sum rounded\n"
           "  -fno-fuse            materialize every op (the fusion baseline) [not implemented yet]\n"
           "  --roofline           print, per kernel, the bytes and FLOPs of one program, the\n"
           "                       bound they imply on the target (memory or compute) and\n"
@@ -197,6 +206,18 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       long long v = strtoll(s + 9, &end, 10);
       if (end == s + 9 || *end || v <= 0) usage_error("--budget expects a positive integer, got '%s'", s + 9);
       o->drv.budget = v;
+    } else if (!strncmp(s, "-fdot-precision=", 16)) {
+      int k = ir_dot_precision_parse(s + 16, strlen(s + 16));
+      if (k < 0) usage_error("-fdot-precision expects ieee, tf32 or tf32x3, got '%s'", s + 16);
+      o->drv.dot_precision = k;
+    } else if (!strncmp(s, "-fmath=", 7)) {
+      if (strcmp(s + 7, "accurate") && strcmp(s + 7, "fast"))
+        usage_error("-fmath expects accurate or fast, got '%s'", s + 7);
+      o->drv.accurate_math = !strcmp(s + 7, "accurate");
+    } else if (!strncmp(s, "-ffp-contract=", 14)) {
+      if (strcmp(s + 14, "fast") && strcmp(s + 14, "off"))
+        usage_error("-ffp-contract expects fast or off, got '%s'", s + 14);
+      o->drv.fp_contract = !strcmp(s + 14, "fast");
     } else if (!strcmp(s, "-fno-fuse")) {
       not_yet("-fno-fuse (the fusion pass)");
     } else if (!strcmp(s, "--roofline")) {
@@ -434,7 +455,8 @@ static int run(options *o, su_arena *a) {
     ast_file *f = drv_parse(a, src, names, &d);
     if (!d.nerrors) {
       ir_module *m = ir_module_new(a, src->name);
-      sema_options so = {.defines = o->drv.defines, .ndefines = o->drv.ndefines, .budget = o->drv.budget};
+      sema_options so = {.defines = o->drv.defines, .ndefines = o->drv.ndefines, .budget = o->drv.budget,
+                         .dot_precision = o->drv.dot_precision, .accurate_math = o->drv.accurate_math};
       sema_check(a, f, m, &so, &d);
     }
     if (d.nerrors) return 1;

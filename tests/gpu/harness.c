@@ -101,10 +101,20 @@ void gh_define_str(gh_defines *d, const char *name, const char *v) {
 
 tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src,
                       const gh_defines *d) {
+  return gh_compile_with(h, ctx, src, d, NULL);
+}
+
+tk_kernel *gh_compile_with(const gh_harness *h, tk_context *ctx, const gh_source *src,
+                           const gh_defines *d, const tk_compile_options *numerics) {
   tk_define defs[GH_MAX_DEFINES];
   int n = d ? d->n : 0;
   for (int i = 0; i < n; i++) defs[i] = (tk_define){d->name[i], d->value[i]};
-  tk_compile_options o = {defs, n, 3, NULL, 0};
+  tk_compile_options o = {.defines = defs, .ndefines = n, .opt_level = 3};
+  if (numerics) {
+    o.dot_precision = numerics->dot_precision;
+    o.accurate_math = numerics->accurate_math;
+    o.fp_contract = numerics->fp_contract;
+  }
   tk_module *m = NULL;
   tk_status s = src->text
                   ? tk_module_compile(ctx, &m, src->text, strlen(src->text), src->name, &o)

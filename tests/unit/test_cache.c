@@ -92,7 +92,9 @@ static void test_key_covers_every_input(void **state) {
   const char *src = "kernel k(x: *f32) {}";
   size_t n = strlen(src);
   tk_define d1[] = {{"BLOCK", "1024"}}, d2[] = {{"BLOCK", "2048"}};
-  tk_compile_options o = {0}, o1 = {d1, 1, 0, NULL, 0}, o2 = {d2, 1, 0, NULL, 0};
+  tk_compile_options o = {0}, o1 = {.defines = d1, .ndefines = 1}, o2 = {.defines = d2, .ndefines = 1};
+  tk_compile_options p1 = {.dot_precision = TK_DOT_IEEE}, p2 = {.dot_precision = TK_DOT_TF32X3};
+  tk_compile_options am = {.accurate_math = 1}, fc = {.fp_contract = 1};
   rt_cache_key base = rt_cache_key_compile(src, n, "k.tk", &o, "sm_90a");
   rt_cache_key same = rt_cache_key_compile(src, n, "k.tk", NULL, "sm_90a");
   assert_memory_equal(base.b, same.b, 32); /* NULL options are the zeroed defaults */
@@ -100,12 +102,19 @@ static void test_key_covers_every_input(void **state) {
   o3.opt_level = 3;
   same = rt_cache_key_compile(src, n, "k.tk", &o3, "sm_90a");
   assert_memory_equal(base.b, same.b, 32); /* opt_level 0 means -O3 */
+  tk_compile_options tf = {.dot_precision = TK_DOT_TF32};
+  same = rt_cache_key_compile(src, n, "k.tk", &tf, "sm_90a");
+  assert_memory_equal(base.b, same.b, 32); /* the default precision is tf32 */
   rt_cache_key other[] = {
     rt_cache_key_compile(src, n - 1, "k.tk", &o, "sm_90a"),
     rt_cache_key_compile(src, n, "j.tk", &o, "sm_90a"),
     rt_cache_key_compile(src, n, "k.tk", &o, "sm_80"),
     rt_cache_key_compile(src, n, "k.tk", &o1, "sm_90a"),
     rt_cache_key_compile(src, n, "k.tk", &o2, "sm_90a"),
+    rt_cache_key_compile(src, n, "k.tk", &p1, "sm_90a"),
+    rt_cache_key_compile(src, n, "k.tk", &p2, "sm_90a"),
+    rt_cache_key_compile(src, n, "k.tk", &am, "sm_90a"),
+    rt_cache_key_compile(src, n, "k.tk", &fc, "sm_90a"),
   };
   o.opt_level = 1;
   rt_cache_key o1key = rt_cache_key_compile(src, n, "k.tk", &o, "sm_90a");

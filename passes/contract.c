@@ -1,0 +1,64 @@
+/* Contraction of a * b + c into fma(a, b, c) (docs/language.md, "Precision": tkc
+ * -ffp-contract=fast, tk_compile_options.fp_contract). Only in the pipeline when asked for:
+ * tk's default keeps every product and sum rounded on its own, as written.
+ *
+ * The rewrite happens in the target-independent part, which the interpreter runs too, so
+ * both backends compute the same fma and agree bit for bit either way (an fma is exactly
+ * rounded on both). The product must have no other use (else it is computed anyway, and
+ * the sum would see a value other code does not). f32 and f64 only: an f16 or bf16 fma
+ * would round differently from the product and sum it replaces in more ways than the
+ * option promises.
+ *
+ *     add(mul(a, b), c), add(c, mul(a, b))  ->  fma(a, b, c)
+ *     sub(mul(a, b), c)                      ->  fma(a, b, neg(c))
+ *     sub(c, mul(a, b))                      ->  fma(neg(a), b, c) */
+#include "pass_util.h"
+
+typedef struct {
+  ir_module *m;
+  ir_func *f;
+  bool changed;
+} contract;
+
+static int uses(const ir_block *blk, const ir_value *v) {
+  int n = 0;
+  for (const ir_op *op = blk->first; op; op = op->next) {
+    for (int i = 0; i < op->noperands; i++) n += op->operands[i] == v;
+    for (int r = 0; r < op->nregions; r++) n += uses(op->regions[r], v);
+  }
+  return n;
+}
+
+/* The single-use float multiply defining v in op's block, or NULL. */
+static ir_op *product(contract *k, const ir_op *op, ir_value *v) {
+  ir_op *d = v->def;
+  if (!d || d->opc != IR_MUL || d->parent != op->parent) return NULL;
+  return uses(k->f->body, v) == 1 ? d : NULL;
+}
+
+static void visit(ir_op *op, void *arg) {
+  contract *k = arg;
+  if (op->opc != IR_ADD && op->opc != IR_SUB) return;
+  tk_dtype dt = op->results[0]->type->dtype;
+  if (dt != TK_F32 && dt != TK_F64) return;
+  int at = 0;
+  ir_op *p = product(k, op, op->operands[0]);
+  if (!p && (p = product(k, op, op->operands[1]))) at = 1;
+  if (!p) return;
+  ir_builder b = {k->m, op->parent, op, op->loc};
+  ir_value *x = p->operands[0], *y = p->operands[1], *c = op->operands[1 - at];
+  if (op->opc == IR_SUB && at == 0) c = ir_unary(&b, IR_NEG, c);
+  if (op->opc == IR_SUB && at == 1) x = ir_unary(&b, IR_NEG, x);
+  ir_value *f3[3] = {x, y, c};
+  ir_value *r = ir_build1(&b, IR_FMA, op->results[0]->type, 3, f3);
+  ir_replace_all_uses(k->f, op->results[0], r);
+  ir_op_erase(op);
+  ir_op_erase(p);
+  k->changed = true;
+}
+
+bool pass_contract(ir_module *m, ir_func *f) {
+  contract k = {m, f, false};
+  ir_walk(f->body, visit, &k);
+  return k.changed;
+}
