@@ -17,9 +17,12 @@
  * one mma per 16x8 tile. K is unrolled: a dot's tile is small and lives in registers.
  *
  * Accuracy: f16 and bf16 products are exact in f32 and summed in f32 (in another order
- * than the interpreter's). f32 inputs are rounded to tf32 (cvt.rna: 10 bits of mantissa,
- * a relative error up to 2^-11 per input), Triton's default for f32 dot. s8 → s32 wraps
- * on overflow, as the interpreter does. */
+ * than the interpreter's). f32 inputs follow the dot's input precision (docs/language.md,
+ * "Precision"): tf32, Triton's default, rounds them to tf32 (cvt.rna: 10 bits of
+ * mantissa, a relative error up to 2^-11 per input); tf32x3 runs three tf32 products of
+ * their big and small parts (the small one the rounding error of the big), about f32's
+ * accuracy; ieee leaves the tensor cores for the FMA units (fma_dot). s8 → s32 wraps on
+ * overflow, as the interpreter does. */
 #include "cg.h"
 
 #include "../passes/passes.h"
@@ -61,6 +64,8 @@ typedef struct {
   cg_layout ml;            /* the MMA layout the product is computed in */
   LLVMValueRef lane, g, t; /* the lane, lane / 4, lane % 4 */
   LLVMValueRef wm8, wn8;   /* 8 * this warp's coordinates in the warp grid */
+  bool x3;                 /* tf32x3: three products of the operands' parts */
+  bool small_a, small_b;   /* tf32x3: this product reads the small part of a (of b) */
 } dot_ctx;
 
 /* True when l places a [m, n] tile as the m16n8 accumulator (see the top of the file). */
@@ -154,11 +159,15 @@ static LLVMValueRef b_col(dot_ctx *d, int j, LLVMValueRef in_tile) {
   return add(d, col, (int64_t)j * d->ml.cta[1]);
 }
 
-/* Reads one element of type et and returns it as the 32-bit pattern mma takes (tf32). */
-static LLVMValueRef tf32_at(dot_ctx *d, LLVMValueRef p) {
+/* Reads one element of type et and returns it as the 32-bit pattern mma takes (tf32):
+ * its big part, tf32(x), or with small its small part, tf32(x - tf32(x)) (tf32x3). */
+static LLVMValueRef tf32_at(dot_ctx *d, LLVMValueRef p, bool small) {
   LLVMValueRef x = LLVMBuildLoad2(d->c->b, d->et, p, "");
   LLVMSetAlignment(x, 4);
-  return cg_intrinsic(d->c, "llvm.nvvm.f2tf32.rna", NULL, 0, &x, 1);
+  LLVMValueRef big = cg_intrinsic(d->c, "llvm.nvvm.f2tf32.rna", NULL, 0, &x, 1);
+  if (!small) return big;
+  LLVMValueRef rest = LLVMBuildFSub(d->c->b, x, LLVMBuildBitCast(d->c->b, big, d->et, ""), "");
+  return cg_intrinsic(d->c, "llvm.nvvm.f2tf32.rna", NULL, 0, &rest, 1);
 }
 
 /* The A fragment of 16-row tile i at K step ks (s->na registers). */
@@ -178,7 +187,7 @@ static void load_a(dot_ctx *d, int i, int ks, LLVMValueRef *out) {
   for (int r = 0; r < d->s->na; r++) {
     if (d->s == &MMA_TF32) { /* a_r: row g + 8 (r % 2), column t + 4 (r / 2) */
       LLVMValueRef row = a_row(d, 2 * i + r % 2, d->g);
-      out[r] = tf32_at(d, at(d, d->a, row, d->sa, add(d, d->t, k0 + 4 * (r / 2))));
+      out[r] = tf32_at(d, at(d, d->a, row, d->sa, add(d, d->t, k0 + 4 * (r / 2))), d->small_a);
     } else { /* s8, a_r: row g + 8 r, the 4 bytes at column 4t */
       LLVMValueRef row = a_row(d, 2 * i + r, d->g);
       LLVMValueRef p = at(d, d->a, row, d->sa, add(d, mul(d, d->t, 4), k0));
@@ -207,7 +216,7 @@ static void load_b(dot_ctx *d, int j, int two, int ks, LLVMValueRef *out) {
     for (int r = 0; r < d->s->nb; r++) {
       LLVMValueRef *o = &out[jj * d->s->nb + r];
       if (d->s == &MMA_TF32) { /* b_r: K row t + 4 r, column g */
-        *o = tf32_at(d, at(d, d->b, add(d, d->t, k0 + 4 * r), d->sb, col));
+        *o = tf32_at(d, at(d, d->b, add(d, d->t, k0 + 4 * r), d->sb, col), d->small_b);
         continue;
       }
       /* s8, b_0: K rows 4t .. 4t + 3 of column g, byte e from row 4t + e */
@@ -291,16 +300,26 @@ static void setup(dot_ctx *d, const ir_op *op) {
   setup_lanes(d);
 }
 
-/* The product itself: acc (operand acc_at) plus the fragments of d's a and b. */
+/* The product itself: acc (operand acc_at) plus the fragments of d's a and b. tf32x3
+ * (as interp/dot.c, in the same order): small a x big b from zero, + big a x small b,
+ * NaNs made 0, + big a x big b, then + acc. */
 static void product(dot_ctx *d, const ir_op *op, int acc_at) {
   cg_ctx *c = d->c;
   const ir_value *res = op->results[0];
   cg_val x = cg_get_in(c, op->operands[acc_at], &d->ml);
   LLVMValueRef *acc = cg_slots(c, d->ml.per);
-  for (int j = 0; j < d->ml.per; j++) acc[j] = x.v[x.n == 1 ? 0 : j];
+  for (int j = 0; j < d->ml.per; j++) acc[j] = d->x3 ? LLVMConstReal(d->et, 0.0) : x.v[x.n == 1 ? 0 : j];
 
   int mt = d->ml.ext[0] / 2, nt = d->ml.ext[1] / 2, s0 = d->ml.stride[0], s1 = d->ml.stride[1];
   LLVMValueRef *afr = cg_slots(c, mt * d->s->na), *bfr = cg_slots(c, (nt + 1) * d->s->nb);
+  for (int part = 0; part < (d->x3 ? 3 : 1); part++) {
+  d->small_a = d->x3 && part == 0;
+  d->small_b = d->x3 && part == 1;
+  if (d->x3 && part == 2)
+    for (int j = 0; j < d->ml.per; j++) {
+      LLVMValueRef nan = LLVMBuildFCmp(c->b, LLVMRealUNO, acc[j], acc[j], "");
+      acc[j] = LLVMBuildSelect(c->b, nan, LLVMConstReal(d->et, 0.0), acc[j], "");
+    }
   for (int ks = 0; ks < d->k / d->s->k; ks++) {
     for (int i = 0; i < mt; i++) load_a(d, i, ks, afr + i * d->s->na);
     for (int j = 0; j < nt; j += 2) load_b(d, j, j + 1 < nt, ks, bfr + j * d->s->nb);
@@ -315,18 +334,87 @@ static void product(dot_ctx *d, const ir_op *op, int acc_at) {
         for (int r = 0; r < 4; r++) acc[slot[r]] = acc4[r];
       }
   }
+  }
+  if (d->x3)
+    for (int j = 0; j < d->ml.per; j++) acc[j] = LLVMBuildFAdd(c->b, acc[j], x.v[x.n == 1 ? 0 : j], "");
   cg_layout rl = cg_layout_of(c, res->type);
   cg_val r = cg_relayout(c, (cg_val){acc, d->ml.per}, &d->ml, &rl);
   cg_set(c, res, r.v, r.n);
 }
 
+/* ---- ieee: f32 on the FMA units ---- */
+
+/* acc + a @ b with each product and each sum rounded to f32, k in order from 0: the
+ * interpreter's rule, so its result bit for bit (a multiply and an add, which LLVM does
+ * not fuse without a contract flag: PTX mul.rn and add.rn). a and b are staged as for the
+ * tensor cores; each thread then runs the K loop for its slots of the result's layout,
+ * reading a's row and b's column of each from shared memory. */
+static void fma_dot(cg_ctx *c, const ir_op *op) {
+  const ir_value *res = op->results[0];
+  dot_ctx d = {.c = c};
+  d.et = cg_dtype_type(c, TK_F32);
+  d.bytes = 4;
+  d.m = res->type->shape[0];
+  d.n = res->type->shape[1];
+  d.k = op->operands[0]->type->shape[1];
+  d.sa = d.k + PAD_BYTES / d.bytes;
+  d.sb = d.n + PAD_BYTES / d.bytes;
+  int abytes = (d.m * d.sa * d.bytes + CG_VEC_BYTES - 1) / CG_VEC_BYTES * CG_VEC_BYTES;
+  d.a = cg_smem_take(c, abytes + d.k * d.sb * d.bytes);
+  LLVMValueRef off = cg_i32(c, abytes);
+  d.b = LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->llc), d.a, &off, 1, "dot.b");
+  stage(&d, op->operands[0], d.a, d.sa);
+  stage(&d, op->operands[1], d.b, d.sb);
+  cg_barrier(c);
+
+  cg_layout rl = cg_layout_of(c, res->type);
+  cg_val x = cg_get_in(c, op->operands[2], &rl);
+  LLVMValueRef *rows = cg_slots(c, rl.per), *cols = cg_slots(c, rl.per), *acc = cg_slots(c, rl.per);
+  for (int j = 0; j < rl.per; j++) {
+    rows[j] = cg_layout_coord(c, &rl, j, 0);
+    cols[j] = cg_layout_coord(c, &rl, j, 1);
+  }
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), body = cg_block(c, "dot.k"), done = cg_block(c, "dot.done");
+  LLVMBuildBr(c->b, body);
+  LLVMPositionBuilderAtEnd(c->b, body);
+  LLVMValueRef kk = LLVMBuildPhi(c->b, i32_type(&d), "k");
+  LLVMValueRef zero = cg_i32(c, 0);
+  LLVMAddIncoming(kk, &zero, &pre, 1);
+  for (int j = 0; j < rl.per; j++) {
+    acc[j] = LLVMBuildPhi(c->b, d.et, "");
+    LLVMValueRef init = x.v[x.n == 1 ? 0 : j];
+    LLVMAddIncoming(acc[j], &init, &pre, 1);
+  }
+  LLVMValueRef *next = cg_slots(c, rl.per);
+  for (int j = 0; j < rl.per; j++) {
+    LLVMValueRef va = LLVMBuildLoad2(c->b, d.et, at(&d, d.a, rows[j], d.sa, kk), "");
+    LLVMValueRef vb = LLVMBuildLoad2(c->b, d.et, at(&d, d.b, kk, d.sb, cols[j]), "");
+    LLVMSetAlignment(va, 4);
+    LLVMSetAlignment(vb, 4);
+    next[j] = LLVMBuildFAdd(c->b, acc[j], LLVMBuildFMul(c->b, va, vb, ""), "");
+  }
+  LLVMValueRef kn = LLVMBuildAdd(c->b, kk, cg_i32(c, 1), "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+  LLVMAddIncoming(kk, &kn, &latch, 1);
+  for (int j = 0; j < rl.per; j++) LLVMAddIncoming(acc[j], &next[j], &latch, 1);
+  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, kn, cg_i32(c, d.k), ""), body, done);
+  LLVMPositionBuilderAtEnd(c->b, done);
+  cg_set(c, res, next, rl.per);
+}
+
 void cg_emit_dot(cg_ctx *c, const ir_op *op) {
   const ir_value *res = op->results[0];
-  dot_ctx d = {.c = c, .s = shape_for(op->operands[0]->type->dtype, res->type->dtype)};
+  tk_dtype in = op->operands[0]->type->dtype;
+  if (in == TK_F32 && op->attr == IR_DOT_IEEE) {
+    fma_dot(c, op);
+    return;
+  }
+  dot_ctx d = {.c = c, .s = shape_for(in, res->type->dtype)};
   if (!d.s) {
     cg_unsupported(c, op, "'dot' of these element types");
     return;
   }
+  d.x3 = in == TK_F32 && op->attr == IR_DOT_TF32X3;
   setup(&d, op);
   product(&d, op, 2);
 }

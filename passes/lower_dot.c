@@ -225,8 +225,8 @@ static void visit(ir_op *op, void *arg) {
   const ir_type *t = op->results[0]->type;
   if (t->layout && t->layout->kind == IR_LAYOUT_WGMMA && pass_dot_uses_wgmma(l->m, l->f, op))
     lower_wgmma(l, op);
-  else if (pass_has(l->m, PASS_MMA))
-    lower_mma(l, op);
+  else if (pass_has(l->m, PASS_MMA) && (op->operands[0]->type->dtype != TK_F32 || op->attr == IR_DOT_TF32))
+    lower_mma(l, op); /* tf32x3 and ieee f32 products stay dots (codegen/emit_dot.c) */
 }
 
 bool pass_lower_dot(ir_module *m, ir_func *f) {
