@@ -78,6 +78,9 @@ typedef struct {
   int smem_uses;    /* uses so far in this kernel */
   int64_t smem_bufs; /* bytes of the IR's buffers so far */
   int smem_total;   /* after cg_smem_end_kernel: the kernel's bytes of shared memory */
+  const ir_op *op;  /* the op being emitted (emit_op), for what shared memory is for */
+  const ir_op *smem_need_op, *smem_buf_op; /* the largest scratch use and buffer, or NULL */
+  int64_t smem_buf_max; /* that buffer's bytes */
   su_buf shared_note; /* ".tk.shared" and ".tk.abi" lines appended to the PTX */
   /* the region being emitted (emit_warpspec.c): its barrier, and whether it runs on one
    * thread (a warp_spec producer) */

@@ -87,6 +87,7 @@ static bool layouts_fit(cg_ctx *c, const ir_op *op) {
 }
 
 static void emit_op(cg_ctx *c, const ir_op *op) {
+  c->op = op;
   if (!layouts_fit(c, op)) return;
   switch (op->opc) {
   case IR_CONST: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS: case IR_ARANGE: case IR_SPLAT:

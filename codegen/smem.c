@@ -9,7 +9,8 @@
  * read by cg_ptx_shared_bytes). With buffers, the base is the first 1024-byte boundary of
  * the area, found at run time (no alignment of the dynamic buffer is promised beyond 16
  * bytes), and the area is 1024 bytes larger. A kernel needing more than a block may have
- * on the target (target/targets.def) is warned about here, not only refused at launch.
+ * on the target (target/targets.def) is a located compile error here (over_limit), not a
+ * launch failure.
  *
  * Why two halves: a use writes, waits at one barrier, then reads. The next use writes the
  * other half, so it cannot clobber values a slow thread is still reading; the use after
@@ -44,17 +45,20 @@ void cg_smem_begin_kernel(cg_ctx *c) {
   c->smem_need = 0;
   c->smem_uses = 0;
   c->smem_bufs = 0;
+  c->op = c->smem_need_op = c->smem_buf_op = NULL;
+  c->smem_buf_max = 0;
 }
 
 LLVMValueRef cg_smem_take(cg_ctx *c, int bytes) {
   bytes = (bytes + CG_VEC_BYTES - 1) / CG_VEC_BYTES * CG_VEC_BYTES;
-  if (bytes > c->smem_need) c->smem_need = bytes;
+  if (bytes > c->smem_need) c->smem_need = bytes, c->smem_need_op = c->op;
   if (c->smem_uses++ % 2 == 0) return c->smem_base;
   return byte_gep(c, c->smem_base, c->smem_half, "smem.hi");
 }
 
 LLVMValueRef cg_smem_buffer(cg_ctx *c, int64_t bytes) {
   int64_t at = c->smem_bufs;
+  if (bytes > c->smem_buf_max) c->smem_buf_max = bytes, c->smem_buf_op = c->op;
   c->smem_bufs += (bytes + BUF_ALIGN - 1) / BUF_ALIGN * BUF_ALIGN;
   if (c->smem_bufs > INT32_MAX / 2) c->smem_bufs = INT32_MAX / 2; /* the limit check reports it */
   return byte_gep(c, c->smem_root, cg_i32(c, at), "smem.buf");
@@ -99,21 +103,62 @@ static LLVMValueRef align_up(cg_ctx *c, LLVMValueRef buf) {
   return r;
 }
 
+/* A kernel needing more shared memory than a block may have on the target is a compile
+ * error (the launch would fail), located at the op needing the largest part: the biggest
+ * of the IR's buffers (a pipeline's ring: its slots times its stages) or the scratch's
+ * largest use (a layout conversion, a dot's staging; twice over when the scratch's two
+ * halves are in use). */
+/* The first op of blk (at any depth) using v that has a location of its own: where a
+ * buffer the pipeliner allocated at the kernel's top is filled (the load it stands for). */
+static const ir_op *located_user(const cg_ctx *c, const ir_block *blk, const ir_value *v) {
+  for (const ir_op *op = blk->first; op; op = op->next) {
+    for (int i = 0; i < op->noperands; i++)
+      if (op->operands[i] == v && op->loc.line && op->loc.line != c->f->loc.line) return op;
+    for (int r = 0; r < op->nregions; r++) {
+      const ir_op *u = located_user(c, op->regions[r], v);
+      if (u) return u;
+    }
+  }
+  return NULL;
+}
+
+static void over_limit(cg_ctx *c, int total, int scratch) {
+  bool buf = c->smem_buf_op && c->smem_buf_max >= scratch;
+  const ir_op *op = buf ? c->smem_buf_op : c->smem_need_op;
+  ir_loc at = op && op->loc.line ? op->loc : c->f->loc;
+  const ir_op *user = buf && op->nresults ? located_user(c, c->f->body, op->results[0]) : NULL;
+  if (user) at = user->loc;
+  su_loc loc = {c->src, UINT32_MAX, 0, at.line, at.col};
+  su_error(c->diags, loc, "kernel '%s' needs %d bytes of shared memory; %s allows at most %d "
+           "per block (target/targets.def)", c->f->name, total, c->arch, tg_smem_max(c->arch));
+  if (op) {
+    su_buf t = {0};
+    const ir_type *ty = op->nresults ? op->results[0]->type
+                        : op->noperands ? op->operands[op->noperands - 1]->type : NULL;
+    if (ty) ir_type_print(&t, ty);
+    char *lay = t.data ? strstr(t.data, ", #") : NULL; /* the shape is what the user wrote */
+    if (lay) strcpy(lay, ">");
+    bool twice = !buf && c->smem_uses > 1;
+    if (buf)
+      su_note(c->diags, loc, "%d bytes of it are the buffer %s filled here (one slot per stage)",
+              (int)c->smem_buf_max, su_buf_str(&t));
+    else
+      su_note(c->diags, loc, "%d bytes of it are for this '%s'%s%s%s", c->smem_need,
+              ir_op_info(op->opc)->name, ty ? " of " : "", ty ? su_buf_str(&t) : "",
+              twice ? ", twice over (the scratch's two halves)" : "");
+    su_buf_free(&t);
+  }
+  su_note(c->diags, loc, "smaller tiles or fewer stages need less");
+  c->failed = true;
+}
+
 void cg_smem_end_kernel(cg_ctx *c) {
   int scratch = c->smem_uses > 1 ? 2 * c->smem_need : c->smem_need;
   int64_t total64 = c->smem_bufs ? c->smem_bufs + BUF_ALIGN + scratch : scratch;
   int total = total64 > INT32_MAX ? INT32_MAX : (int)total64;
   c->smem_total = total;
   int static_limit = tg_smem_static(c->arch);
-  if (total > tg_smem_max(c->arch)) {
-    /* A warning, not an error: the PTX is still valid (ptxas takes it), and a kernel
-     * tuned for one target may be compiled for another on purpose; the launch fails. */
-    su_loc loc = {c->src, UINT32_MAX, 0, c->f->loc.line, c->f->loc.col};
-    su_warning(c->diags, loc, "kernel '%s' needs %d bytes of shared memory; %s allows at most "
-               "%d per block, so it cannot be launched there", c->f->name, total, c->arch,
-               tg_smem_max(c->arch));
-    su_note(c->diags, loc, "smaller tiles or fewer stages need less");
-  }
+  if (total > tg_smem_max(c->arch)) over_limit(c, total, scratch);
   LLVMValueRef buf;
   if (total == 0) {
     buf = LLVMConstNull(smem_ptr(c));

@@ -194,7 +194,9 @@ typedef struct {
  * arguments must match the kernel's parameters in number and type exactly. A launch whose
  * arguments need a variant not compiled yet (docs/api.md, specialization) while stream is
  * capturing a CUDA graph fails with TK_ERR_INVALID instead of compiling: launch once with
- * such arguments before capturing. */
+ * such arguments before capturing. A grid beyond the CUDA limits (x at most 2^31 - 1, y
+ * and z at most 65535) is TK_ERR_INVALID naming the axis and its limit, on every backend,
+ * before anything runs. */
 TK_API tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args, int nargs);
 
 /* ---- autotuning ------------------------------------------------------------------------ */

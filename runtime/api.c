@@ -562,10 +562,14 @@ tk_status tk_launch(tk_kernel *h, tk_grid grid, void *stream, const tk_arg *args
   REQUIRE(ctx, args || nargs == 0, "tk_launch: args is NULL but nargs is %d", nargs);
   /* The CUDA limits hold on every backend, checked before any driver call, so that a
    * grid the GPU would refuse is refused the same way by the interpreter. */
-  if (grid.x > INT32_MAX || grid.y > 65535 || grid.z > 65535)
-    return rt_error(ctx, TK_ERR_ARGS, "kernel '%s': grid (%u, %u, %u) exceeds the CUDA limits "
-                    "(x at most 2147483647, y and z at most 65535)", k->sig->name, grid.x,
-                    grid.y, grid.z);
+  if (grid.x > INT32_MAX || grid.y > 65535 || grid.z > 65535) {
+    const char *axis = grid.x > INT32_MAX ? "x" : grid.y > 65535 ? "y" : "z";
+    unsigned v = grid.x > INT32_MAX ? grid.x : grid.y > 65535 ? grid.y : grid.z;
+    return rt_error(ctx, TK_ERR_INVALID, "kernel '%s': grid (%u, %u, %u) exceeds the CUDA limits "
+                    "(x at most 2147483647, y and z at most 65535): %s is %u, more than %s",
+                    k->sig->name, grid.x, grid.y, grid.z, axis, v,
+                    grid.x > INT32_MAX ? "2^31 - 1" : "65535");
+  }
   tk_status s = rt_check_args(ctx, k, args, nargs);
   return s != TK_OK ? s : ctx->be->launch(ctx, k, grid, stream, args, nargs);
 }

@@ -361,10 +361,14 @@ static void test_grid_limits(void **state) {
   tk_devptr p;
   assert_int_equal(tk_malloc(ctx, &p, 16), TK_OK);
   tk_arg a[] = {tk_arg_ptr(p), tk_arg_i64(0)};
-  assert_int_equal(tk_launch(k, (tk_grid){1u << 31, 1, 1}, NULL, a, 2), TK_ERR_ARGS);
+  assert_int_equal(tk_launch(k, (tk_grid){1u << 31, 1, 1}, NULL, a, 2), TK_ERR_INVALID);
   contains(tk_last_error(ctx), "grid (2147483648, 1, 1) exceeds the CUDA limits");
-  assert_int_equal(tk_launch(k, (tk_grid){1, 65536, 1}, NULL, a, 2), TK_ERR_ARGS);
-  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 65536}, NULL, a, 2), TK_ERR_ARGS);
+  contains(tk_last_error(ctx), "x is 2147483648, more than 2^31 - 1");
+  assert_int_equal(tk_launch(k, (tk_grid){1, 70000, 1}, NULL, a, 2), TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "y is 70000, more than 65535");
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 65536}, NULL, a, 2), TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "z is 65536, more than 65535");
+  assert_int_equal(tk_launch(k, (tk_grid){(1u << 31) - 1, 1, 1}, NULL, a, 0), TK_ERR_ARGS); /* the grid passed */
   assert_int_equal(tk_launch(k, (tk_grid){1, 65535, 1}, NULL, a, 2), TK_OK);
   tk_context_destroy(ctx);
 }

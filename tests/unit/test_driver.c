@@ -196,8 +196,8 @@ static void test_defaults(void **state) {
 }
 
 /* Codegen checks a kernel's shared memory against what a block may have on the target: a
- * 256x128 f32 transpose stages 128 KB, more than sm_86's 99 KB (a warning: it would not
- * launch there), less than sm_90's 227 KB. */
+ * 256x128 f32 transpose stages 128 KB, more than sm_86's 99 KB (an error located at the
+ * transpose, with a note naming the tile), less than sm_90's 227 KB. */
 static void test_target_limits(void **state) {
   (void)state;
   static const char *const src = "kernel t(x: *f32, y: *f32) {\n"
@@ -219,16 +219,19 @@ static void test_target_limits(void **state) {
       assert_true(cg_ptx_shared_bytes(su_buf_str(&ptx), "t", &bytes));
       assert_true(bytes > tg_smem_max("sm_86") && bytes <= tg_smem_max("sm_90"));
     } else {
-      assert_true(drv_codegen(x.m, &o, CG_PTX, &ptx, &x.d)); /* valid PTX, a warning */
-      assert_int_equal(x.d.nerrors, 0);
+      assert_false(drv_codegen(x.m, &o, CG_PTX, &ptx, &x.d)); /* a located error */
+      assert_int_equal(x.d.nerrors, 1);
       char want[160];
       snprintf(want, sizeof want,
-               "kernel 't' needs %d bytes of shared memory; sm_86 allows at most %d per block, "
-               "so it cannot be launched there", bytes, 99 * 1024);
+               "kernel 't' needs %d bytes of shared memory; sm_86 allows at most %d per block "
+               "(target/targets.def)", bytes, 99 * 1024);
       assert_non_null(x.d.first);
-      assert_int_equal(x.d.first->sev, SU_WARNING);
+      assert_int_equal(x.d.first->sev, SU_ERROR);
       assert_string_equal(x.d.first->msg, want);
-      assert_int_equal(x.d.first->loc.line, 1);
+      assert_int_equal(x.d.first->loc.line, 5); /* the trans that needs it */
+      assert_non_null(x.d.first->next);
+      assert_string_equal(x.d.first->next->msg,
+                          "131072 bytes of it are for this 'convert_layout' of tile<128x256xf32>");
     }
     su_buf_free(&ptx);
     su_arena_free(x.a);
