@@ -102,4 +102,37 @@ enum { DRV_SPEC_DIV = 16 };
  * for grid[0] x grid[1] x grid[2] programs. See roofline.c for the counting rules. */
 void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigned grid[3]);
 
+/* ---- resources (resources.c; docs/language.md, "Resources") ---------------------------- */
+
+/* What one kernel of a PTX module costs on its target. */
+typedef struct {
+  const char *kernel;
+  int regs;                      /* per thread */
+  int spill_stores, spill_loads; /* bytes */
+  int stack;                     /* bytes of stack frame per thread */
+  int smem_static, smem_dynamic; /* bytes per block */
+  int threads;                   /* per block */
+  int blocks_sm;                 /* resident blocks per SM these allow */
+  double occupancy;              /* resident warps over the SM's most, 0..1 */
+  const char *limiter;           /* what bounds blocks_sm: "registers", "shared memory",
+                                    "threads", "blocks per SM" */
+} drv_resources;
+
+/* Spills past this many bytes (stores plus loads) are a -Wspill warning. */
+enum { DRV_SPILL_WARN_BYTES = 0 };
+
+/* The ptxas to run: $TK_PTXAS, else $CUDA_HOME/bin/ptxas, else /usr/local/cuda/bin/ptxas;
+ * NULL when it is not there (or not executable). */
+const char *drv_ptxas_path(void);
+/* Runs ptxas -v for arch on ptx (tkc's or libtk's PTX, with its .tk.shared and .tk.abi
+ * notes) and returns one entry per kernel in *out (*n of them, in a): ptxas's registers,
+ * spills, stack and static shared memory, the notes' dynamic shared memory and threads,
+ * and the occupancy (drv_occupancy). False with the reason in why when there is no ptxas
+ * or it fails. */
+bool drv_ptxas_resources(su_arena *a, const char *ptx, const char *arch, drv_resources **out, int *n,
+                         su_buf *why);
+/* Fills r's blocks_sm, occupancy and limiter from its regs, shared memory and threads and
+ * the SM of arch (target/targets.def; the granularities of CUDA's occupancy calculator). */
+void drv_occupancy(const char *arch, drv_resources *r);
+
 #endif

@@ -5,9 +5,9 @@
 
 static const tg_arch table[] = {
 #define TG_ROW(name, cc, specific, ptx, features, smem_static, smem_block, smem_sm, regs_sm,  \
-               regs_thread, sms, hbm_bw, f32_flops, tc_flops, machine)                       \
+               regs_thread, threads_sm, blocks_sm, sms, hbm_bw, f32_flops, tc_flops, machine) \
   {#name, cc, specific, ptx, features, smem_static, smem_block, smem_sm, regs_sm, regs_thread, \
-   sms, hbm_bw, f32_flops, tc_flops, machine},
+   threads_sm, blocks_sm, sms, hbm_bw, f32_flops, tc_flops, machine},
 #include "targets.def"
 #undef TG_ROW
 };

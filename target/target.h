@@ -52,6 +52,7 @@ typedef struct {
   unsigned features;
   int smem_static, smem_block, smem_sm; /* bytes */
   int regs_sm, regs_thread;
+  int threads_sm, blocks_sm; /* resident per SM */
   int sms;        /* of `machine`; 0: none */
   double hbm_bw, f32_flops, tc_flops; /* bytes/s, FLOP/s; 0: unknown */
   const char *machine;

@@ -26,6 +26,8 @@ typedef struct {
   const char *specialize; /* --specialize's list, or NULL */
   const char *tune;       /* --tune's winners file, or NULL */
   unsigned grid[3];       /* --grid, for --roofline */
+  bool resources;         /* --resources: the per-kernel table instead of the PTX */
+  bool no_spill_warning;  /* -Wno-spill */
 } options;
 
 static void usage(FILE *f) {
@@ -86,6 +88,14 @@ static void usage(FILE *f) {
           "                       bound they imply on the target (memory or compute) and\n"
           "                       the predicted time; no code is written\n"
           "  --grid=X[,Y[,Z]]     the grid the --roofline prediction is for (default 1)\n"
+          "  --resources          print, per kernel, the registers, spilled bytes, stack,\n"
+          "                       static and dynamic shared memory, threads and the\n"
+          "                       occupancy they allow on --arch (from ptxas -v; needs the\n"
+          "                       CUDA toolkit: $TK_PTXAS, $CUDA_HOME or /usr/local/cuda);\n"
+          "                       no code is written\n"
+          "  -Wspill, -Wno-spill  warn (the default) or not when ptxas reports a kernel's\n"
+          "                       registers spilling to local memory (any PTX output,\n"
+          "                       when ptxas is there)\n"
           "  --list-passes        list the IR passes\n"
           "  --list-archs         list the architectures (the target table's rows)\n"
           "  --version            print the version\n"
@@ -220,6 +230,13 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       o->drv.fp_contract = !strcmp(s + 14, "fast");
     } else if (!strcmp(s, "-fno-fuse")) {
       not_yet("-fno-fuse (the fusion pass)");
+    } else if (!strcmp(s, "--resources")) {
+      o->resources = true;
+      o->emit = EMIT_PTX;
+    } else if (!strcmp(s, "-Wspill")) {
+      o->no_spill_warning = false;
+    } else if (!strcmp(s, "-Wno-spill")) {
+      o->no_spill_warning = true;
     } else if (!strcmp(s, "--roofline")) {
       o->emit = EMIT_ROOFLINE;
     } else if (!strncmp(s, "--grid=", 7)) {
@@ -427,6 +444,44 @@ static int emit_tuned(options *o, su_arena *a, su_source *src, su_diags *d) {
   return status;
 }
 
+/* ptxas -v's findings on the PTX of m: the --resources table (print) and the -Wspill
+ * warnings, located at each kernel. Without ptxas: an error for --resources, nothing for
+ * the warnings. Returns the exit status. */
+static int resources(options *o, su_arena *a, const ir_module *m, su_source *src, const char *ptx,
+                     su_diags *d) {
+  drv_resources *r;
+  int n;
+  su_buf why = {0};
+  bool ok = drv_ptxas_resources(a, ptx, o->drv.arch, &r, &n, &why);
+  if (!ok) {
+    if (o->resources) fprintf(stderr, "tkc: error: --resources: %s\n", su_buf_str(&why));
+    su_buf_free(&why);
+    return o->resources ? 1 : 0;
+  }
+  su_buf_free(&why);
+  if (o->resources)
+    printf("%-24s %5s %7s %7s %6s %8s %8s %7s %7s  %s\n", "kernel", "regs", "spill-st", "spill-ld",
+           "stack", "smem", "dyn-smem", "threads", "blocks", "occupancy (limited by)");
+  for (int i = 0; i < n; i++) {
+    if (o->resources)
+      printf("%-24s %5d %7d %7d %6d %8d %8d %7d %7d  %.0f%% (%s)\n", r[i].kernel, r[i].regs,
+             r[i].spill_stores, r[i].spill_loads, r[i].stack, r[i].smem_static, r[i].smem_dynamic,
+             r[i].threads, r[i].blocks_sm, 100 * r[i].occupancy, r[i].limiter);
+    int spilled = r[i].spill_stores + r[i].spill_loads;
+    if (o->no_spill_warning || spilled <= DRV_SPILL_WARN_BYTES) continue;
+    for (int k = 0; k < m->nfuncs; k++) {
+      const ir_func *f = m->funcs[k];
+      if (strcmp(f->name, r[i].kernel)) continue;
+      su_loc loc = {src, UINT32_MAX, 0, f->loc.line, f->loc.col};
+      su_warning(d, loc, "kernel '%s' spills on %s: %d bytes of spill stores and %d of spill loads "
+                 "(%d registers per thread) [-Wspill]", f->name, o->drv.arch, r[i].spill_stores,
+                 r[i].spill_loads, r[i].regs);
+      su_note(d, loc, "smaller tiles or fewer stages need fewer registers (tkc --resources shows them)");
+    }
+  }
+  return 0;
+}
+
 static int run(options *o, su_arena *a) {
   su_diags d;
   su_diags_init(&d, a, stderr);
@@ -493,6 +548,11 @@ static int run(options *o, su_arena *a) {
       return 0;
     } else {
       if (!drv_codegen(m, &o->drv, o->emit == EMIT_LLVM ? CG_LLVM_IR : CG_PTX, &out, &d)) status = 1;
+      if (!status && o->emit != EMIT_LLVM) status = resources(o, a, m, src, su_buf_str(&out), &d);
+      if (o->resources) {
+        su_buf_free(&out);
+        return status;
+      }
       if (!status && o->emit == EMIT_C) {
         const char *name = o->output ? o->output : default_output(a, o->input, "");
         su_buf h = {0}, c = {0};
