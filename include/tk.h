@@ -156,6 +156,26 @@ TK_API const char *tk_kernel_param_name(const tk_kernel *k, int i);
 /* Threads per program (32 x warps). */
 TK_API int tk_kernel_num_threads(const tk_kernel *k);
 
+/* What a kernel costs the GPU (docs/language.md, "Resources"). */
+typedef struct {
+  int regs;                      /* 32-bit registers per thread */
+  int spill_stores, spill_loads; /* bytes spilled to local memory per thread */
+  int stack;                     /* bytes of stack frame per thread */
+  int smem_static, smem_dynamic; /* bytes of shared memory per program */
+  int threads;                   /* per program (32 x warps, plus any producer warps) */
+  int blocks_per_sm;             /* programs resident on one SM at once */
+  double occupancy;              /* their warps over the SM's most, 0..1 */
+} tk_resources;
+
+/* Fills *out for k's variant that takes any arguments (a launch with aligned, divisible
+ * arguments may run a specialized variant, whose numbers differ), compiled for arch (NULL:
+ * the context's device, or the default target on the interpreter), as ptxas -v reports
+ * it, with the occupancy the target's SM allows (tkc --resources prints the same).
+ * TK_ERR_UNSUPPORTED without ptxas ($TK_PTXAS, $CUDA_HOME/bin, /usr/local/cuda/bin) or for
+ * a kernel loaded from PTX; TK_ERR_INVALID for an unknown arch; TK_ERR_COMPILE when the
+ * kernel does not compile for arch (its shared memory exceeds the target's). */
+TK_API tk_status tk_kernel_resources(const tk_kernel *k, const char *arch, tk_resources *out);
+
 /* ---- launching ------------------------------------------------------------------------ */
 
 /* A typed launch argument. Build them with the tk_arg_* helpers. */

@@ -451,6 +451,48 @@ int tk_kernel_num_threads(const tk_kernel *h) {
   return k ? 32 * k->sig->num_warps : -1;
 }
 
+tk_status tk_kernel_resources(const tk_kernel *h, const char *arch, tk_resources *out) {
+  const rt_kernel *GET(k, kernel_of, h, "tk_kernel_resources: kernel");
+  rt_context *ctx = k->module->ctx;
+  REQUIRE(ctx, out, "tk_kernel_resources: out is NULL");
+  memset(out, 0, sizeof *out);
+  if (!arch) arch = ctx->arch ? ctx->arch : TG_DEFAULT_ARCH;
+  if (!tg_find(arch)) return rt_error(ctx, TK_ERR_INVALID, "tk_kernel_resources: unknown arch '%s'", arch);
+  if (!k->ir || !k->module->ir)
+    return rt_error(ctx, TK_ERR_UNSUPPORTED, "tk_kernel_resources: kernel '%s' was loaded from PTX, "
+                    "without its IR", k->sig->name);
+  if (!drv_ptxas_path())
+    return rt_error(ctx, TK_ERR_UNSUPPORTED, "tk_kernel_resources: no ptxas (set TK_PTXAS or "
+                    "CUDA_HOME; tkc --resources needs it too)");
+  /* the unspecialized variant, lowered for arch in a scratch arena: the module is left as
+   * it was */
+  su_arena *a = su_arena_new();
+  su_diags d;
+  su_diags_init(&d, a, NULL);
+  drv_options o;
+  drv_options_init(&o);
+  o.arch = arch;
+  ir_module *v = drv_variant(k->module->ir, k->ir, 0, &o, &d);
+  su_buf ptx = {0}, why = {0};
+  drv_resources *r = NULL;
+  int n = 0;
+  tk_status s = TK_OK;
+  if (!v || !drv_codegen(v, &o, CG_PTX, &ptx, &d)) {
+    su_diags_render(&d, &why);
+    s = rt_error(ctx, TK_ERR_COMPILE, "tk_kernel_resources: '%s' for %s: %s", k->sig->name, arch,
+                 why.len ? su_buf_str(&why) : "code generation failed");
+  } else if (!drv_ptxas_resources(a, su_buf_str(&ptx), arch, &r, &n, &why) || n != 1) {
+    s = rt_error(ctx, TK_ERR_UNSUPPORTED, "tk_kernel_resources: ptxas: %s", su_buf_str(&why));
+  } else {
+    *out = (tk_resources){r->regs, r->spill_stores, r->spill_loads, r->stack, r->smem_static,
+                          r->smem_dynamic, r->threads, r->blocks_sm, r->occupancy};
+  }
+  su_buf_free(&ptx);
+  su_buf_free(&why);
+  su_arena_free(a);
+  return s;
+}
+
 int tk_module_num_kernels(const tk_module *h) {
   const rt_module *m = module_of(h);
   return m ? m->nkernels : -1;

@@ -352,6 +352,48 @@ static void test_buffer_of_another_context(void **state) {
   tk_context_destroy(a);
 }
 
+/* tk_kernel_resources: ptxas's numbers for the kernel on the arch asked for (any backend:
+ * here the interpreter's context), or TK_ERR_UNSUPPORTED without ptxas; bad arguments and
+ * a kernel over the arch's shared memory are reported. */
+static void test_kernel_resources(void **state) {
+  (void)state;
+  tk_module *m = NULL;
+  tk_kernel *k = NULL;
+  tk_context *ctx = with_kernel(&m, &k);
+  tk_resources r;
+  assert_int_equal(tk_kernel_resources(k, "sm_75", &r), TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "unknown arch 'sm_75'");
+  assert_int_equal(tk_kernel_resources(k, NULL, NULL), TK_ERR_INVALID);
+  tk_status s = tk_kernel_resources(k, "sm_90a", &r);
+  const char *home = getenv("CUDA_HOME");
+  char ptxas[512];
+  snprintf(ptxas, sizeof ptxas, "%s/bin/ptxas", home && *home ? home : "/usr/local/cuda");
+  if (getenv("TK_PTXAS") || access(ptxas, X_OK) != 0) {
+    if (s == TK_ERR_UNSUPPORTED) contains(tk_last_error(ctx), "no ptxas");
+  } else {
+    assert_int_equal(s, TK_OK);
+    assert_true(r.regs > 0 && r.regs <= 255);
+    assert_int_equal(r.threads, tk_kernel_num_threads(k));
+    assert_int_equal(r.spill_stores + r.spill_loads, 0);
+    assert_true(r.blocks_per_sm >= 1 && r.occupancy > 0 && r.occupancy <= 1);
+    static const char big[] = "kernel t(x: *f32, y: *f32) {\n"
+                              "    let r = arange(0, 256);\n"
+                              "    let c = arange(0, 128);\n"
+                              "    let v = load(x + r[:, None] * 128 + c[None, :]);\n"
+                              "    store(y + c[:, None] * 256 + r[None, :], trans(v));\n"
+                              "}\n";
+    tk_module *bm;
+    tk_kernel *bk;
+    assert_int_equal(tk_module_compile(ctx, &bm, big, strlen(big), "big.tk", NULL), TK_OK);
+    assert_int_equal(tk_module_get_kernel(bm, "t", &bk), TK_OK);
+    assert_int_equal(tk_kernel_resources(bk, "sm_90", &r), TK_OK);
+    assert_int_equal(r.smem_dynamic, 131072);
+    assert_int_equal(tk_kernel_resources(bk, "sm_86", &r), TK_ERR_COMPILE);
+    contains(tk_last_error(ctx), "sm_86 allows at most 101376 per block");
+  }
+  tk_context_destroy(ctx);
+}
+
 /* The CUDA grid limits, on the interpreter too, before anything runs. */
 static void test_grid_limits(void **state) {
   (void)state;
@@ -575,7 +617,7 @@ int main(void) {
       cmocka_unit_test(test_runtime_fault),
       cmocka_unit_test(test_stale_handles),
       cmocka_unit_test(test_buffer_of_another_context),
-      cmocka_unit_test(test_grid_limits),
+      cmocka_unit_test(test_grid_limits), cmocka_unit_test(test_kernel_resources),
       cmocka_unit_test(test_pointer_offset_wrap),
       cmocka_unit_test(test_allocation_ids_reused),
       cmocka_unit_test(test_out_of_memory_is_an_error),
