@@ -10,7 +10,9 @@
  *  - fp_contract off and on: bit for bit (the contraction happens in the IR both run);
  *  - accurate sin, cos, exp, exp2 over the full f32 range: within 4 ulp of the
  *    interpreter's libm; the default approximations of sin and cos on [-pi, pi] within
- *    2^-20 absolute.
+ *    2^-20 absolute;
+ *  - and of item 5: tk_kernel_resources on the device's context, and a grid past CUDA's
+ *    limits refused alike by both backends.
  * Data: uniform in [-1, 1) with every mantissa bit in use (the dots), ±10^u for u in
  * [-3, 30] (the math). The host test compiles every case through the GPU back end (no
  * device needed). Without a device the device tests are skipped and the program exits 77;
@@ -202,6 +204,33 @@ static void test_accurate_math(void **state) {
   free(x), free(g), free(r);
 }
 
+/* ---- resources (item 5) ------------------------------------------------------------------- */
+
+/* On the device's context: tk_kernel_resources for the device's arch (NULL), when ptxas is
+ * there; a grid past CUDA's limits is TK_ERR_INVALID on both contexts alike. */
+static void test_resources_and_grid(void **state) {
+  (void)state;
+  if (!H.cuda) skip();
+  tk_context *ctxs[2] = {H.cuda, H.interp};
+  for (int i = 0; i < 2; i++) {
+    gh_source src = {"contract", PK_CONTRACT, NULL, "fmas"};
+    tk_kernel *k = gh_compile(&H, ctxs[i], &src, NULL);
+    tk_resources r;
+    tk_status s = tk_kernel_resources(k, NULL, &r);
+    if (s == TK_OK) {
+      if (r.threads != 128 || r.regs <= 0 || r.occupancy <= 0 || r.occupancy > 1)
+        fail_msg("resources on %s: %d threads, %d registers, occupancy %g", gh_ctx_name(&H, ctxs[i]),
+                 r.threads, r.regs, r.occupancy);
+    } else if (s != TK_ERR_UNSUPPORTED) {
+      fail_msg("tk_kernel_resources on %s: %s", gh_ctx_name(&H, ctxs[i]), tk_last_error(ctxs[i]));
+    }
+    tk_arg args[5] = {tk_arg_ptr(0), tk_arg_ptr(0), tk_arg_ptr(0), tk_arg_ptr(0), tk_arg_i32(0)};
+    if (tk_launch(k, (tk_grid){1, 70000, 1}, NULL, args, 5) != TK_ERR_INVALID ||
+        !strstr(tk_last_error(ctxs[i]), "y is 70000, more than 65535"))
+      fail_msg("grid y = 70000 on %s: %s", gh_ctx_name(&H, ctxs[i]), tk_last_error(ctxs[i]));
+  }
+}
+
 /* ---- host-only: every kernel through the GPU back end -------------------------------------- */
 
 static void test_compile_to_ptx(void **state) {
@@ -225,9 +254,10 @@ static void test_compile_to_ptx(void **state) {
 int main(void) {
   gh_init(&H, "gpu_precision");
   const struct CMUnitTest host[] = {cmocka_unit_test(test_compile_to_ptx)};
-  struct CMUnitTest dev[NDOTS + 2];
+  struct CMUnitTest dev[NDOTS + 3];
   for (int i = 0; i < NDOTS; i++) dev[i] = (struct CMUnitTest){DOTS[i].name, test_dot, NULL, NULL, (void *)&DOTS[i]};
   dev[NDOTS] = (struct CMUnitTest){"fp_contract", test_contract, NULL, NULL, NULL};
   dev[NDOTS + 1] = (struct CMUnitTest){"accurate_math", test_accurate_math, NULL, NULL, NULL};
-  return gh_run(&H, host, 1, dev, NDOTS + 2);
+  dev[NDOTS + 2] = (struct CMUnitTest){"resources_and_grid", test_resources_and_grid, NULL, NULL, NULL};
+  return gh_run(&H, host, 1, dev, NDOTS + 3);
 }
