@@ -313,27 +313,27 @@ static void product(dot_ctx *d, const ir_op *op, int acc_at) {
   int mt = d->ml.ext[0] / 2, nt = d->ml.ext[1] / 2, s0 = d->ml.stride[0], s1 = d->ml.stride[1];
   LLVMValueRef *afr = cg_slots(c, mt * d->s->na), *bfr = cg_slots(c, (nt + 1) * d->s->nb);
   for (int part = 0; part < (d->x3 ? 3 : 1); part++) {
-  d->small_a = d->x3 && part == 0;
-  d->small_b = d->x3 && part == 1;
-  if (d->x3 && part == 2)
-    for (int j = 0; j < d->ml.per; j++) {
-      LLVMValueRef nan = LLVMBuildFCmp(c->b, LLVMRealUNO, acc[j], acc[j], "");
-      acc[j] = LLVMBuildSelect(c->b, nan, LLVMConstReal(d->et, 0.0), acc[j], "");
-    }
-  for (int ks = 0; ks < d->k / d->s->k; ks++) {
-    for (int i = 0; i < mt; i++) load_a(d, i, ks, afr + i * d->s->na);
-    for (int j = 0; j < nt; j += 2) load_b(d, j, j + 1 < nt, ks, bfr + j * d->s->nb);
-    for (int i = 0; i < mt; i++)
-      for (int j = 0; j < nt; j++) {
-        /* c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 */
-        int slot[4] = {2 * i * s0 + 2 * j * s1, 2 * i * s0 + (2 * j + 1) * s1,
-                       (2 * i + 1) * s0 + 2 * j * s1, (2 * i + 1) * s0 + (2 * j + 1) * s1};
-        LLVMValueRef acc4[4];
-        for (int r = 0; r < 4; r++) acc4[r] = acc[slot[r]];
-        mma(d, afr + i * d->s->na, bfr + j * d->s->nb, acc4);
-        for (int r = 0; r < 4; r++) acc[slot[r]] = acc4[r];
+    d->small_a = d->x3 && part == 0;
+    d->small_b = d->x3 && part == 1;
+    if (d->x3 && part == 2)
+      for (int j = 0; j < d->ml.per; j++) {
+        LLVMValueRef nan = LLVMBuildFCmp(c->b, LLVMRealUNO, acc[j], acc[j], "");
+        acc[j] = LLVMBuildSelect(c->b, nan, LLVMConstReal(d->et, 0.0), acc[j], "");
       }
-  }
+    for (int ks = 0; ks < d->k / d->s->k; ks++) {
+      for (int i = 0; i < mt; i++) load_a(d, i, ks, afr + i * d->s->na);
+      for (int j = 0; j < nt; j += 2) load_b(d, j, j + 1 < nt, ks, bfr + j * d->s->nb);
+      for (int i = 0; i < mt; i++)
+        for (int j = 0; j < nt; j++) {
+          /* c0, c1: row g, columns 2t, 2t+1; c2, c3: row g + 8 */
+          int slot[4] = {2 * i * s0 + 2 * j * s1, 2 * i * s0 + (2 * j + 1) * s1,
+                         (2 * i + 1) * s0 + 2 * j * s1, (2 * i + 1) * s0 + (2 * j + 1) * s1};
+          LLVMValueRef acc4[4];
+          for (int r = 0; r < 4; r++) acc4[r] = acc[slot[r]];
+          mma(d, afr + i * d->s->na, bfr + j * d->s->nb, acc4);
+          for (int r = 0; r < 4; r++) acc[slot[r]] = acc4[r];
+        }
+    }
   }
   if (d->x3)
     for (int j = 0; j < d->ml.per; j++) acc[j] = LLVMBuildFAdd(c->b, acc[j], x.v[x.n == 1 ? 0 : j], "");
