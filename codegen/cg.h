@@ -307,6 +307,10 @@ int cg_access_width(cg_ctx *c, const ir_value *ptr, const ir_value *mask, const 
  * element of each operand a[0..], with the accuracy codegen.h promises; NULL when opc is
  * no math op. */
 LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef *a);
+
+/* f32 2^x with results below 2^-126 flushed to +0 (`exp2 ftz`, docs/ir.md): one ex2.ftz,
+ * where the subnormal-keeping ex2 costs a compare and two multiplies around it. */
+LLVMValueRef cg_exp2_ftz(cg_ctx *c, LLVMValueRef x);
 /* The integer op opc (umulhi, cdiv) on one element of dtype dt of each operand a[0..];
  * NULL when opc is none of these. */
 LLVMValueRef cg_int_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef *a);

@@ -81,6 +81,7 @@ static LLVMIntPredicate icmp_pred(int64_t p, bool is_signed) {
 static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef *a) {
   LLVMBuilderRef b = c->b;
   LLVMTypeRef t = LLVMTypeOf(a[0]);
+  if (op->opc == IR_EXP2 && op->attr) return cg_exp2_ftz(c, a[0]);
   LLVMValueRef math = cg_math(c, op->opc, dt, a);
   if (math) return math;
   switch (op->opc) {
