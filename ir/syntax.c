@@ -78,7 +78,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_BULK_WAIT:
   case IR_WGMMA_WAIT: return &pending;
   case IR_WARP_SPEC: return &wspec;
-  case IR_WGMMA: return &wtrans;
+  case IR_WGMMA: case IR_MMA: return &wtrans;
   case IR_GRID_SIZE: return &axis;
   case IR_FOR: return &loop;
   case IR_EXP2: return &ftz;
