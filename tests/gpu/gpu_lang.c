@@ -112,6 +112,19 @@ static const char SORT[] =
     "}\n"
 ;
 
+/* Found by tkdiff on the H200 (docs/decisions.md, "The differential tester: bugs fixed"):
+ * the axis facts took a constant (or scalar) shifted by a per-element amount for a
+ * constant, and a narrowing cast for a run of consecutive numbers, so one slot's value
+ * served a whole group. */
+static const char AXIS[] =
+    "kernel axis(x: *i32, out: *i32, n: i32) {\n"
+    "    let offs = arange(0, 512);\n"
+    "    let v = load(x + offs);\n"
+    "    store(out + offs, 7 << (v & 31));\n"
+    "    store(out + 512 + offs, n << (offs & 31));\n"
+    "    store(out + 1024 + offs, where((offs as i8) < 0, 1, 2));\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -133,6 +146,8 @@ static const lc_case CASES[] = {
     {"gather", "k", GATHER, {NULL}, {BUF(TK_F32, 128), BUF(TK_U32, 64)}, {BUF(TK_F32, 64)}, 2, 1, {0},
      0, 1, 0},
     {"sort_topk", "k", SORT, {NULL}, {BUF(TK_F32, 64)}, {BUF(TK_F32, 152)}, 1, 1, {0}, 0, 1, 0},
+    {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
+     {5}, 1, 1, 0},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 
