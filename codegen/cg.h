@@ -147,6 +147,11 @@ LLVMValueRef cg_warp_coord(cg_ctx *c, const cg_layout *l, int d);
 cg_val cg_get_in(cg_ctx *c, const ir_value *v, const cg_layout *to);
 /* The same for slots x held in layout from (same shape). */
 cg_val cg_relayout(cg_ctx *c, cg_val x, const cg_layout *from, const cg_layout *to);
+/* x (slots of layout l) where only each element's owner (cg_layout_owner) computed it —
+ * an atomic's old values — with every replica given its owner's value: the owners store
+ * by logical index, a barrier, every thread loads its slots. x itself when l has no
+ * replicas. */
+cg_val cg_from_owners(cg_ctx *c, cg_val x, const cg_layout *l);
 /* Result of the shape op `op` (broadcast, expand_dims, reshape, trans, convert_layout). */
 /* join: both operands through shared memory, each element stored at its place in the
  * result (2i + k), then read back in the result's layout. */

@@ -125,6 +125,20 @@ static const char AXIS[] =
     "    store(out + 1024 + offs, where((offs as i8) < 0, 1, 2));\n"
     "}\n";
 
+/* Atomics on a tile that 4 warps replicate: the old values must be the owner's (one
+ * atomic per element) in every replica, which cumsum reads across threads (tkdiff seeds
+ * 29257, 1014194). */
+static const char ATOMICS[] =
+    "@launch(warps = 4)\n"
+    "kernel atomics(p: *i32, q: *i32, out: *i32) {\n"
+    "    let offs = arange(0, 1)[:, None] * 16 + arange(0, 16)[None, :];\n"
+    "    store(out + offs, cumsum(atomic_xchg(p + offs, offs + 100), 1));\n"
+    "    store(out + 16 + offs, cumsum(atomic_cas(q + offs, load(q + offs), offs), 1));\n"
+    "    store(out + 32 + offs, cumsum(atomic_add(p + offs, 1, offs % 3 == 0), 1));\n"
+    "    let two = arange(0, 1)[:, None] * 2 + arange(0, 2)[None, :];\n"
+    "    store(out + 48 + two, cumsum(atomic_cas(q + 16 + two, load(q + 16 + two), two + 7), 1));\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -146,6 +160,8 @@ static const lc_case CASES[] = {
     {"gather", "k", GATHER, {NULL}, {BUF(TK_F32, 128), BUF(TK_U32, 64)}, {BUF(TK_F32, 64)}, 2, 1, {0},
      0, 1, 0},
     {"sort_topk", "k", SORT, {NULL}, {BUF(TK_F32, 64)}, {BUF(TK_F32, 152)}, 1, 1, {0}, 0, 1, 0},
+    {"atomic_replicas", "atomics", ATOMICS, {NULL}, {BUF(TK_I32, 16), BUF(TK_I32, 18)},
+     {BUF(TK_I32, 50)}, 2, 1, {0}, 0, 1, 0},
     {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
      {5}, 1, 1, 0},
 };
