@@ -139,6 +139,26 @@ static const char ATOMICS[] =
     "    store(out + 48 + two, cumsum(atomic_cas(q + 16 + two, load(q + 16 + two), two + 7), 1));\n"
     "}\n";
 
+/* Shifts by every amount from -8 to 55 on 8 to 64 bits (an amount of the width or more,
+ * read as unsigned, gives 0 or the sign) and INT_MIN / -1, INT_MIN % -1: the language's
+ * definitions, which LLVM leaves poison or undefined. */
+static const char SHIFTS[] =
+    "kernel shifts(x: *i32, out: *i32, o64: *i64, o8: *i8, o16: *i16) {\n"
+    "    let offs = arange(0, 64);\n"
+    "    let a = load(x + offs) * 12345677 + 1;\n"
+    "    let s = offs - 8;\n"
+    "    store(out + offs, a << s);\n"
+    "    store(out + 64 + offs, a >> s);\n"
+    "    store(out + 128 + offs, ((a as u32) >> (s as u32)) as i32);\n"
+    "    let m = where(offs % 4 == 0, 1 << 31, a);\n"
+    "    let d = where(offs % 3 == 0, -1, (s & 7) + 1);\n"
+    "    store(out + 192 + offs, m / d);\n"
+    "    store(out + 256 + offs, m % d);\n"
+    "    store(o64 + offs, ((a as i64) << (s as i64)) + ((a as i64) >> (s as i64)));\n"
+    "    store(o8 + offs, ((a as i8) << (s as i8)) ^ ((a as i8) >> (s as i8)));\n"
+    "    store(o16 + offs, ((a as u16) << (s as u16)) as i16 ^ ((a as i16) >> (s as i16)));\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -162,6 +182,8 @@ static const lc_case CASES[] = {
     {"sort_topk", "k", SORT, {NULL}, {BUF(TK_F32, 64)}, {BUF(TK_F32, 152)}, 1, 1, {0}, 0, 1, 0},
     {"atomic_replicas", "atomics", ATOMICS, {NULL}, {BUF(TK_I32, 16), BUF(TK_I32, 18)},
      {BUF(TK_I32, 50)}, 2, 1, {0}, 0, 1, 0},
+    {"shift_amounts_int_min_div", "shifts", SHIFTS, {NULL}, {BUF(TK_I32, 64)},
+     {BUF(TK_I32, 320), BUF(TK_I64, 64), BUF(TK_I8, 64), BUF(TK_I16, 64)}, 1, 4, {0}, 0, 1, 0},
     {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
      {5}, 1, 1, 0},
 };
