@@ -159,6 +159,22 @@ static const char SHIFTS[] =
     "    store(o16 + offs, ((a as u16) << (s as u16)) as i16 ^ ((a as i16) >> (s as i16)));\n"
     "}\n";
 
+/* Negation and abs of the most negative i8 and i16 (they wrap to themselves; x = 0 of
+ * the inputs in [-8, 8) makes them at run time), seen through a shift, a widening and a
+ * compare: ptxas took them for +128 and +32768 (seed
+ * 38040; codegen/ptx_fixup.c). */
+static const char NARROW_NEG[] =
+    "kernel narrow_neg(x: *i32, o16: *i16, out: *i32) {\n"
+    "    let offs = arange(0, 256);\n"
+    "    let v = ((load(x + offs) + 8) * 4096) as i16;\n"
+    "    let b = ((load(x + offs) + 8) * 16) as i8;\n"
+    "    store(o16 + offs, (-v) >> 8);\n"
+    "    store(o16 + 256 + offs, abs(v) >> 8);\n"
+    "    store(o16 + 512 + offs, (-b) as i16);\n"
+    "    store(out + offs, (-v) as i32 + where(abs(b) < 0, 1000, 0));\n"
+    "    store(out + 256 + offs, 65536 - (-(offs as u8 as i8)) as u16 as i32);\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -184,6 +200,8 @@ static const lc_case CASES[] = {
      {BUF(TK_I32, 50)}, 2, 1, {0}, 0, 1, 0},
     {"shift_amounts_int_min_div", "shifts", SHIFTS, {NULL}, {BUF(TK_I32, 64)},
      {BUF(TK_I32, 320), BUF(TK_I64, 64), BUF(TK_I8, 64), BUF(TK_I16, 64)}, 1, 4, {0}, 0, 1, 0},
+    {"narrow_neg_abs_min", "narrow_neg", NARROW_NEG, {NULL}, {BUF(TK_I32, 256)},
+     {BUF(TK_I16, 768), BUF(TK_I32, 512)}, 1, 2, {0}, 0, 1, 0},
     {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
      {5}, 1, 1, 0},
 };
