@@ -175,6 +175,36 @@ static const char NARROW_NEG[] =
     "    store(out + 256 + offs, 65536 - (-(offs as u8 as i8)) as u16 as i32);\n"
     "}\n";
 
+/* Negated loads into min/max chains and reductions: ptxas folded the negations into its
+ * three-input VIMNMX3 and dropped some (seeds 1009134, 1012222, 1009129;
+ * codegen/ptx_fixup.c). */
+static const char NEG_MINMAX[] =
+    "@launch(warps = 2)\n"
+    "kernel neg_minmax(x: *i32, y: *i32, out: *i32, o64: *i64) {\n"
+    "    let rows = arange(0, 4);\n"
+    "    let cols = arange(0, 32);\n"
+    "    let offs = rows[:, None] * 32 + cols[None, :];\n"
+    "    let v = load(x + offs) * 1000 + offs;\n"
+    "    let w = load(y + offs);\n"
+    "    store(out + rows, max(-v, 1));\n"
+    "    store(out + 4 + offs, minimum(w as u8 as i32, -v));\n"
+    "    store(out + 132 + offs, clamp(w, offs, minimum(w as u8 as i32, -v)));\n"
+    "    store(o64 + rows, min(-(v as i64) * 4000000000, 1));\n"
+    "}\n";
+
+/* The form of seed 1012222 that ptxas 13.0 miscompiles (9 of the 16 negations left in
+ * its SASS before the fix). */
+static const char NEG_MAX[] =
+    "@launch(warps = 2)\n"
+    "kernel neg_max(z: *i16, out: *i32) {\n"
+    "    let pid = program_id(0);\n"
+    "    let rows = arange(0, 4);\n"
+    "    let cols = arange(0, 32);\n"
+    "    let offs = pid * 128 + rows[:, None] * 32 + cols[None, :];\n"
+    "    let t = maximum(load(z + offs) as i32, 0);\n"
+    "    store(out + pid * 4 + rows[:, None], expand_dims(max((-t), 1), 1));\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -202,6 +232,10 @@ static const lc_case CASES[] = {
      {BUF(TK_I32, 320), BUF(TK_I64, 64), BUF(TK_I8, 64), BUF(TK_I16, 64)}, 1, 4, {0}, 0, 1, 0},
     {"narrow_neg_abs_min", "narrow_neg", NARROW_NEG, {NULL}, {BUF(TK_I32, 256)},
      {BUF(TK_I16, 768), BUF(TK_I32, 512)}, 1, 2, {0}, 0, 1, 0},
+    {"neg_into_min_max", "neg_minmax", NEG_MINMAX, {NULL}, {BUF(TK_I32, 128), BUF(TK_I32, 128)},
+     {BUF(TK_I32, 260), BUF(TK_I64, 4)}, 2, 2, {0}, 0, 1, 0},
+    {"neg_into_max_reduction", "neg_max", NEG_MAX, {NULL}, {BUF(TK_I16, 256)}, {BUF(TK_I32, 8)},
+     1, 1, {0}, 0, 2, 0},
     {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
      {5}, 1, 1, 0},
 };
