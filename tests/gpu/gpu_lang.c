@@ -205,6 +205,25 @@ static const char NEG_MAX[] =
     "    store(out + pid * 4 + rows[:, None], expand_dims(max((-t), 1), 1));\n"
     "}\n";
 
+/* clamp is minimum(maximum(x, lo), hi) on every backend: lo > hi gives hi, a NaN
+ * operand gives NaN (compared as NaN or not: its bits are the backend's), -0 is below +0,
+ * and integers clamp in their common type (i8 with i32 and u8: i32). */
+static const char CLAMPS[] =
+    "kernel clamps(x: *f32, y: *i32, out: *f32, oi: *i32, o64: *i64) {\n"
+    "    let offs = arange(0, 64);\n"
+    "    let v = load(x + offs);\n"
+    "    let q = v / v;\n"
+    "    store(out + offs, clamp(v, 1.0, -1.0));\n"
+    "    let c1 = clamp(q, -0.5, 0.5);\n"
+    "    let c2 = clamp(v, q, 2.0);\n"
+    "    store(out + 64 + offs, where(isnan(c1), 7.0, c1));\n"
+    "    store(out + 128 + offs, clamp(v * 0.0, -0.0, 0.0));\n"
+    "    store(out + 192 + offs, where(isnan(c2), 7.0, c2));\n"
+    "    let w = load(y + offs);\n"
+    "    store(oi + offs, clamp(w as i8, offs - 32, minimum((w * 37) as u8, -w * 1000000)));\n"
+    "    store(o64 + offs, clamp((w as i64) * 3000000000, w, -(offs as i64) * 5000000000));\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -236,6 +255,8 @@ static const lc_case CASES[] = {
      {BUF(TK_I32, 260), BUF(TK_I64, 4)}, 2, 2, {0}, 0, 1, 0},
     {"neg_into_max_reduction", "neg_max", NEG_MAX, {NULL}, {BUF(TK_I16, 256)}, {BUF(TK_I32, 8)},
      1, 1, {0}, 0, 2, 0},
+    {"clamp_edges", "clamps", CLAMPS, {NULL}, {BUF(TK_F32, 64), BUF(TK_I32, 64)},
+     {BUF(TK_F32, 256), BUF(TK_I32, 64), BUF(TK_I64, 64)}, 2, 3, {0}, 0, 1, 0},
     {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
      {5}, 1, 1, 0},
 };
