@@ -7,12 +7,12 @@
  *    rewrites one kernel in place and returns whether it changed anything. A pass takes
  *    valid IR and leaves valid IR; it never reports user errors (the input was checked).
  *  - Passes preserve the program's observable behaviour: stores, atomics, loads (they may
- *    fault), prints and asserts are never removed, reordered or duplicated (stripmine
- *    alone re-runs and reorders loads, under the rules of stripmine.c); an op that may
+ *    fault), prints and asserts are never removed, reordered or duplicated (fuse
+ *    alone re-runs and reorders loads, under the rules of fuse.c); an op that may
  *    fault at run time (integer division) is never evaluated where the program would not.
  *  - A pass that depends on the target reads it from the table: tg_*(m->arch) (target.h).
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
- *    fixed point with a bound), licm, canonicalize again, stripmine; then, when the module
+ *    fixed point with a bound), licm, canonicalize again, fuse; then, when the module
  *    has a target (ir_module.arch), the target part: tiling, persist, swpipe, lower_dot,
  *    tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
@@ -60,8 +60,8 @@ bool pass_licm(ir_module *m, ir_func *f);
  * register-sized chunks, one loop per group of ops between reductions, recomputing
  * (reloading) in a later loop what an earlier one loaded; the only pass that re-executes
  * loads, and only where their memory cannot have changed. Kernels outside the class it
- * handles are left unchanged (stripmine.c, docs/passes.md). */
-bool pass_stripmine(ir_module *m, ir_func *f);
+ * handles are left unchanged (fuse.c, docs/passes.md). */
+bool pass_fuse(ir_module *m, ir_func *f);
 /* Gives every tile value a thread layout: memory accesses choose coalesced blocked layouts,
  * which spread through elementwise, shape and control ops; reductions yield slices of
  * their operand's layout; where two choices meet, an explicit convert_layout (tiling.c).

@@ -18,7 +18,7 @@ typedef struct {
 /* Every pass, by name; its entry point is pass_NAME. One list, so the table and the
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
-  X(constfold) X(simplify) X(cse) X(dce) X(licm) X(stripmine) X(tiling) X(persist) X(swpipe) \
+  X(constfold) X(simplify) X(cse) X(dce) X(licm) X(fuse) X(tiling) X(persist) X(swpipe) \
   X(lower_dot) X(rotate) X(expfold) X(tmastore) X(warpspec) X(sink)
 
 /* The passes, then the canonicalize group as the last row. */
@@ -36,10 +36,10 @@ static const char *const canonical[] = {"constfold", "simplify", "cse", "dce"};
 enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8 };
 
 /* The default pipeline at -O1 and above. licm exposes new constants and duplicates at
- * the loop's level, hence the second canonicalize. Stripmine sees the canonical ops (one
+ * the loop's level, hence the second canonicalize. Fuse sees the canonical ops (one
  * splat per scalar, no dead loads) and builds its chunk loops already hoisted. That much
  * is the target-independent part, what the interpreter runs. For a GPU target (m->arch)
- * the target part follows: tiling lays out stripmine's chunks (what it inserts, layout
+ * the target part follows: tiling lays out fuse's chunks (what it inserts, layout
  * conversions, must not be folded away); expfold folds exp's change of base into an fma;
  * persist wraps a dot kernel in its tile loop
  * before swpipe threads its ring counter through it; lower_dot reads the slots swpipe
@@ -47,7 +47,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * tmastore turns the epilogue's store into a TMA copy; warpspec splits the single stream that results; a last canonicalize folds the
  * constants the lowering repeated and sweeps what it left dead (the loads' address
  * computations); sink then moves what the epilogue computes before the loop past it. */
-static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "stripmine"};
+static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "fuse"};
 static const char *const target_pipeline[] = {"tiling",   "expfold",  "persist",      "swpipe", "lower_dot",
                                               "rotate",   "tmastore", "warpspec", "canonicalize", "sink"};
 enum {

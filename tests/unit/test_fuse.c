@@ -1,6 +1,6 @@
-/* Unit tests of the strip-mining pass: kernels compiled from .tk through the pipeline
- * with and without stripmine run on the interpreter over the same random inputs (ragged
- * lengths included) and must write the same memory; the stripmined IR has the expected
+/* Unit tests of the fusion pass (fuse.c): kernels compiled from .tk through the pipeline
+ * with and without fuse run on the interpreter over the same random inputs (ragged
+ * lengths included) and must write the same memory; the fused IR has the expected
  * loops and no tile wider than a chunk; kernels outside the pass's class are unchanged.
  *
  * The kernels use one warp, so a tile is wide above 32 * 32 = 1024 values and a chunk
@@ -20,7 +20,7 @@
 
 enum { CHUNK = 512 };
 
-static const char *const WITH = "canonicalize,licm,canonicalize,stripmine,tiling";
+static const char *const WITH = "canonicalize,licm,canonicalize,fuse,tiling";
 static const char *const WITHOUT = "canonicalize,licm,canonicalize,tiling";
 
 /* Parses, checks and lowers src with BLOCK bound to block, then runs the passes. */
@@ -165,7 +165,7 @@ static void compare(run_result *a, run_result *b, const arg_spec *specs, int nar
     for (int64_t j = 0; j < specs[i].n; j++) {
       double x = element(pa, specs[i].kind, j), y = element(pb, specs[i].kind, j);
       bool ok = specs[i].kind == BUF_F32 ? close_enough(x, y, atol) : x == y;
-      if (!ok) fail_msg("%s: argument %d, element %lld: %.9g with stripmine, %.9g without", what, i,
+      if (!ok) fail_msg("%s: argument %d, element %lld: %.9g with fuse, %.9g without", what, i,
                         (long long)j, x, y);
     }
   }
@@ -174,7 +174,7 @@ static void compare(run_result *a, run_result *b, const arg_spec *specs, int nar
   ip_memory_free(b->mem);
 }
 
-/* Compiles src both ways, checks the stripmined one has `loops` loops and no tile wider
+/* Compiles src both ways, checks the fused one has `loops` loops and no tile wider
  * than a chunk, then runs both over each argument list of cases (nargs each) and compares
  * what they wrote (floats within atol, see close_enough). */
 static void check_kernel(const char *src, int block, int loops, const arg_spec *cases, int ncases,
@@ -348,7 +348,7 @@ static void test_integer_reductions(void **st) {
 
 /* ---- kernels left alone -------------------------------------------------------------------- */
 
-/* src compiles to the same IR with and without stripmine. */
+/* src compiles to the same IR with and without fuse. */
 static void check_unchanged(const char *src, int block) {
   su_arena *a = su_arena_new();
   const char *with = print(a, compile(a, src, block, WITH));

@@ -1,6 +1,10 @@
-/* Strip-mining (design §5: tiling (b) and recomputation). A kernel whose 1-D tiles are
- * longer than the registers can hold becomes a sequence of loops over register-sized
- * chunks, so softmax over a 32768-wide row can be written as one tile.
+/* Fusion (design §5: fusion, tiling (b) and recomputation). The ops of a kernel that share
+ * one wide iteration space (loads, elementwise ops, broadcasts of scalars, reductions and
+ * stores over the same N lanes) are grouped into loop nests over register-sized chunks,
+ * so the intermediates of a group live in registers chunk by chunk and never touch memory,
+ * and softmax over a 32768-wide row can be written as one tile. A reduction closes a
+ * group; its scalar result feeds the next. -fno-fuse replaces this pass with materialize.c
+ * (every op's result through global memory): the baseline that shows what fusion buys.
  *
  * The class handled: the top level of the kernel body computes "wide" tiles, all of one
  * length N, with arange, const, splat, elementwise ops and loads, and consumes them only
@@ -402,7 +406,7 @@ static bool analyze(stripper *s, int nvalues) {
   return s->ngroups > 0 && memory_order_ok(s, nvalues);
 }
 
-bool pass_stripmine(ir_module *m, ir_func *f) {
+bool pass_fuse(ir_module *m, ir_func *f) {
   stripper s = {.m = m, .f = f, .a = su_arena_new()};
   int nvalues = ir_number_values(f);
   bool changed = analyze(&s, nvalues);
