@@ -215,7 +215,7 @@ static tk_kernel *compile_tuned(bench *b, const char *file, const char *kernel, 
   int nd = 1;
   if (warps) d[nd++] = d[1];
   if (rows) d[nd++] = d[2];
-  tk_compile_options o = {d, nd, 3, NULL, no_cache};
+  tk_compile_options o = {.defines = d, .ndefines = nd, .opt_level = 3, .no_cache = no_cache};
   tk_kernel *k = NULL;
   if (tk_module_compile_file(b->ctx, mod, path, &o) != TK_OK ||
       tk_module_get_kernel(*mod, kernel, &k) != TK_OK) {
@@ -435,7 +435,7 @@ static void run_matmul_case(bench *b, const mm_case *mc) {
     snprintf(path, sizeof path, "%s/%s", b->samples, file);
     for (int q = 0; q < 5; q++) snprintf(v[q], sizeof v[q], "%d", MM_CFG[ci][q]);
     tk_define d[] = {{"BM", v[0]}, {"BN", v[1]}, {"BK", v[2]}, {"warps", v[3]}, {"stages", v[4]}};
-    tk_compile_options o = {d, 5, 3, NULL, 0};
+    tk_compile_options o = {.defines = d, .ndefines = 5, .opt_level = 3};
     tk_module *m = NULL;
     tk_kernel *k = NULL;
     if (tk_module_compile_file(b->ctx, &m, path, &o) != TK_OK || tk_module_get_kernel(m, kernel, &k) != TK_OK) {

@@ -104,7 +104,7 @@ static void run_case(bench *b, const at_case *c) {
     snprintf(v[4], sizeof v[4], "%d", c->d);
     tk_define df[] = {{"BM", v[0]}, {"BN", v[1]}, {"warps", v[2]}, {"stages", v[3]}, {"D", v[4]},
                       {"CAUSAL", c->causal ? "true" : "false"}, {"T", c->dtype}};
-    tk_compile_options o = {df, 7, 3, NULL, 0};
+    tk_compile_options o = {.defines = df, .ndefines = 7, .opt_level = 3};
     tk_module *m = NULL;
     tk_kernel *k = NULL;
     if (tk_module_compile_file(b->ctx, &m, path, &o) != TK_OK || tk_module_get_kernel(m, kernel, &k) != TK_OK) {

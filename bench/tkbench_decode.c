@@ -101,7 +101,7 @@ static tk_module *compile(bench *b, const char *dtype, const int *cfg, tk_kernel
   snprintf(path, sizeof path, "%s/attention_decode.tk", b->samples);
   for (int i = 0; i < 3; i++) snprintf(v[i], sizeof v[i], "%d", cfg[i]);
   tk_define df[] = {{"T", dtype}, {"BN", v[0]}, {"stages", v[1]}, {"warps", v[2]}};
-  tk_compile_options o = {df, 4, 3, NULL, 0};
+  tk_compile_options o = {.defines = df, .ndefines = 4, .opt_level = 3};
   tk_module *m = NULL;
   if (tk_module_compile_file(b->ctx, &m, path, &o) != TK_OK ||
       tk_module_get_kernel(m, "decode_split", split) != TK_OK ||

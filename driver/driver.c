@@ -61,6 +61,7 @@ static pass_options pass_opts(const drv_options *o) {
       .print_after = o->print_after,
       .only = o->only_passes,
       .time_passes = o->time_passes,
+      .no_fuse = o->no_fuse,
       .log = o->log,
   };
   return po;

@@ -35,6 +35,8 @@ typedef struct {
   bool time_passes;
   FILE *log;                /* where --print-after / --time-passes write (stderr if NULL) */
   int64_t budget;           /* sema_options.budget: compile-time work (0: the default) */
+  bool no_fuse;             /* -fno-fuse: materialize every op's result (the unfused
+                               baseline) instead of fusing (pass_options.no_fuse) */
 } drv_options;
 
 /* Sets o to the defaults (target.h): no defines, TG_DEFAULT_OPT_LEVEL, TG_DEFAULT_ARCH,

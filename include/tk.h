@@ -115,6 +115,8 @@ typedef struct {
   int opt_level;       /* 0..3; default (when the struct is zeroed) is treated as 3 */
   const char *arch;    /* NULL: the device's (CUDA; see docs/api.md) */
   int no_cache;        /* 1: neither read nor write the on-disk cache */
+  int no_fuse;         /* 1: as tkc -fno-fuse, every op's result goes through global scratch
+                          memory (the unfused baseline; launches allocate the scratch) */
 } tk_compile_options;
 
 /* Compiles .tk source text. name is used in diagnostics (e.g. "softmax.tk"). opts may be

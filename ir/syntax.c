@@ -48,6 +48,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax bytes = {IR_MOD_NONE, 1, {{"bytes", IR_SLOT_ATTR}}};
   static const ir_syntax pending = {IR_MOD_NONE, 1, {{"pending", IR_SLOT_ATTR}}};
   static const ir_syntax wtrans = {IR_MOD_NONE, 1, {{"trans", IR_SLOT_INTS}}};
+  static const ir_syntax scratch = {IR_MOD_NONE, 2, {{"offset", IR_SLOT_ATTR}, {"per_program", IR_SLOT_ATTR2}}};
   static const ir_syntax loop = {IR_MOD_WHILE, 0, {{0}}};
   static const ir_syntax wspec = {IR_MOD_NONE, 2, {{"producer_warps", IR_SLOT_ATTR}, {"regs", IR_SLOT_INTS}}};
   switch (op) {
@@ -74,6 +75,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_WARP_SPEC: return &wspec;
   case IR_WGMMA: return &wtrans;
   case IR_GRID_SIZE: return &axis;
+  case IR_SCRATCH: return &scratch;
   case IR_FOR: return &loop;
   default: return &none;
   }

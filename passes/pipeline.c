@@ -18,7 +18,7 @@ typedef struct {
 /* Every pass, by name; its entry point is pass_NAME. One list, so the table and the
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
-  X(constfold) X(simplify) X(cse) X(dce) X(licm) X(fuse) X(tiling) X(persist) X(swpipe) \
+  X(constfold) X(simplify) X(cse) X(dce) X(licm) X(fuse) X(materialize) X(tiling) X(persist) X(swpipe) \
   X(lower_dot) X(rotate) X(expfold) X(tmastore) X(warpspec) X(sink)
 
 /* The passes, then the canonicalize group as the last row. */
@@ -189,7 +189,11 @@ bool pass_run(ir_module *m, const pass_options *o, su_diags *d) {
   int *order = SU_NEW_ARRAY(scratch, int, NPIPELINE + NTARGET);
   int norder = 0;
   if (!o->target_only)
-    for (int i = 0; i < NPIPELINE; i++) order[norder++] = pass_index(pipeline[i], strlen(pipeline[i]));
+    for (int i = 0; i < NPIPELINE; i++) {
+      /* -fno-fuse: the unfused baseline in fusion's place */
+      const char *name = o->no_fuse && !strcmp(pipeline[i], "fuse") ? "materialize" : pipeline[i];
+      order[norder++] = pass_index(name, strlen(name));
+    }
   if (m->arch)
     for (int i = 0; i < NTARGET; i++)
       order[norder++] = pass_index(target_pipeline[i], strlen(target_pipeline[i]));

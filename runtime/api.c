@@ -287,6 +287,7 @@ static bool driver_options(rt_context *ctx, su_arena *a, const tk_compile_option
   o->defines = defs;
   o->ndefines = opts->ndefines;
   if (opts->opt_level) o->opt_level = opts->opt_level;
+  o->no_fuse = opts->no_fuse != 0;
   return true;
 }
 

@@ -104,7 +104,7 @@ tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src
   tk_define defs[GH_MAX_DEFINES];
   int n = d ? d->n : 0;
   for (int i = 0; i < n; i++) defs[i] = (tk_define){d->name[i], d->value[i]};
-  tk_compile_options o = {defs, n, 3, NULL, 0};
+  tk_compile_options o = {.defines = defs, .ndefines = n, .opt_level = 3};
   tk_module *m = NULL;
   tk_status s = src->text
                   ? tk_module_compile(ctx, &m, src->text, strlen(src->text), src->name, &o)
