@@ -216,13 +216,16 @@ static void compare(const char *what, tk_dtype t, const void *gpu, const void *r
 /* ---- running one case ---------------------------------------------------------------- */
 
 /* A sample is read from the samples directory, an embedded kernel from its text. */
-static tk_kernel *compile(tk_context *ctx, const gpu_case *c) {
+static tk_kernel *compile_as(tk_context *ctx, const gpu_case *c, bool no_fuse) {
   gh_defines d = {0};
   gh_define_int(&d, "BLOCK", c->block);
   char path[512] = "";
   if (c->file) snprintf(path, sizeof path, "%s/%s", G.samples, c->file);
-  return gh_compile(&G.h, ctx, &(gh_source){c->name, c->source, path, c->kernel}, &d);
+  gh_source src = {c->name, c->source, path, c->kernel};
+  return no_fuse ? gh_compile_nofuse(&G.h, ctx, &src, &d) : gh_compile(&G.h, ctx, &src, &d);
 }
+
+static tk_kernel *compile(tk_context *ctx, const gpu_case *c) { return compile_as(ctx, c, false); }
 
 static long elems(sizing z, const shape *sh) {
   switch (z) {
@@ -301,10 +304,9 @@ static void run_shape(const gpu_case *c, tk_kernel *kc, tk_kernel *ki, const sha
   }
 }
 
-static void test_case(void **state) {
-  const gpu_case *c = *state;
+static void run_case(const gpu_case *c, bool no_fuse) {
   if (!G.h.cuda) skip();
-  tk_kernel *kc = compile(G.h.cuda, c), *ki = compile(G.h.interp, c);
+  tk_kernel *kc = compile_as(G.h.cuda, c, no_fuse), *ki = compile(G.h.interp, c);
   const shape *list = c->per_row ? shapes_rows : shapes_1d;
   size_t n = c->per_row ? sizeof shapes_rows / sizeof *shapes_rows
                         : sizeof shapes_1d / sizeof *shapes_1d;
@@ -317,6 +319,12 @@ static void test_case(void **state) {
     for (size_t i = 0; i < sizeof shapes_long_rows / sizeof *shapes_long_rows; i++)
       run_shape(c, kc, ki, &shapes_long_rows[i]);
 }
+
+static void test_case(void **state) { run_case(*state, false); }
+
+/* The same case compiled -fno-fuse on the device (every op through global scratch
+ * memory, a hidden argument the backend allocates) against the fused interpreter. */
+static void test_case_nofuse(void **state) { run_case(*state, true); }
 
 /* ---- device tests of the backend itself ---------------------------------------------- */
 
@@ -1138,13 +1146,18 @@ int main(void) {
     cmocka_unit_test(test_fake_arch_from_device),
   };
   enum { NCASES = sizeof cases / sizeof cases[0] };
-  struct CMUnitTest dev[NCASES + 4] = {
+  struct CMUnitTest dev[2 * NCASES + 4] = {
     cmocka_unit_test(test_aot_ptx),
     cmocka_unit_test(test_bad_ptx_reports_log),
     cmocka_unit_test(test_scalar_abi),
     cmocka_unit_test(test_jit_cache),
   };
-  for (int i = 0; i < NCASES; i++)
+  static char nofuse_names[NCASES][64];
+  for (int i = 0; i < NCASES; i++) {
     dev[4 + i] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
-  return gh_run(&G.h, host, sizeof host / sizeof *host, dev, NCASES + 4);
+    snprintf(nofuse_names[i], sizeof nofuse_names[i], "%s -fno-fuse", cases[i].name);
+    dev[4 + NCASES + i] =
+        (struct CMUnitTest){nofuse_names[i], test_case_nofuse, NULL, NULL, (void *)&cases[i]};
+  }
+  return gh_run(&G.h, host, sizeof host / sizeof *host, dev, 2 * NCASES + 4);
 }
