@@ -199,6 +199,33 @@ double tb_time_sequence(bench *b, const tb_launch *l, int nl) {
   return med;
 }
 
+double tb_predict(bench *b, const tb_launch *l, int nl, const char **bound) {
+  double total = 0, longest = -1;
+  *bound = "";
+  for (int i = 0; i < nl; i++) {
+    tk_roofline_report r;
+    if (tk_roofline(l[i].k, NULL, l[i].g, l[i].args, l[i].n, &r) != TK_OK) {
+      fprintf(stderr, "tkbench: roofline: %s\n", tk_last_error(b->ctx));
+      return NAN;
+    }
+    total += r.predicted_us;
+    if (r.predicted_us > longest) {
+      longest = r.predicted_us;
+      *bound = r.bound_name;
+    }
+  }
+  return total;
+}
+
+void tb_emit_roofline(const char *workload, double predicted, const char *bound, double measured) {
+  if (isnan(predicted) || isnan(measured)) return;
+  char name[200];
+  snprintf(name, sizeof name, "%s roofline", workload);
+  tb_emit(name, predicted, "us", bound);
+  snprintf(name, sizeof name, "%s %% of bound", workload);
+  tb_emit(name, 100.0 * predicted / measured, "%", "predicted bound / measured time");
+}
+
 double tb_time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n) {
   return tb_time_sequence(b, &(tb_launch){k, g, args, n}, 1);
 }
@@ -332,6 +359,14 @@ static void run_workload(bench *b, const workload *w) {
     snprintf(note, sizeof note, "%s", why ? why : "checked");
   tb_emit(w->name, us, "us", note);
   if (!isnan(us)) tb_emit(w->name, w->bytes / (us * 1e-6) / 1e9, "GB/s", "");
+  if (!isnan(us)) {
+    /* the prediction for the launch measured (its grid; warps change only residency) */
+    long per_b = best_rows ? best_rows : per;
+    tk_grid gb = {w->per_row ? (unsigned)((w->rows + per_b - 1) / per_b) : g.x, 1, 1};
+    const char *bound;
+    double pred = tb_predict(b, &(tb_launch){k, gb, args, w->nparams}, 1, &bound);
+    tb_emit_roofline(w->name, pred, bound, us);
+  }
   /* What fusion buys: the winning configuration compiled -fno-fuse (every op's result
    * through global scratch memory), checked and timed; the ratio is unfused / fused. */
   if (!isnan(us)) {
@@ -446,6 +481,8 @@ static void run_matmul_case(bench *b, const mm_case *mc) {
   if (!why && (tk_memcpy_htod(b->ctx, da, ha, na * 2) != TK_OK || tk_memcpy_htod(b->ctx, db, hb, nb * 2) != TK_OK ||
                tk_memcpy_htod(b->ctx, dbias, hbias, (size_t)mc->n * 2) != TK_OK))
     why = "copy failed";
+  double pred = NAN;
+  const char *bound = "";
   double best = NAN;
   int bi = -1;
   char lastbad[200] = "";
@@ -488,9 +525,11 @@ static void run_matmul_case(bench *b, const mm_case *mc) {
     if (!isnan(t) && (isnan(best) || t < best)) {
       best = t;
       bi = (int)ci;
+      pred = tb_predict(b, &(tb_launch){k, g, args, nargs}, 1, &bound);
     }
     tk_module_destroy(m);
   }
+  tb_emit_roofline(mc->name, pred, bound, best);
   char note[240];
   if (bi >= 0)
     snprintf(note, sizeof note, "checked, BM=%d BN=%d BK=%d warps=%d stages=%d, %.0f TFLOP/s", MM_CFG[bi][0],
