@@ -35,6 +35,9 @@ typedef struct {
   bool time_passes;
   FILE *log;                /* where --print-after / --time-passes write (stderr if NULL) */
   int64_t budget;           /* sema_options.budget: compile-time work (0: the default) */
+  const char *remark_missed; /* -Rpass-missed=LIST: passes (comma-separated, or "all")
+                               that report to drv_optimize's diagnostics, as remarks, what
+                               they leave unchanged; NULL: none */
   bool no_fuse;             /* -fno-fuse: materialize every op's result (the unfused
                                baseline) instead of fusing (pass_options.no_fuse) */
 } drv_options;

@@ -106,20 +106,24 @@ typedef struct {
   int64_t budget; /* the most values a tile may have without being wide */
   int n;          /* the wide length found so far, 0 if none */
   bool bad;       /* a wide tile that is not 1-D, has a layout, or has another length */
+  const ir_op *bad_op; /* the first op making one (for the remark) */
+  const ir_type *bad_type;
 } width_scan;
 
-static void scan_type(width_scan *w, const ir_type *t) {
+static void scan_type(width_scan *w, const ir_op *op, const ir_type *t) {
   if (t->kind != IR_TILE || ir_type_numel(t) <= w->budget) return;
-  if (t->rank != 1 || t->layout || (w->n && w->n != t->shape[0]))
+  if (t->rank != 1 || t->layout || (w->n && w->n != t->shape[0])) {
+    if (!w->bad) w->bad_op = op, w->bad_type = t;
     w->bad = true;
-  else
+  } else {
     w->n = t->shape[0];
+  }
 }
 
 static void scan_op(ir_op *op, void *ctx) {
-  for (int i = 0; i < op->nresults; i++) scan_type(ctx, op->results[i]->type);
+  for (int i = 0; i < op->nresults; i++) scan_type(ctx, op, op->results[i]->type);
   for (int r = 0; r < op->nregions; r++)
-    for (int i = 0; i < op->regions[r]->nargs; i++) scan_type(ctx, op->regions[r]->args[i]->type);
+    for (int i = 0; i < op->regions[r]->nargs; i++) scan_type(ctx, op, op->regions[r]->args[i]->type);
 }
 
 /* ---- the supported class ---------------------------------------------------------------- */
@@ -143,15 +147,23 @@ static bool is_root_kind(const ir_op *op) {
 typedef struct {
   const stripper *s;
   bool ok;
+  const ir_op *bad; /* the first op outside the class, and why (for the remark) */
+  const char *why;
 } class_check;
 
 static void check_op(ir_op *op, void *ctx) {
   class_check *c = ctx;
   bool res = has_wide_result(c->s, op), opnd = has_wide_operand(c->s, op);
   if (!res && !opnd) return;
-  if (op->parent != c->s->f->body || op->nregions) c->ok = false;
-  else if (res) c->ok &= op->nresults == 1 && rebuildable(op);
-  else c->ok &= is_root_kind(op);
+  const char *why = NULL;
+  if (op->parent != c->s->f->body || op->nregions)
+    why = "a wide tile inside a loop or an if (or carried by one)";
+  else if (res && !(op->nresults == 1 && rebuildable(op)))
+    why = "this op has no chunked form";
+  else if (!res && !is_root_kind(op))
+    why = "a wide tile used by an op other than a store or a sum/max/min to a scalar";
+  if (why && c->ok) c->bad = op, c->why = why;
+  if (why) c->ok = false;
 }
 
 static bool is_root(const stripper *s, const ir_op *op) {
@@ -211,6 +223,7 @@ typedef struct {
   int *seen;       /* value id -> last group + 1 that visited it */
   bool *loaded;    /* value id -> a wide load some group runs */
   bool ok;
+  const ir_op *bad_load, *bad_write; /* the first reload a write forbids (for the remark) */
 } mem_check;
 
 /* Visits the wide operand tree of v for group c->g; each load in it must see no store
@@ -223,21 +236,33 @@ static void check_tree(mem_check *c, const ir_value *v) {
   if (op->opc == IR_LOAD) {
     c->loaded[v->id] = true;
     for (int q = s->pos[v->id] + 1; q < s->groups[c->g].at; q++)
-      if (s->writes[q] && s->group_of[q] != c->g) c->ok = false;
+      if (s->writes[q] && s->group_of[q] != c->g) {
+        if (c->ok) c->bad_load = op, c->bad_write = s->ops[q];
+        c->ok = false;
+      }
   }
   for (int k = 0; k < op->noperands; k++) check_tree(c, op->operands[k]);
 }
 
 static bool memory_order_ok(const stripper *s, int nvalues) {
-  mem_check c = {s, 0, SU_NEW_ARRAY(s->a, int, nvalues), SU_NEW_ARRAY(s->a, bool, nvalues), true};
+  mem_check c = {s, 0, SU_NEW_ARRAY(s->a, int, nvalues), SU_NEW_ARRAY(s->a, bool, nvalues), true,
+                 NULL, NULL};
   for (c.g = 0; c.g < s->ngroups; c.g++)
     for (int i = s->groups[c.g].first; i < s->groups[c.g].at; i++)
       if (s->group_of[i] == c.g)
         for (int k = 0; k < s->ops[i]->noperands; k++) check_tree(&c, s->ops[i]->operands[k]);
   for (int i = 0; i < s->nops; i++) {
     ir_op *op = s->ops[i];
-    if (op->opc == IR_LOAD && has_wide_result(s, op) && !c.loaded[op->results[0]->id]) return false;
+    if (op->opc == IR_LOAD && has_wide_result(s, op) && !c.loaded[op->results[0]->id]) {
+      pass_remark_missed(s->m, "fuse", op->loc, "kernel '%s' left unfused: this wide load feeds "
+                         "no store or reduction, and a chunked kernel would drop it", s->f->name);
+      return false;
+    }
   }
+  if (!c.ok)
+    pass_remark_missed(s->m, "fuse", c.bad_load->loc, "kernel '%s' left unfused: this load would "
+                       "be re-run after the store or atomic at line %u, which may have changed "
+                       "its memory", s->f->name, c.bad_write->loc.line);
   return c.ok;
 }
 
@@ -379,15 +404,32 @@ static void emit_group(stripper *s, int g) {
 static bool analyze(stripper *s, int nvalues) {
   if (s->f->num_warps < 1) return false;
   int64_t threads = 32 * (int64_t)s->f->num_warps;
-  width_scan w = {threads * SM_MAX_PER_THREAD, 0, false};
+  width_scan w = {threads * SM_MAX_PER_THREAD, 0, false, NULL, NULL};
   ir_walk(s->f->body, scan_op, &w);
+  if (w.bad) {
+    su_buf t = {0};
+    ir_type_print(&t, w.bad_type);
+    pass_remark_missed(s->m, "fuse", w.bad_op->loc, "kernel '%s' left unfused: %s has more than "
+                       "%d values per thread and is not a 1-D tile of the kernel's one wide "
+                       "length%s", s->f->name, su_buf_str(&t), SM_MAX_PER_THREAD,
+                       w.bad_type->layout ? " (it has a layout already)" : "");
+    su_buf_free(&t);
+  }
   if (w.bad || !w.n) return false;
   s->n = w.n;
   s->chunk = (int)(threads * SM_CHUNK_PER_THREAD); /* < n, which is wide */
-  if (s->n % s->chunk != 0) return false;
-  class_check c = {s, true};
+  if (s->n % s->chunk != 0) {
+    pass_remark_missed(s->m, "fuse", s->f->loc, "kernel '%s' left unfused: its wide length %d is "
+                       "not a multiple of the chunk %d", s->f->name, s->n, s->chunk);
+    return false;
+  }
+  class_check c = {s, true, NULL, NULL};
   ir_walk(s->f->body, check_op, &c);
-  if (!c.ok) return false;
+  if (!c.ok) {
+    pass_remark_missed(s->m, "fuse", c.bad->loc, "kernel '%s' left unfused: %s ('%s')", s->f->name,
+                       c.why, ir_op_info(c.bad->opc)->name);
+    return false;
+  }
 
   for (ir_op *op = s->f->body->first; op; op = op->next) s->nops++;
   s->ops = SU_NEW_ARRAY(s->a, ir_op *, s->nops);

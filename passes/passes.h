@@ -35,6 +35,8 @@ typedef struct {
   bool target_only;          /* run only the target part of the pipeline (m->arch must be set) */
   bool time_passes;          /* print a table of per-pass wall time to log at the end */
   bool no_fuse;              /* -fno-fuse: materialize runs where fuse would */
+  su_diags *remarks;         /* -Rpass-missed: where passes' remarks go (NULL: none) */
+  const char *remark_passes; /* which passes report: names, comma-separated, or "all" */
   FILE *log;                 /* NULL means stderr */
 } pass_options;
 

@@ -206,7 +206,10 @@ bool pass_run(ir_module *m, const pass_options *o, su_diags *d) {
   if (nprinted < 0 || norder < 0) r.ok = false;
   else if (!o->only && o->opt_level <= 0) norder = 0;
 
+  m->remarks = o->remarks;
+  m->remark_passes = o->remark_passes;
   for (int i = 0; i < norder && r.ok; i++) run_entry(&r, order[i]);
+  m->remarks = NULL;
   if (r.ok && o->time_passes) print_times(&r);
   su_arena_free(scratch);
   return r.ok;

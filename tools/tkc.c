@@ -73,6 +73,8 @@ static void usage(FILE *f) {
           "  --verify-each        verify the IR after every pass (always on in debug builds)\n"
           "  --budget=N           compile-time work allowed: helper calls inlined plus\n"
           "                       static_range iterations unrolled (default 100000)\n"
+          "  -Rpass-missed=A,B    the named passes (or 'all') say, as remarks at the .tk\n"
+          "                       line, what they leave unchanged and why (fuse today)\n"
           "  -fno-fuse            do not fuse: every op's result goes through global scratch\n"
           "                       memory and back (the unfused baseline fusion is measured\n"
           "                       against; results are the same)\n"
@@ -199,6 +201,9 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       long long v = strtoll(s + 9, &end, 10);
       if (end == s + 9 || *end || v <= 0) usage_error("--budget expects a positive integer, got '%s'", s + 9);
       o->drv.budget = v;
+    } else if (!strncmp(s, "-Rpass-missed=", 14)) {
+      if (!s[14]) usage_error("%s needs pass names (or 'all')", s);
+      o->drv.remark_missed = s + 14;
     } else if (!strcmp(s, "-fno-fuse")) {
       o->drv.no_fuse = true;
     } else if (!strcmp(s, "--roofline")) {
