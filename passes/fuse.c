@@ -10,7 +10,8 @@
  * length N, with arange, const, splat, elementwise ops and loads, and consumes them only
  * with stores and sum/max/min reductions to scalars; scalars flow freely in between. Any
  * other use of a wide tile (a shape op, scan, argreduce, dot, atomic, print, a loop or
- * branch that touches one) leaves the kernel unchanged: correct, possibly spilling.
+ * branch that touches one) leaves the kernel unchanged: correct, possibly spilling, and
+ * said with a remark at the op that stops it (-Rpass-missed=fuse, pass_remark_missed).
  *
  * Groups. Reductions and wide stores are the roots. Walking the body in order, roots
  * join one group until an op needs a result of the group's reductions (the splat of
