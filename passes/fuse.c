@@ -8,8 +8,8 @@
  *
  * The class handled: the top level of the kernel body computes "wide" tiles, all of one
  * length N, with arange, const, splat, elementwise ops and loads, and consumes them only
- * with stores and sum/max/min reductions to scalars; scalars flow freely in between. Any
- * other use of a wide tile (a shape op, scan, argreduce, dot, atomic, print, a loop or
+ * with stores, sum/max/min reductions and argmax/argmin to scalars; scalars flow freely in
+ * between. Any other use of a wide tile (a shape op, scan, dot, atomic, print, a loop or
  * branch that touches one) leaves the kernel unchanged: correct, possibly spilling, and
  * said with a remark at the op that stops it (-Rpass-missed=fuse, pass_remark_missed).
  *
@@ -19,8 +19,9 @@
  * return comes; the group's loop goes just before that op. Each loop runs
  * `for c0 in range(0, N, C)`, rebuilds the roots' operand trees on the chunk
  * (arange(s, s+N) becomes c0 + arange(s, s+C)), stores chunk by chunk, and carries one
- * accumulator tile of C lanes per reduction, combined lane-wise (add, max, min) and
- * reduced once after the loop: one cross-warp reduction per loop rather than per chunk.
+ * accumulator tile of C lanes per reduction, combined lane-wise (add, max, min; an
+ * argmax/argmin carries the lanes' best values and their positions) and reduced once
+ * after the loop: one cross-warp reduction per loop rather than per chunk.
  * Chunk clones that do not depend on c0 (splats, constants, the arange base) are built
  * once before the first loop that needs them.
  *
@@ -137,12 +138,19 @@ static bool rebuildable(const ir_op *op) {
   }
 }
 
-/* An op consuming wide tiles into no wide result: a store, or a reduction to a scalar
- * whose lane-wise combination exists (not over i1, whose sum is not its own type's). */
+/* An op consuming wide tiles into no wide result: a store, a reduction to a scalar whose
+ * lane-wise combination exists (not over i1, whose sum is not its own type's), or an
+ * argmax/argmin to a scalar (a running value and index per lane). */
 static bool is_root_kind(const ir_op *op) {
   if (op->opc == IR_STORE) return true;
+  if (op->opc == IR_ARGREDUCE)
+    return op->results[0]->type->kind == IR_SCALAR && op->operands[0]->type->dtype != TK_I1;
   return op->opc == IR_REDUCE && op->results[0]->type->kind == IR_SCALAR &&
          op->results[0]->type->dtype != TK_I1;
+}
+
+static bool is_reduction(const ir_op *op) {
+  return op->opc == IR_REDUCE || op->opc == IR_ARGREDUCE;
 }
 
 typedef struct {
@@ -168,7 +176,7 @@ static void check_op(ir_op *op, void *ctx) {
 }
 
 static bool is_root(const stripper *s, const ir_op *op) {
-  return (op->opc == IR_STORE || op->opc == IR_REDUCE) && has_wide_operand(s, op);
+  return (op->opc == IR_STORE || is_reduction(op)) && has_wide_operand(s, op);
 }
 
 static bool is_write_op(const ir_op *op) {
@@ -191,7 +199,7 @@ static bool closes_group(const stripper *s, int g, int i) {
   if ((ir_op_info(op->opc)->traits & IR_MEM) && !wide_mem) return true;
   for (int k = 0; k < op->noperands; k++) {
     ir_op *d = op->operands[k]->def;
-    if (d && d->opc == IR_REDUCE && d->parent == s->f->body &&
+    if (d && is_reduction(d) && d->parent == s->f->body &&
         s->group_of[s->pos[op->operands[k]->id]] == g)
       return true;
   }
@@ -344,28 +352,85 @@ static ir_opcode combine_op(ir_reduce_kind k) {
   return k == IR_RED_SUM ? IR_ADD : k == IR_RED_MAX ? IR_MAX : IR_MIN;
 }
 
+/* Whether lane value v beats the running best b of an argmax (max) or argmin: the first
+ * NaN wins over anything but an earlier NaN (as the interpreter's argreduce), else strictly
+ * greater (smaller), so that each lane keeps its first best. An i1 tile. */
+static ir_value *beats(ir_builder *b, bool max, ir_value *v, ir_value *best) {
+  ir_value *better = ir_cmp_build(b, max ? IR_CMP_GT : IR_CMP_LT, v, best);
+  if (!ir_dtype_is_float(v->type->dtype)) return better;
+  ir_value *vnan = ir_cmp_build(b, IR_CMP_NE, v, v), *bnum = ir_cmp_build(b, IR_CMP_EQ, best, best);
+  return ir_binary(b, IR_OR, better, ir_binary(b, IR_AND, vnan, bnum));
+}
+
+/* The index the lanes' running bests (value tile bv, index tile bi) of an argmax or
+ * argmin give: a NaN lane's when there is one, else the best value's, the smallest index
+ * among equal ones: the first in the row, as an unchunked argreduce. */
+static ir_value *combine_arg(stripper *s, ir_builder *b, bool max, ir_value *bv, ir_value *bi) {
+  const ir_type *i32 = ir_type_scalar(s->m, TK_I32), *vs = ir_type_elem(bv->type);
+  const ir_type *lanes = ir_type_like(s->m, bv->type, i32);
+  ir_op *m = ir_build(b, IR_REDUCE, 1, &bv, 1, &vs);
+  m->attr = max ? IR_RED_MAX : IR_RED_MIN;
+  ir_value *mt = ir_build1(b, IR_SPLAT, bv->type, 1, &m->results[0]);
+  ir_value *pick = ir_cmp_build(b, IR_CMP_EQ, bv, mt);
+  if (ir_dtype_is_float(bv->type->dtype)) {
+    /* any NaN lane: pick the NaN lanes */
+    ir_value *isnan = ir_cmp_build(b, IR_CMP_NE, bv, bv);
+    ir_value *one = ir_const_int(b, lanes, 1), *zero = ir_const_int(b, lanes, 0);
+    ir_value *sel[3] = {isnan, one, zero};
+    ir_value *flags = ir_build1(b, IR_SELECT, lanes, 3, sel);
+    ir_op *any = ir_build(b, IR_REDUCE, 1, &flags, 1, &i32);
+    any->attr = IR_RED_MAX;
+    ir_value *anyt = ir_build1(b, IR_SPLAT, lanes, 1, &any->results[0]);
+    ir_value *hasnan = ir_cmp_build(b, IR_CMP_NE, anyt, zero);
+    ir_value *s3[3] = {hasnan, isnan, pick};
+    pick = ir_build1(b, IR_SELECT, pick->type, 3, s3);
+  }
+  ir_value *s3[3] = {pick, bi, ir_const_int(b, lanes, INT32_MAX)};
+  ir_value *cand = ir_build1(b, IR_SELECT, lanes, 3, s3);
+  ir_op *r = ir_build(b, IR_REDUCE, 1, &cand, 1, &i32);
+  r->attr = IR_RED_MIN;
+  return r->results[0];
+}
+
 /* Builds group g's loop before ops[at], and after it the final reductions, which take
- * over the uses of the original ones. */
+ * over the uses of the original ones. A reduction carries one accumulator tile of C
+ * lanes; an argmax or argmin two (the running best value and its index). */
 static void emit_group(stripper *s, int g) {
   sm_group *grp = &s->groups[g];
   ir_op *before = grp->at < s->nops ? s->ops[grp->at] : NULL;
   ir_builder ob = {s->m, s->f->body, before, s->ops[grp->first]->loc};
-  int nred = 0;
+  int nred = 0, ncar = 0;
   for (int i = grp->first; i < grp->at; i++)
-    nred += s->group_of[i] == g && s->ops[i]->opc == IR_REDUCE;
-  ir_op **reds = SU_NEW_ARRAY(s->a, ir_op *, nred);
-  ir_value **accs = SU_NEW_ARRAY(s->a, ir_value *, nred);
-  nred = 0;
-  for (int i = grp->first; i < grp->at; i++)
-    if (s->group_of[i] == g && s->ops[i]->opc == IR_REDUCE) {
-      reds[nred] = s->ops[i];
-      accs[nred++] = identity(&ob, (ir_reduce_kind)s->ops[i]->attr,
-                              chunk_type(s, s->ops[i]->operands[0]->type));
+    if (s->group_of[i] == g && is_reduction(s->ops[i])) {
+      nred++;
+      ncar += s->ops[i]->opc == IR_ARGREDUCE ? 2 : 1;
     }
+  ir_op **reds = SU_NEW_ARRAY(s->a, ir_op *, nred);
+  int *first = SU_NEW_ARRAY(s->a, int, nred); /* its first carried value */
+  ir_value **accs = SU_NEW_ARRAY(s->a, ir_value *, ncar);
   const ir_type *i32 = ir_type_scalar(s->m, TK_I32);
+  const ir_type *lanes = ir_type_tile(s->m, i32, 1, &s->chunk);
+  ir_value *lane_base = NULL; /* arange(0, C): the positions of a chunk's lanes from c0 */
+  nred = ncar = 0;
+  for (int i = grp->first; i < grp->at; i++) {
+    ir_op *op = s->ops[i];
+    if (s->group_of[i] != g || !is_reduction(op)) continue;
+    reds[nred] = op;
+    first[nred++] = ncar;
+    accs[ncar++] = identity(&ob, (ir_reduce_kind)op->attr, chunk_type(s, op->operands[0]->type));
+    if (op->opc == IR_ARGREDUCE) {
+      if (!lane_base) {
+        ir_op *ar = ir_build(&ob, IR_ARANGE, 0, NULL, 1, &lanes);
+        ar->attr = 0;
+        ar->attr2 = s->chunk;
+        lane_base = ar->results[0];
+      }
+      accs[ncar++] = lane_base; /* the first chunk's positions: ties keep the first */
+    }
+  }
   ir_value *lb = ir_const_int(&ob, i32, 0), *ub = ir_const_int(&ob, i32, s->n);
   ir_value *step = ir_const_int(&ob, i32, s->chunk);
-  ir_op *loop = ir_build_for(&ob, lb, ub, step, nred, accs);
+  ir_op *loop = ir_build_for(&ob, lb, ub, step, ncar, accs);
   ir_block *body = loop->regions[0];
   s->cur = g;
   s->outer = ob;
@@ -373,6 +438,7 @@ static void emit_group(stripper *s, int g) {
   s->inner = (ir_builder){s->m, body, NULL, ob.loc};
 
   int r = 0;
+  ir_value *pos = NULL; /* c0 + arange(0, C), built on first use */
   for (int i = grp->first; i < grp->at; i++) {
     ir_op *op = s->ops[i];
     if (s->group_of[i] != g) continue;
@@ -382,19 +448,40 @@ static void emit_group(stripper *s, int g) {
       ir_builder at = s->inner;
       at.loc = op->loc;
       ir_build(&at, IR_STORE, op->noperands, opnds, 0, NULL);
-    } else {
-      ir_value *x = chunk_of(s, op->operands[0]);
-      accs[r] = ir_binary(&s->inner, combine_op((ir_reduce_kind)op->attr), body->args[1 + r], x);
-      r++;
+      continue;
     }
+    ir_value *x = chunk_of(s, op->operands[0]);
+    int c = first[r++];
+    if (op->opc == IR_REDUCE) {
+      accs[c] = ir_binary(&s->inner, combine_op((ir_reduce_kind)op->attr), body->args[1 + c], x);
+      continue;
+    }
+    if (!pos) {
+      ir_value *c0 = body->args[0];
+      ir_value *sp = ir_build1(&s->inner, IR_SPLAT, lanes, 1, &c0);
+      pos = ir_binary(&s->inner, IR_ADD, sp, lane_base);
+    }
+    ir_builder at = s->inner;
+    at.loc = op->loc;
+    ir_value *win = beats(&at, op->attr == IR_RED_MAX, x, body->args[1 + c]);
+    ir_value *sv[3] = {win, x, body->args[1 + c]}, *si[3] = {win, pos, body->args[2 + c]};
+    accs[c] = ir_build1(&at, IR_SELECT, x->type, 3, sv);
+    accs[c + 1] = ir_build1(&at, IR_SELECT, lanes, 3, si);
   }
-  ir_build(&s->inner, IR_YIELD, nred, accs, 0, NULL);
+  ir_build(&s->inner, IR_YIELD, ncar, accs, 0, NULL);
 
   ob.before = before;
   for (r = 0; r < nred; r++) {
-    ir_value *acc = loop->results[r];
-    ir_value *red = copy_op(&ob, reds[r], &acc, reds[r]->results[0]->type);
-    red->def->attr2 = 0;
+    ir_value *acc = loop->results[first[r]], *red;
+    if (reds[r]->opc == IR_REDUCE) {
+      red = copy_op(&ob, reds[r], &acc, reds[r]->results[0]->type);
+      red->def->attr2 = 0;
+    } else {
+      ir_builder at = ob;
+      at.loc = reds[r]->loc;
+      red = combine_arg(s, &at, reds[r]->attr == IR_RED_MAX, acc, loop->results[first[r] + 1]);
+      red->name = reds[r]->results[0]->name;
+    }
     ir_replace_all_uses(s->f, reds[r]->results[0], red);
   }
 }
