@@ -38,7 +38,7 @@
 /* What a kernel parameter is for. Buffers (IN, OUT, ZERO, TGT) have an element type and
  * a size; scalars take a value from the run's shape. */
 typedef enum { IN, OUT, ZERO, TGT, S_N, S_ROWS, S_STRIDE, S_EPS } role;
-typedef enum { SZ_N, SZ_ROWS, SZ_MAT, SZ_16 } sizing;
+typedef enum { SZ_N, SZ_ROWS, SZ_ROWS2, SZ_MAT, SZ_16 } sizing;
 
 typedef struct {
   role r;
@@ -81,6 +81,19 @@ static const char OTHER_TK[] =
   "    store(y + offs, exp(v) * 2.0 + sqrt(abs(v)), offs < n);\n"
   "}\n";
 
+/* A wide argmax (8192 values over 4 warps: fused into a chunk loop carrying each lane's
+ * best value and position) next to a narrow argmin of the same row. */
+static const char ARGMAX_TK[] =
+  "@launch(warps = 4)\n"
+  "kernel argmax_rows<BLOCK: i32 = 8192>(x: *f32, out: *i32, stride: i64, n: i32) {\n"
+  "    let row = program_id(0) as i64;\n"
+  "    let c = arange(0, BLOCK);\n"
+  "    let v = load(x + row * stride + c, c < n, -inf);\n"
+  "    store(out + 2 * row, argmax(v, 0));\n"
+  "    let s = arange(0, 128);\n"
+  "    store(out + 2 * row + 1, argmin(load(x + row * stride + s, s < n, inf), 0));\n"
+  "}\n";
+
 #define F32 TK_F32
 #define F16 TK_F16
 static const gpu_case cases[] = {
@@ -117,6 +130,8 @@ static const gpu_case cases[] = {
    {{IN, TK_I32, SZ_N}, {ZERO, TK_I32, SZ_16}, {S_N, TK_I32, 0}}},
   {"masked_other", NULL, OTHER_TK, "masked_other", false, false, 256, 3,
    {{IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I32, 0}}},
+  {"argmax_rows", NULL, ARGMAX_TK, "argmax_rows", true, false, 8192, 4,
+   {{IN, F32, SZ_MAT}, {OUT, TK_I32, SZ_ROWS2}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}},
 };
 
 /* The shapes every case runs at: 1-D kernels use n only; row kernels rows x n with the
@@ -231,6 +246,7 @@ static long elems(sizing z, const shape *sh) {
   switch (z) {
   case SZ_N: return sh->n;
   case SZ_ROWS: return sh->rows;
+  case SZ_ROWS2: return 2 * sh->rows;
   case SZ_MAT: return sh->rows * (sh->n + sh->pad);
   case SZ_16: return 16;
   }
