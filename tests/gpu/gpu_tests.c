@@ -701,6 +701,41 @@ static void test_fake_sticky_fault(void **state) {
 }
 
 /* Each scalar type lands in its parameter slot with the bytes the PTX ABI wants. */
+/* A -fno-fuse kernel takes its scratch as a hidden pointer after the parameters: the
+ * backend allocates programs x bytes-per-program, keeps it for a launch that fits and
+ * grows it for one that does not. */
+static void test_fake_nofuse_scratch(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  static const char src[] =
+      "kernel sm(x: *f32, y: *f32) {\n"
+      "  let c = program_id(0) * 256 + arange(0, 256);\n"
+      "  let v = exp(load(x + c));\n"
+      "  store(y + c, v / sum(v, 0));\n"
+      "}\n";
+  tk_compile_options o = {.no_fuse = 1};
+  tk_module *m;
+  tk_kernel *k;
+  if (tk_module_compile(ctx, &m, src, strlen(src), "sm.tk", &o) != TK_OK) fail_msg("%s", tk_last_error(ctx));
+  assert_int_equal(tk_module_get_kernel(m, "sm", &k), TK_OK);
+  assert_int_equal(tk_kernel_num_params(k), 2); /* the scratch is not the caller's */
+  int live = fake_get_int(lib, "fake_cuda_live_allocs");
+  tk_arg args[] = {tk_arg_ptr(0x1000), tk_arg_ptr(0x2000)};
+  assert_int_equal(tk_launch(k, (tk_grid){4, 1, 1}, NULL, args, 2), TK_OK);
+  uint64_t first = *(uint64_t *)last_launch(lib)->params[2];
+  assert_true(first != 0);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live + 1);
+  assert_int_equal(tk_launch(k, (tk_grid){2, 1, 1}, NULL, args, 2), TK_OK);
+  assert_true(*(uint64_t *)last_launch(lib)->params[2] == first); /* fits: kept */
+  assert_int_equal(tk_launch(k, (tk_grid){4000, 1, 1}, NULL, args, 2), TK_OK);
+  assert_true(*(uint64_t *)last_launch(lib)->params[2] != 0);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live + 1); /* grown, not added */
+  tk_module_destroy(m);
+  fake_done(ctx, lib, dir);
+}
+
 static void test_fake_launch_packing(void **state) {
   (void)state;
   void *lib;
@@ -1155,6 +1190,7 @@ int main(void) {
     cmocka_unit_test(test_fake_capture),
     cmocka_unit_test(test_fake_tune),
     cmocka_unit_test(test_fake_launch_packing),
+    cmocka_unit_test(test_fake_nofuse_scratch),
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),
     cmocka_unit_test(test_fake_cache_other_builds),
