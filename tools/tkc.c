@@ -487,8 +487,20 @@ static int run(options *o, su_arena *a) {
         if (!ok) usage_error("--args: %s", msg);
         params[i] = v;
       }
-      if (o->rl_args && *o->rl_args && !used)
-        usage_error("--args: no kernel has an integer parameter named in '%s'", o->rl_args);
+      /* every name must be some kernel's parameter: a typo would silently count once */
+      for (const char *p = o->rl_args ? o->rl_args : ""; *p;) {
+        size_t len = strcspn(p, ","), n = strcspn(p, "=");
+        bool found = false;
+        for (int i = 0; i < m->nfuncs && !found; i++)
+          for (int k = 0; k < m->funcs[i]->body->nargs && !found; k++) {
+            const char *pn = m->funcs[i]->param_names ? m->funcs[i]->param_names[k] : NULL;
+            found = pn && strlen(pn) == n && !memcmp(pn, p, n);
+          }
+        if (!found) usage_error("--args: no kernel has an integer parameter named in '%s'",
+                                su_strndup(a, p, len));
+        p += len;
+        if (*p == ',') p++;
+      }
       drv_roofline(stdout, m, o->drv.arch, g, params);
       su_buf_free(&out);
       return 0;
