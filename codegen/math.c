@@ -68,6 +68,10 @@ LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef *a) {
   }
 }
 
+LLVMValueRef cg_exp2_ftz(cg_ctx *c, LLVMValueRef x) {
+  return approx(c, "llvm.nvvm.ex2.approx.ftz.f", x);
+}
+
 /* The high half of the unsigned product: widened, multiplied, shifted back, which LLVM
  * turns into one mul.hi.u16/u32/u64. */
 static LLVMValueRef umulhi(cg_ctx *c, tk_dtype dt, LLVMValueRef *a) {

@@ -163,6 +163,8 @@ static void check_elementwise(verifier *v, const ir_op *op) {
   case IR_SIGMOID: case IR_FMA: case IR_RINT: case IR_TRUNC: case IR_LOG1P: case IR_EXPM1:
   case IR_POW: case IR_COPYSIGN: case IR_FDIV:
     if (!is_float(r)) ir_verr(v, op, "needs float operands, has %s", ir_vts(v, r));
+    if (op->opc == IR_EXP2 && (op->attr < 0 || op->attr > 1 || (op->attr && r->dtype != TK_F32)))
+      ir_verr(v, op, "ftz is for f32 only, and 0 or 1 (is %lld)", (long long)op->attr);
     break;
   default: break;
   }
@@ -322,6 +324,7 @@ static void check_control(verifier *v, const ir_op *op) {
   if (op->opc == IR_IF) {
     const ir_type *c = op->operands[0]->type;
     if (c->kind != IR_SCALAR || c->dtype != TK_I1) ir_verr(v, op, "condition must be scalar i1, is %s", ir_vts(v, c));
+    if (op->attr != 0 && op->attr != 1) ir_verr(v, op, "likely must be 0 or 1, is %lld", (long long)op->attr);
     for (int r = 0; r < 2; r++) {
       if (op->regions[r]->nargs) ir_verr(v, op, "regions take no arguments");
       check_yield(v, op, op->regions[r], r ? "else" : "then");

@@ -88,6 +88,10 @@ bool pass_swpipe(ir_module *m, ir_func *f);
 bool pass_lower_dot(ir_module *m, ir_func *f);
 /* exp(a - broadcast(r)) as exp2(fma(a, log2 e, broadcast(-r log2 e))) on f32 (expfold.c). */
 bool pass_expfold(ir_module *m, ir_func *f);
+/* A select in a loop body whose condition is a conjunction of index compares, all true
+ * on an iteration by a scalar test of the induction variable, as `if test { a } else
+ * { select }` (unmask.c). */
+bool pass_unmask(ir_module *m, ir_func *f);
 /* Rotates a loop of two wgmma products whose second is the only reader of its carried
  * accumulator, so that the second of one iteration overlaps the next one's first and
  * what follows it (rotate.c). */

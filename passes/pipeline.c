@@ -19,7 +19,7 @@ typedef struct {
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
   X(constfold) X(simplify) X(cse) X(dce) X(licm) X(fuse) X(materialize) X(tiling) X(persist) X(swpipe) \
-  X(lower_dot) X(rotate) X(expfold) X(tmastore) X(warpspec) X(sink)
+  X(lower_dot) X(rotate) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -41,6 +41,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * is the target-independent part, what the interpreter runs. For a GPU target (m->arch)
  * the target part follows: tiling lays out fuse's chunks (what it inserts, layout
  * conversions, must not be folded away); expfold folds exp's change of base into an fma;
+ * unmask runs a loop's edge masks only on the iterations where some element may be off;
  * persist wraps a dot kernel in its tile loop
  * before swpipe threads its ring counter through it; lower_dot reads the slots swpipe
  * made; rotate overlaps the second product of a loop with the next iteration's first;
@@ -48,7 +49,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * constants the lowering repeated and sweeps what it left dead (the loads' address
  * computations); sink then moves what the epilogue computes before the loop past it. */
 static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "fuse"};
-static const char *const target_pipeline[] = {"tiling",   "expfold",  "persist",      "swpipe", "lower_dot",
+static const char *const target_pipeline[] = {"tiling",   "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
                                               "rotate",   "tmastore", "warpspec", "canonicalize", "sink"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],
