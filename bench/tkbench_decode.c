@@ -101,7 +101,7 @@ static tk_module *compile(bench *b, const char *dtype, const int *cfg, tk_kernel
   snprintf(path, sizeof path, "%s/attention_decode.tk", b->samples);
   for (int i = 0; i < 3; i++) snprintf(v[i], sizeof v[i], "%d", cfg[i]);
   tk_define df[] = {{"T", dtype}, {"BN", v[0]}, {"stages", v[1]}, {"warps", v[2]}};
-  tk_compile_options o = {df, 4, 3, NULL, 0};
+  tk_compile_options o = {.defines = df, .ndefines = 4, .opt_level = 3};
   tk_module *m = NULL;
   if (tk_module_compile_file(b->ctx, &m, path, &o) != TK_OK ||
       tk_module_get_kernel(m, "decode_split", split) != TK_OK ||
@@ -147,6 +147,8 @@ static void run_case(bench *b, const dc_case *c, int sms) {
     why = "copy failed";
   double best = NAN;
   int bi = -1, runs = b->runs;
+  double pred = NAN;
+  const char *bound = "";
   long best_splits = 0;
   char lastbad[200] = "";
   for (size_t ci = 0; !why && ci < sizeof DC_CFG / sizeof *DC_CFG; ci++) {
@@ -197,6 +199,7 @@ static void run_case(bench *b, const dc_case *c, int sms) {
       best = t;
       bi = (int)ci;
       best_splits = splits;
+      pred = tb_predict(b, seq, 2, &bound);
     }
     if (po) tk_free(b->ctx, po);
     if (pm) tk_free(b->ctx, pm);
@@ -211,6 +214,7 @@ static void run_case(bench *b, const dc_case *c, int sms) {
     snprintf(note, sizeof note, "%s", why ? why : lastbad);
   tb_emit(name, best, "us", note);
   if (!isnan(best)) tb_emit(name, bytes / (best * 1e-6) / 1e9, "GB/s", "K and V read");
+  tb_emit_roofline(name, pred, bound, best);
   tk_devptr d[6] = {dq, dk, dv, dlens, dout, dlse};
   for (int i = 0; i < 6; i++)
     if (d[i]) tk_free(b->ctx, d[i]);

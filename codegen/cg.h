@@ -86,6 +86,7 @@ typedef struct {
   int launch_threads;      /* the CTA's threads: 32 * warps, plus a warp_spec's producers */
   LLVMValueRef grid[3];    /* a persistent kernel's launched grid (hidden arguments) */
   int tmaps_seen;          /* tensor_map ops emitted so far (their hidden arguments) */
+  LLVMValueRef scratch;    /* the global scratch buffer (hidden argument; NULL: none) */
 } cg_ctx;
 
 enum { CG_ASM_MAX_ARGS = 16, CG_WARPGROUP = 4 * 32 };
@@ -297,7 +298,7 @@ void cg_emit_warp_spec(cg_ctx *c, const ir_op *op); /* emit_warpspec.c: warp_spe
 /* ---- abi.c ---- */
 /* Appends kernel f's ".tk.abi"/".tk.tmap" lines to c->shared_note. */
 void cg_abi_note(cg_ctx *c, const ir_func *f, const cg_abi *abi);
-/* tensor_map (its hidden argument) and grid_size (the launched grid). */
+/* tensor_map (its hidden argument), grid_size (the launched grid) and scratch (the scratch buffer). */
 void cg_emit_abi_value(cg_ctx *c, const ir_op *op);
 /* mma (emit_dot.c): mma.sync with operands read from shared slots. */
 void cg_emit_mma(cg_ctx *c, const ir_op *op);

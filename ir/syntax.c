@@ -52,6 +52,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax bytes = {IR_MOD_NONE, 1, {{"bytes", IR_SLOT_ATTR}}};
   static const ir_syntax pending = {IR_MOD_NONE, 1, {{"pending", IR_SLOT_ATTR}}};
   static const ir_syntax wtrans = {IR_MOD_NONE, 1, {{"trans", IR_SLOT_INTS}}};
+  static const ir_syntax scratch = {IR_MOD_NONE, 2, {{"offset", IR_SLOT_ATTR}, {"per_program", IR_SLOT_ATTR2}}};
   static const ir_syntax loop = {IR_MOD_WHILE, 0, {{0}}};
   static const ir_syntax ftz = {IR_MOD_FTZ, 0, {{0}}};
   static const ir_syntax likely = {IR_MOD_LIKELY, 0, {{0}}};
@@ -80,6 +81,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_WARP_SPEC: return &wspec;
   case IR_WGMMA: case IR_MMA: return &wtrans;
   case IR_GRID_SIZE: return &axis;
+  case IR_SCRATCH: return &scratch;
   case IR_FOR: return &loop;
   case IR_EXP2: return &ftz;
   case IR_IF: return &likely;

@@ -372,6 +372,17 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
     if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "axis %lld is not 0, 1 or 2", (long long)op->attr);
     if (r->kind != IR_SCALAR || r->dtype != TK_I32) ir_verr(v, op, "result must be i32, is %s", ir_vts(v, r));
     return;
+  case IR_SCRATCH:
+    /* one size per kernel, a multiple of 16 so that every program's part starts aligned */
+    if (r->kind != IR_PTR) ir_verr(v, op, "result must be a pointer, is %s", ir_vts(v, r));
+    if (op->attr2 < 16 || op->attr2 % 16 || op->attr2 > ((int64_t)1 << 36))
+      ir_verr(v, op, "bytes per program %lld is not a positive multiple of 16 up to 2^36", (long long)op->attr2);
+    if (op->attr < 0 || op->attr >= op->attr2 || (r->kind == IR_PTR && op->attr % ir_dtype_bytes(r->elem->dtype)))
+      ir_verr(v, op, "offset %lld is not an aligned offset below %lld", (long long)op->attr, (long long)op->attr2);
+    if (v->scratch_bytes && v->scratch_bytes != op->attr2)
+      ir_verr(v, op, "bytes per program %lld differs from the kernel's other scratch (%lld)", (long long)op->attr2, (long long)v->scratch_bytes);
+    v->scratch_bytes = op->attr2;
+    return;
   case IR_ARANGE: {
     bool good = op->attr < op->attr2 && r->kind == IR_TILE && r->rank == 1 && r->dtype == TK_I32 &&
                 r->elem->kind == IR_SCALAR && r->shape[0] == op->attr2 - op->attr;
@@ -482,6 +493,7 @@ static void check_func(verifier *v, ir_func *f) {
   v->visible = SU_NEW_ARRAY(a, bool, v->nvalues + 1);
   v->defined = SU_NEW_ARRAY(a, ir_value *, v->nvalues + 1);
   v->ndefined = 0;
+  v->scratch_bytes = 0;
   for (int i = 0; i < f->body->nargs; i++) v->byid[f->body->args[i]->id] = f->body->args[i];
   ir_walk(f->body, collect, v);
   check_param_facts(v, f);

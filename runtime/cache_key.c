@@ -233,6 +233,7 @@ rt_cache_key rt_cache_key_compile_id(const rt_compiler_id *id, const char *sourc
   rt_key_str(&k, arch);
   int opt = opts && opts->opt_level > 0 ? opts->opt_level : TG_DEFAULT_OPT_LEVEL; /* 0: default */
   rt_key_int(&k, opt);
+  rt_key_int(&k, opts && opts->no_fuse ? 1 : 0);
   int nd = opts && opts->defines ? opts->ndefines : 0;
   rt_key_int(&k, nd);
   for (int i = 0; i < nd; i++) {

@@ -99,12 +99,12 @@ void gh_define_str(gh_defines *d, const char *name, const char *v) {
   d->n++;
 }
 
-tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src,
-                      const gh_defines *d) {
+static tk_kernel *compile_with(const gh_harness *h, tk_context *ctx, const gh_source *src,
+                               const gh_defines *d, int no_fuse) {
   tk_define defs[GH_MAX_DEFINES];
   int n = d ? d->n : 0;
   for (int i = 0; i < n; i++) defs[i] = (tk_define){d->name[i], d->value[i]};
-  tk_compile_options o = {defs, n, 3, NULL, 0};
+  tk_compile_options o = {.defines = defs, .ndefines = n, .opt_level = 3, .no_fuse = no_fuse};
   tk_module *m = NULL;
   tk_status s = src->text
                   ? tk_module_compile(ctx, &m, src->text, strlen(src->text), src->name, &o)
@@ -115,6 +115,16 @@ tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src
   tk_kernel *k = NULL;
   if (tk_module_get_kernel(m, src->kernel, &k) != TK_OK) fail_msg("%s", tk_last_error(ctx));
   return k;
+}
+
+tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src,
+                      const gh_defines *d) {
+  return compile_with(h, ctx, src, d, 0);
+}
+
+tk_kernel *gh_compile_nofuse(const gh_harness *h, tk_context *ctx, const gh_source *src,
+                             const gh_defines *d) {
+  return compile_with(h, ctx, src, d, 1);
 }
 
 bool gh_emit_ptx(const char *name, const char *text, const gh_defines *d, su_buf *ptx) {

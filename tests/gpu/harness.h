@@ -73,6 +73,9 @@ void gh_define_str(gh_defines *d, const char *name, const char *v);
  * running cmocka test with the compiler's message otherwise. */
 tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src,
                       const gh_defines *d);
+/* The same with no_fuse set (-fno-fuse: the unfused baseline through global scratch). */
+tk_kernel *gh_compile_nofuse(const gh_harness *h, tk_context *ctx, const gh_source *src,
+                             const gh_defines *d);
 
 /* Compiles text (named name) for sm_90a at -O3 with d through the GPU back end into ptx,
  * no device needed. On rejection prints the source and the diagnostics on stderr and

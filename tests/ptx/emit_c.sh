@@ -1,9 +1,10 @@
 #!/bin/sh
 # tkc --emit=c for every sample: NAME.h and NAME.c must compile with -Wall -Wextra -Werror
 # against the toolkit's cuda.h (the generated code uses the driver API only). Skips (77)
-# without cuda.h.   usage: emit_c.sh TKC SAMPLES_DIR
+# without cuda.h.   usage: emit_c.sh TKC SAMPLES_DIR [TKC FLAGS...]
 set -u
 tkc=$1 samples=$2
+shift 2
 cuda=${CUDA_HOME:-/usr/local/cuda}
 [ -f "$cuda/include/cuda.h" ] || { echo "skipped: no $cuda/include/cuda.h"; exit 77; }
 cc=${CC:-cc}
@@ -12,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 for f in "$samples"/*.tk; do
   n=$(basename "$f" .tk)
-  if ! "$tkc" "$f" --emit=c -o "$tmp/$n" 2> "$tmp/err"; then
+  if ! "$tkc" "$f" "$@" --emit=c -o "$tmp/$n" 2> "$tmp/err"; then
     fail=$((fail + 1)); echo "FAIL: $n: tkc --emit=c failed"; cat "$tmp/err"; continue
   fi
   if "$cc" -std=c11 -Wall -Wextra -Werror -I"$cuda/include" -c "$tmp/$n.c" -o "$tmp/$n.o" \

@@ -92,7 +92,7 @@ static void test_key_covers_every_input(void **state) {
   const char *src = "kernel k(x: *f32) {}";
   size_t n = strlen(src);
   tk_define d1[] = {{"BLOCK", "1024"}}, d2[] = {{"BLOCK", "2048"}};
-  tk_compile_options o = {0}, o1 = {d1, 1, 0, NULL, 0}, o2 = {d2, 1, 0, NULL, 0};
+  tk_compile_options o = {0}, o1 = {d1, 1, 0, NULL, 0, 0}, o2 = {d2, 1, 0, NULL, 0, 0};
   rt_cache_key base = rt_cache_key_compile(src, n, "k.tk", &o, "sm_90a");
   rt_cache_key same = rt_cache_key_compile(src, n, "k.tk", NULL, "sm_90a");
   assert_memory_equal(base.b, same.b, 32); /* NULL options are the zeroed defaults */
@@ -107,6 +107,10 @@ static void test_key_covers_every_input(void **state) {
     rt_cache_key_compile(src, n, "k.tk", &o1, "sm_90a"),
     rt_cache_key_compile(src, n, "k.tk", &o2, "sm_90a"),
   };
+  o.no_fuse = 1;
+  rt_cache_key nofuse = rt_cache_key_compile(src, n, "k.tk", &o, "sm_90a");
+  assert_memory_not_equal(base.b, nofuse.b, 32);
+  o.no_fuse = 0;
   o.opt_level = 1;
   rt_cache_key o1key = rt_cache_key_compile(src, n, "k.tk", &o, "sm_90a");
   assert_memory_not_equal(base.b, o1key.b, 32);
