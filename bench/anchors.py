@@ -608,6 +608,25 @@ def table(tk, res):
     return "\n".join(out)
 
 
+def fusion_table(tk):
+    """tk's own columns: each workload fused and -fno-fuse (every op's result through global
+    scratch memory, the unfused baseline), their ratio, and the measured time as a share of
+    the roofline's predicted bound (tk_roofline: 100% is the bound)."""
+    out = ["| workload | fused µs | -fno-fuse µs | fusion speedup | predicted bound µs | "
+           "% of bound |", "|---|---|---|---|---|---|"]
+    names = [k[0] for k in tk if k[1] == "us" and not k[0].endswith(" -fno-fuse")
+             and not k[0].endswith(" roofline")]
+    for name in names:
+        us = tk[(name, "us")][0]
+        nf = tk.get((name + " -fno-fuse", "us"), (math.nan, ""))[0]
+        bound = tk.get((name + " roofline", "us"), (math.nan, ""))[0]
+        if nf != nf and bound != bound:
+            continue
+        out.append(f"| {name} | {fmt(us)} | {fmt(nf)} | {fmt(nf / us if us == us else math.nan, 2)}x | "
+                   f"{fmt(bound)} | {fmt(100 * bound / us if us == us else math.nan, 0)} |")
+    return "\n".join(out)
+
+
 def main():
     global COMPILE
     ap = argparse.ArgumentParser()
@@ -620,7 +639,8 @@ def main():
     ONLY = args.only
     torch.manual_seed(int(time.time()))
     res = measure_all()
-    text = table(read_tk(args.tk), res)
+    tk = read_tk(args.tk)
+    text = table(tk, res) + "\n\n" + fusion_table(tk)
     print(text)
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "RESULTS.md"), "w") as f:

@@ -199,13 +199,40 @@ double tb_time_sequence(bench *b, const tb_launch *l, int nl) {
   return med;
 }
 
+double tb_predict(bench *b, const tb_launch *l, int nl, const char **bound) {
+  double total = 0, longest = -1;
+  *bound = "";
+  for (int i = 0; i < nl; i++) {
+    tk_roofline_report r;
+    if (tk_roofline(l[i].k, NULL, l[i].g, l[i].args, l[i].n, &r) != TK_OK) {
+      fprintf(stderr, "tkbench: roofline: %s\n", tk_last_error(b->ctx));
+      return NAN;
+    }
+    total += r.predicted_us;
+    if (r.predicted_us > longest) {
+      longest = r.predicted_us;
+      *bound = r.bound_name;
+    }
+  }
+  return total;
+}
+
+void tb_emit_roofline(const char *workload, double predicted, const char *bound, double measured) {
+  if (isnan(predicted) || isnan(measured)) return;
+  char name[200];
+  snprintf(name, sizeof name, "%s roofline", workload);
+  tb_emit(name, predicted, "us", bound);
+  snprintf(name, sizeof name, "%s %% of bound", workload);
+  tb_emit(name, 100.0 * predicted / measured, "%", "predicted bound / measured time");
+}
+
 double tb_time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n) {
   return tb_time_sequence(b, &(tb_launch){k, g, args, n}, 1);
 }
 
-/* Compiles a sample with BLOCK (and warps and ROWS, when not 0) set. */
-static tk_kernel *compile_tuned(bench *b, const char *file, const char *kernel, int block,
-                                int warps, int rows, int no_cache, tk_module **mod) {
+/* Compiles a sample with BLOCK (and warps and ROWS, when not 0) set; no_fuse: -fno-fuse. */
+static tk_kernel *compile_as(bench *b, const char *file, const char *kernel, int block,
+                             int warps, int rows, int no_cache, int no_fuse, tk_module **mod) {
   char path[512], blk[16], wrp[16], rws[16];
   snprintf(path, sizeof path, "%s/%s", b->samples, file);
   snprintf(blk, sizeof blk, "%d", block);
@@ -215,7 +242,8 @@ static tk_kernel *compile_tuned(bench *b, const char *file, const char *kernel, 
   int nd = 1;
   if (warps) d[nd++] = d[1];
   if (rows) d[nd++] = d[2];
-  tk_compile_options o = {.defines = d, .ndefines = nd, .opt_level = 3, .no_cache = no_cache};
+  tk_compile_options o = {.defines = d, .ndefines = nd, .opt_level = 3, .no_cache = no_cache,
+                          .no_fuse = no_fuse};
   tk_kernel *k = NULL;
   if (tk_module_compile_file(b->ctx, mod, path, &o) != TK_OK ||
       tk_module_get_kernel(*mod, kernel, &k) != TK_OK) {
@@ -225,9 +253,41 @@ static tk_kernel *compile_tuned(bench *b, const char *file, const char *kernel, 
   return k;
 }
 
+static tk_kernel *compile_tuned(bench *b, const char *file, const char *kernel, int block,
+                                int warps, int rows, int no_cache, tk_module **mod) {
+  return compile_as(b, file, kernel, block, warps, rows, no_cache, 0, mod);
+}
+
 static tk_kernel *compile_sample(bench *b, const char *file, const char *kernel, int block,
                                  int no_cache, tk_module **mod) {
   return compile_tuned(b, file, kernel, block, 0, 0, no_cache, mod);
+}
+
+/* One configuration of a row workload (warps, ROWS; 0: the kernel's own) compiled fused
+ * or -fno-fuse: checked on a poisoned output, then timed (us); NaN after saying why. */
+static double try_config(bench *b, const workload *w, int warps, int rows, int no_fuse,
+                         const tk_arg *args, tk_devptr *dev, void **host, int out) {
+  tk_module *m2 = NULL;
+  tk_kernel *k2 = compile_as(b, w->file, w->kernel, w->block, warps, rows, 0, no_fuse, &m2);
+  if (!k2) return NAN;
+  long per = rows ? rows : w->rows_per_prog > 0 ? w->rows_per_prog : 1;
+  tk_grid g2 = {w->per_row ? (unsigned)((w->rows + per - 1) / per)
+                           : (unsigned)((w->n + w->block - 1) / w->block), 1, 1};
+  size_t bytes = (size_t)welems(w, w->p[out].z) * dsize(w->p[out].t);
+  memset(host[out], 0xff, bytes);
+  const char *bad = NULL;
+  if (tk_memcpy_htod(b->ctx, dev[out], host[out], bytes) != TK_OK ||
+      tk_launch(k2, g2, NULL, args, w->nparams) != TK_OK || tk_synchronize(b->ctx) != TK_OK ||
+      tk_memcpy_dtoh(b->ctx, host[out], dev[out], bytes) != TK_OK)
+    bad = tk_last_error(b->ctx);
+  else
+    bad = check_output(w, host[0], w->p[1].r == W_IN ? host[1] : NULL, host[out],
+                       w->p[out].t, welems(w, w->p[out].z));
+  double t = bad ? NAN : tb_time_launches(b, k2, g2, args, w->nparams);
+  if (bad) fprintf(stderr, "tkbench: %s warps=%d rows=%d%s: %s\n", w->name, warps, rows,
+                   no_fuse ? " -fno-fuse" : "", bad);
+  tk_module_destroy(m2);
+  return t;
 }
 
 static void run_workload(bench *b, const workload *w) {
@@ -283,28 +343,12 @@ static void run_workload(bench *b, const workload *w) {
   int nr = w->rows_per_prog > 0 ? 4 : 1;
   for (int ci = 0; w->per_row && !why && ci < 3 * nr; ci++) {
     int warps = cands[ci % 3], rows = w->rows_per_prog > 0 ? rcands[ci / 3] : 0;
-    tk_module *m2 = NULL;
-    tk_kernel *k2 = compile_tuned(b, w->file, w->kernel, w->block, warps, rows, 0, &m2);
-    if (!k2) continue;
-    tk_grid g2 = {(unsigned)((w->rows + (rows ? rows : 1) - 1) / (rows ? rows : 1)), 1, 1};
-    size_t bytes = (size_t)welems(w, w->p[out].z) * dsize(w->p[out].t);
-    memset(host[out], 0xff, bytes);
-    const char *bad = NULL;
-    if (tk_memcpy_htod(b->ctx, dev[out], host[out], bytes) != TK_OK ||
-        tk_launch(k2, g2, NULL, args, w->nparams) != TK_OK || tk_synchronize(b->ctx) != TK_OK ||
-        tk_memcpy_dtoh(b->ctx, host[out], dev[out], bytes) != TK_OK)
-      bad = tk_last_error(b->ctx);
-    else
-      bad = check_output(w, host[0], w->p[1].r == W_IN ? host[1] : NULL, host[out],
-                         w->p[out].t, welems(w, w->p[out].z));
-    double t = bad ? NAN : tb_time_launches(b, k2, g2, args, w->nparams);
-    if (bad) fprintf(stderr, "tkbench: %s warps=%d rows=%d: %s\n", w->name, warps, rows, bad);
+    double t = try_config(b, w, warps, rows, 0, args, dev, host, out);
     if (!isnan(t) && t < us) {
       us = t;
       best_warps = warps;
       best_rows = rows;
     }
-    tk_module_destroy(m2);
   }
   char note[160];
   if (best_rows)
@@ -315,6 +359,27 @@ static void run_workload(bench *b, const workload *w) {
     snprintf(note, sizeof note, "%s", why ? why : "checked");
   tb_emit(w->name, us, "us", note);
   if (!isnan(us)) tb_emit(w->name, w->bytes / (us * 1e-6) / 1e9, "GB/s", "");
+  if (!isnan(us)) {
+    /* the prediction for the launch measured (its grid; warps change only residency) */
+    long per_b = best_rows ? best_rows : per;
+    tk_grid gb = {w->per_row ? (unsigned)((w->rows + per_b - 1) / per_b) : g.x, 1, 1};
+    const char *bound;
+    double pred = tb_predict(b, &(tb_launch){k, gb, args, w->nparams}, 1, &bound);
+    tb_emit_roofline(w->name, pred, bound, us);
+  }
+  /* What fusion buys: the winning configuration compiled -fno-fuse (every op's result
+   * through global scratch memory), checked and timed; the ratio is unfused / fused. */
+  if (!isnan(us)) {
+    char name[160];
+    snprintf(name, sizeof name, "%s -fno-fuse", w->name);
+    double nf = try_config(b, w, best_warps, best_rows ? best_rows : w->rows_per_prog, 1, args, dev, host, out);
+    snprintf(note, sizeof note, "%s", isnan(nf) ? "failed (see stderr)" : "checked, same configuration");
+    tb_emit(name, nf, "us", note);
+    if (!isnan(nf)) {
+      snprintf(name, sizeof name, "%s fusion speedup", w->name);
+      tb_emit(name, nf / us, "x", "-fno-fuse time / fused time");
+    }
+  }
   for (int i = 0; i < w->nparams; i++) {
     if (dev[i]) tk_free(b->ctx, dev[i]);
     free(host[i]);
@@ -416,6 +481,8 @@ static void run_matmul_case(bench *b, const mm_case *mc) {
   if (!why && (tk_memcpy_htod(b->ctx, da, ha, na * 2) != TK_OK || tk_memcpy_htod(b->ctx, db, hb, nb * 2) != TK_OK ||
                tk_memcpy_htod(b->ctx, dbias, hbias, (size_t)mc->n * 2) != TK_OK))
     why = "copy failed";
+  double pred = NAN;
+  const char *bound = "";
   double best = NAN;
   int bi = -1;
   char lastbad[200] = "";
@@ -458,9 +525,11 @@ static void run_matmul_case(bench *b, const mm_case *mc) {
     if (!isnan(t) && (isnan(best) || t < best)) {
       best = t;
       bi = (int)ci;
+      pred = tb_predict(b, &(tb_launch){k, g, args, nargs}, 1, &bound);
     }
     tk_module_destroy(m);
   }
+  tb_emit_roofline(mc->name, pred, bound, best);
   char note[240];
   if (bi >= 0)
     snprintf(note, sizeof note, "checked, BM=%d BN=%d BK=%d warps=%d stages=%d, %.0f TFLOP/s", MM_CFG[bi][0],

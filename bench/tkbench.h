@@ -41,6 +41,13 @@ typedef struct {
 /* As tb_time_launches, for the nl launches of l issued back to back on one stream: the
  * events enclose the whole sequence (a kernel and the one that consumes its output). */
 double tb_time_sequence(bench *b, const tb_launch *l, int nl);
+/* The roofline's predicted time in us (tk_roofline on the device's arch) of the nl launches
+ * of l run one after the other, NaN when it cannot say; *bound names the bound of the
+ * longest of them. */
+double tb_predict(bench *b, const tb_launch *l, int nl, const char **bound);
+/* Prints "WORKLOAD roofline" (the predicted us, its bound as the note) and "WORKLOAD % of
+ * bound" (predicted / measured: 100% is the bound reached). Nothing when either is NaN. */
+void tb_emit_roofline(const char *workload, double predicted, const char *bound, double measured);
 /* f16 and bf16 bits to and from f32 (round to nearest even). */
 uint16_t tb_f32_to_f16(float f);
 float tb_f16_to_f32(uint16_t u);

@@ -93,6 +93,8 @@ static void run_case(bench *b, const at_case *c) {
   for (int i = 0; i < 12; i++) args[10 + i] = tk_arg_i64(st[i % 3]);
   double best = NAN, flops = 4.0 * AT_B * AT_H * (double)c->s * c->s * c->d * (c->causal ? 0.5 : 1.0);
   int bi = -1, runs = b->runs;
+  double pred = NAN;
+  const char *bound = "";
   char lastbad[200] = "";
   const char *kernel = "attention";
   for (size_t ci = 0; !why && ci < sizeof AT_CFG / sizeof *AT_CFG; ci++) {
@@ -130,9 +132,11 @@ static void run_case(bench *b, const at_case *c) {
     if (!isnan(t) && (isnan(best) || t < best)) {
       best = t;
       bi = (int)ci;
+      pred = tb_predict(b, &(tb_launch){k, g, args, 22}, 1, &bound);
     }
     tk_module_destroy(m);
   }
+  tb_emit_roofline(name, pred, bound, best);
   char note[240];
   if (bi >= 0)
     snprintf(note, sizeof note, "checked, BM=%d BN=%d warps=%d stages=%d, %.0f TFLOP/s", AT_CFG[bi][1],

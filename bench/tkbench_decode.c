@@ -147,6 +147,8 @@ static void run_case(bench *b, const dc_case *c, int sms) {
     why = "copy failed";
   double best = NAN;
   int bi = -1, runs = b->runs;
+  double pred = NAN;
+  const char *bound = "";
   long best_splits = 0;
   char lastbad[200] = "";
   for (size_t ci = 0; !why && ci < sizeof DC_CFG / sizeof *DC_CFG; ci++) {
@@ -197,6 +199,7 @@ static void run_case(bench *b, const dc_case *c, int sms) {
       best = t;
       bi = (int)ci;
       best_splits = splits;
+      pred = tb_predict(b, seq, 2, &bound);
     }
     if (po) tk_free(b->ctx, po);
     if (pm) tk_free(b->ctx, pm);
@@ -211,6 +214,7 @@ static void run_case(bench *b, const dc_case *c, int sms) {
     snprintf(note, sizeof note, "%s", why ? why : lastbad);
   tb_emit(name, best, "us", note);
   if (!isnan(best)) tb_emit(name, bytes / (best * 1e-6) / 1e9, "GB/s", "K and V read");
+  tb_emit_roofline(name, pred, bound, best);
   tk_devptr d[6] = {dq, dk, dv, dlens, dout, dlse};
   for (int i = 0; i < 6; i++)
     if (d[i]) tk_free(b->ctx, d[i]);

@@ -3,7 +3,7 @@
  * comment lines that the runtime (and --emit=c) read back, so that a launcher needs
  * nothing but the PTX:
  *
- *   // .tk.abi KERNEL threads=384 persistent=1 tmaps=2
+ *   // .tk.abi KERNEL threads=384 persistent=1 tmaps=2 [scratch=BYTES]
  *   // .tk.tmap KERNEL 0 f16 base=%0 dims=%3,%5 strides=%5 box=128,64 swizzle=128
  *
  * (%N: parameter N's value; a number: that constant). */
@@ -19,8 +19,13 @@ static cg_abi_arg arg_of(const ir_func *f, const ir_value *v) {
   return (cg_abi_arg){-1, v->def->cval.i};
 }
 
+static void find_scratch(ir_op *op, void *ctx) {
+  if (op->opc == IR_SCRATCH) *(int64_t *)ctx = op->attr2; /* one size a kernel (verifier) */
+}
+
 void cg_abi_of(const ir_func *f, cg_abi *out) {
   memset(out, 0, sizeof *out);
+  ir_walk(f->body, find_scratch, &out->scratch);
   int producers = 0;
   for (const ir_op *op = f->body->first; op; op = op->next) {
     if (op->opc == IR_WARP_SPEC) {
@@ -53,8 +58,10 @@ static void put_arg(su_buf *b, cg_abi_arg a) {
 
 void cg_abi_note(cg_ctx *c, const ir_func *f, const cg_abi *abi) {
   su_buf *b = &c->shared_note;
-  su_buf_printf(b, "// .tk.abi %s threads=%d persistent=%d tmaps=%d\n", f->name, abi->threads,
+  su_buf_printf(b, "// .tk.abi %s threads=%d persistent=%d tmaps=%d", f->name, abi->threads,
                 abi->persistent ? 1 : 0, abi->ntmaps);
+  if (abi->scratch) su_buf_printf(b, " scratch=%lld", (long long)abi->scratch);
+  su_buf_puts(b, "\n");
   for (int i = 0; i < abi->ntmaps; i++) {
     const cg_tmap *t = &abi->tmaps[i];
     su_buf_printf(b, "// .tk.tmap %s %d %s base=%%%d dims=", f->name, i, ir_dtype_name(t->dtype), t->base);
@@ -78,6 +85,10 @@ void cg_emit_abi_value(cg_ctx *c, const ir_op *op) {
   if (op->opc == IR_TENSOR_MAP) {
     /* the maps are the hidden arguments right after the parameters, in IR order */
     s[0] = LLVMGetParam(c->fn, (unsigned)(c->f->body->nargs + c->tmaps_seen++));
+  } else if (op->opc == IR_SCRATCH) {
+    SU_ASSERT(c->scratch);
+    LLVMValueRef off = LLVMConstInt(LLVMInt64TypeInContext(c->llc), (unsigned long long)op->attr, false);
+    s[0] = LLVMBuildGEP2(c->b, LLVMInt8TypeInContext(c->llc), c->scratch, &off, 1, "scratch");
   } else {
     SU_ASSERT(c->f->persistent);
     s[0] = c->grid[op->attr];
@@ -162,6 +173,16 @@ bool cg_ptx_abi(const char *ptx, const char *kernel, cg_abi *out) {
   out->threads = (int)threads;
   out->persistent = persistent != 0;
   out->ntmaps = (int)ntmaps;
+  long long scratch = 0;
+  const char *eol = strchr(s, '\n');
+  const char *sc = strstr(s, " scratch=");
+  if (sc && (!eol || sc < eol)) {
+    s = sc;
+    if (!read_key(&s, "scratch=") || !read_int(&s, &scratch) || scratch < 16 || scratch % 16 ||
+        scratch > ((long long)1 << 36))
+      return false;
+  }
+  out->scratch = scratch;
   const char *from = ptx;
   for (int i = 0; i < out->ntmaps; i++) {
     const char *t = find_line(from, "// .tk.tmap ", kernel);

@@ -68,6 +68,27 @@ static bool const_int(const ir_value *v, int64_t *out) {
   return true;
 }
 
+/* Whether every value of the integer type from is the same number in to (a widening of
+ * the same signedness, or no change). */
+static bool preserves_value(tk_dtype from, tk_dtype to) {
+  return from == to || (ir_dtype_is_signed(from) == ir_dtype_is_signed(to) &&
+                        ir_dtype_bits(to) > ir_dtype_bits(from));
+}
+
+/* x's facts once reduced modulo 2^w into the integer type t (a narrowing or sign-changing
+ * cast): a run of consecutive numbers stays one only while it crosses no point where t
+ * wraps, and those points are multiples of 2^(w-1). A run that starts at a multiple of
+ * its own length g <= 2^(w-1) crosses none, so runs are cut to the start's divisibility
+ * and to 2^(w-1); divisibility (of numbers, mod 2^w) and constancy survive. Without it
+ * `arange(0, 512) as i8 < 0` would be taken as uniform over 512 elements. */
+static cg_axis wrapped(cg_axis x, tk_dtype t) {
+  int w = ir_dtype_bits(t);
+  int64_t half = w - 1 >= 30 ? DIV_CAP : (int64_t)1 << (w - 1);
+  int g = (int)min64(min64(x.contig, half), x.div);
+  if (g < 1) g = 1;
+  return (cg_axis){g, x.constancy, div_at(x, g)};
+}
+
 static void analyze(ir_op *op, void *ctx) {
   cg_ctx *c = ctx;
   cg_axis *ax = c->axis;
@@ -87,9 +108,17 @@ static void analyze(ir_op *op, void *ctx) {
       res->constancy = numel(op->results[0]);
     break;
   case IR_ARANGE: *res = (cg_axis){numel(op->results[0]), 1, pow2_divisor(op->attr)}; break;
+  /* the buffer is 256-byte aligned (cuMemAlloc), every part of it 16 (the verifier's rule) */
+  case IR_SCRATCH: res->div = 16; break;
   case IR_SPLAT: *res = (cg_axis){1, numel(op->results[0]), a.div}; break;
-  case IR_ADD: *res = add_like(a, b, false, 1); break;
-  case IR_SUB: *res = add_like(a, b, true, 1); break;
+  case IR_ADD: case IR_SUB: {
+    *res = add_like(a, b, op->opc == IR_SUB, 1);
+    /* 8- and 16-bit sums wrap within a tile's range ((offs as i8) + 100); 32- and 64-bit
+     * offsets are assumed not to, as Triton does */
+    tk_dtype t = ir_type_elem(op->results[0]->type)->dtype;
+    if (ir_dtype_is_int(t) && ir_dtype_bits(t) < 32) *res = wrapped(*res, t);
+    break;
+  }
   case IR_ADDPTR: {
     int64_t e = ir_dtype_bytes(ir_type_elem(op->operands[0]->type)->elem->dtype);
     *res = add_like(a, b, false, e);
@@ -102,18 +131,24 @@ static void analyze(ir_op *op, void *ctx) {
   }
   case IR_SHL: { /* the canonical form of a multiplication by a power of two */
     int64_t k;
-    res->constancy = a.constancy;
+    /* a per-element amount varies the result even where the shifted value is constant
+     * (`7 << (x & 31)`: tkdiff seed 1014142) */
+    res->constancy = mini(a.constancy, b.constancy);
     if (const_int(op->operands[1], &k) && k >= 0 && k < 31) {
       int64_t d = div_at(a, 1) << k;
       res->div = d > DIV_CAP ? DIV_CAP : d;
     }
     break;
   }
-  case IR_CAST:
-    if (ir_dtype_is_int(ir_type_elem(op->operands[0]->type)->dtype) &&
-        ir_dtype_is_int(ir_type_elem(op->results[0]->type)->dtype))
-      *res = a;
+  case IR_CAST: {
+    tk_dtype from = ir_type_elem(op->operands[0]->type)->dtype;
+    tk_dtype to = ir_type_elem(op->results[0]->type)->dtype;
+    if (ir_dtype_is_int(from) && ir_dtype_is_int(to) && from != TK_I1 && to != TK_I1)
+      *res = preserves_value(from, to) ? a : wrapped(a, to);
+    else if (from != TK_PTR && to != TK_PTR)
+      res->constancy = a.constancy; /* elementwise: equal inputs give equal results */
     break;
+  }
   case IR_CONVERT_LAYOUT: case IR_RESHAPE: case IR_EXPAND_DIMS:
     *res = a; /* the row-major order of the elements is unchanged */
     break;

@@ -89,6 +89,7 @@ typedef struct {
   int launch_threads;      /* the CTA's threads: 32 * warps, plus a warp_spec's producers */
   LLVMValueRef grid[3];    /* a persistent kernel's launched grid (hidden arguments) */
   int tmaps_seen;          /* tensor_map ops emitted so far (their hidden arguments) */
+  LLVMValueRef scratch;    /* the global scratch buffer (hidden argument; NULL: none) */
 } cg_ctx;
 
 enum { CG_ASM_MAX_ARGS = 16, CG_WARPGROUP = 4 * 32 };
@@ -150,6 +151,11 @@ LLVMValueRef cg_warp_coord(cg_ctx *c, const cg_layout *l, int d);
 cg_val cg_get_in(cg_ctx *c, const ir_value *v, const cg_layout *to);
 /* The same for slots x held in layout from (same shape). */
 cg_val cg_relayout(cg_ctx *c, cg_val x, const cg_layout *from, const cg_layout *to);
+/* x (slots of layout l) where only each element's owner (cg_layout_owner) computed it —
+ * an atomic's old values — with every replica given its owner's value: the owners store
+ * by logical index, a barrier, every thread loads its slots. x itself when l has no
+ * replicas. */
+cg_val cg_from_owners(cg_ctx *c, cg_val x, const cg_layout *l);
 /* Result of the shape op `op` (broadcast, expand_dims, reshape, trans, convert_layout). */
 /* join: both operands through shared memory, each element stored at its place in the
  * result (2i + k), then read back in the result's layout. */
@@ -295,7 +301,7 @@ void cg_emit_warp_spec(cg_ctx *c, const ir_op *op); /* emit_warpspec.c: warp_spe
 /* ---- abi.c ---- */
 /* Appends kernel f's ".tk.abi"/".tk.tmap" lines to c->shared_note. */
 void cg_abi_note(cg_ctx *c, const ir_func *f, const cg_abi *abi);
-/* tensor_map (its hidden argument) and grid_size (the launched grid). */
+/* tensor_map (its hidden argument), grid_size (the launched grid) and scratch (the scratch buffer). */
 void cg_emit_abi_value(cg_ctx *c, const ir_op *op);
 /* mma (emit_dot.c): mma.sync with operands read from shared slots. */
 void cg_emit_mma(cg_ctx *c, const ir_op *op);
@@ -310,6 +316,10 @@ int cg_access_width(cg_ctx *c, const ir_value *ptr, const ir_value *mask, const 
  * element of each operand a[0..], with the accuracy codegen.h promises (accurate: the op's
  * attr, ir_op_has_accurate); NULL when opc is no math op. */
 LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMValueRef *a);
+
+/* f32 2^x with results below 2^-126 flushed to +0 (`exp2 ftz`, docs/ir.md): one ex2.ftz,
+ * where the subnormal-keeping ex2 costs a compare and two multiplies around it. */
+LLVMValueRef cg_exp2_ftz(cg_ctx *c, LLVMValueRef x);
 /* The integer op opc (umulhi, cdiv) on one element of dtype dt of each operand a[0..];
  * NULL when opc is none of these. */
 LLVMValueRef cg_int_math(cg_ctx *c, ir_opcode opc, tk_dtype dt, LLVMValueRef *a);
@@ -327,6 +337,9 @@ bool cg_link_libdevice(cg_ctx *c, const cg_options *o);
 void cg_optimize(cg_ctx *c, LLVMTargetMachineRef tm, int opt_level);
 /* Appends the PTX of c->mod, NUL-terminated. */
 void cg_emit_ptx(cg_ctx *c, LLVMTargetMachineRef tm, su_buf *out);
+/* Appends the len bytes of LLVM's PTX at ptx to out with ptxas's miscompiled forms
+ * rewritten (ptx_fixup.c: neg.s16 / abs.s16 of -32768, negations into VIMNMX3). */
+void cg_ptx_fixup(su_buf *out, const char *ptx, size_t len);
 
 /* ---- codegen.c, parallel.c: compiling kernels apart ----
  * A unit is one LLVM compilation (own context, module, target machine) of kernels

@@ -95,10 +95,12 @@ bool cg_ptx_shared_bytes(const char *ptx, const char *kernel, int *bytes);
 
 /* ---- the launch contract of a kernel beyond its parameters (abi.c) ----
  * Hidden arguments follow the kernel's parameters: first one CUtensorMap (128 bytes, by
- * value) per tensor map, then, for a persistent kernel, the launched grid (3 x i32). The
+ * value) per tensor map, then, for a persistent kernel, the launched grid (3 x i32), then,
+ * for a kernel with scratch ops (-fno-fuse), a global pointer to `scratch` bytes per
+ * program of the launch (programs x scratch, 16-byte aligned, contents unspecified). The
  * launcher builds each map with cuTensorMapEncodeTiled from the argument values the
- * description names, launches `threads` threads per CTA, and a persistent kernel on
- * min(programs, SMs) CTAs of its own. */
+ * description names, allocates the scratch, launches `threads` threads per CTA, and a
+ * persistent kernel on min(programs, SMs) CTAs of its own. */
 enum { CG_MAX_TMAPS = 8, CG_TMAP_BYTES = 128, CG_TMAP_ALIGN = 64 };
 
 /* A dim or stride of a tensor map: parameter `param`'s value when param >= 0, else
@@ -124,6 +126,7 @@ typedef struct {
   bool warp_spec;
   int ntmaps;
   cg_tmap tmaps[CG_MAX_TMAPS];
+  int64_t scratch;   /* bytes of global scratch per program; 0: none */
 } cg_abi;
 
 /* The launch contract of kernel f (lowered IR). */

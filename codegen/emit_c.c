@@ -180,6 +180,12 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
   for (int k = 0; k < m->nfuncs; k++)
     su_buf_printf(o, "static CUfunction %s_fn_%s;\n", pre, sigs[k]->name);
   su_buf_printf(o, "static int %s_sms = 1; /* multiprocessors: a persistent kernel's grid */\n", pre);
+  for (int k = 0; k < m->nfuncs; k++) {
+    cg_abi abi;
+    if (cg_ptx_abi(ptx, sigs[k]->name, &abi) && abi.scratch)
+      su_buf_printf(o, "static CUdeviceptr %s_scratch_%s; /* -fno-fuse: scratch, grown to the largest launch */\n"
+                       "static size_t %s_scratch_%s_bytes;\n", pre, sigs[k]->name, pre, sigs[k]->name);
+  }
   su_buf_printf(o, "\n%sCUresult %s_load(void) {\n", storage, pre);
   su_buf_printf(o, "  CUresult r = cuModuleLoadData(&%s_module, %s_ptx);\n", pre, pre);
   su_buf_puts(o, "  CUdevice dev;\n");
@@ -198,7 +204,14 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
   su_buf_puts(o, "  return r;\n}\n\n");
   su_buf_printf(o, "%sCUresult %s_unload(void) {\n  CUresult r = cuModuleUnload(%s_module);\n"
                    "  %s_module = NULL;\n", storage, pre, pre, pre);
-  for (int k = 0; k < m->nfuncs; k++) su_buf_printf(o, "  %s_fn_%s = NULL;\n", pre, sigs[k]->name);
+  for (int k = 0; k < m->nfuncs; k++) {
+    su_buf_printf(o, "  %s_fn_%s = NULL;\n", pre, sigs[k]->name);
+    cg_abi abi;
+    if (cg_ptx_abi(ptx, sigs[k]->name, &abi) && abi.scratch)
+      su_buf_printf(o, "  if (%s_scratch_%s) cuMemFree(%s_scratch_%s);\n  %s_scratch_%s = 0;\n"
+                       "  %s_scratch_%s_bytes = 0;\n", pre, sigs[k]->name, pre, sigs[k]->name, pre,
+                    sigs[k]->name, pre, sigs[k]->name);
+  }
   su_buf_puts(o, "  return r;\n}\n");
   for (int k = 0; k < m->nfuncs; k++) {
     const ir_signature *f = sigs[k];
@@ -214,7 +227,18 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
     su_buf_puts(o, " {\n");
     su_buf_printf(o, "  if (!%s_fn_%s) return CUDA_ERROR_NOT_INITIALIZED;\n", pre, f->name);
     emit_tensor_maps(o, &abi, names[k]);
-    int total = f->nparams + abi.ntmaps + (abi.persistent ? 3 : 0);
+    int total = f->nparams + abi.ntmaps + (abi.persistent ? 3 : 0) + (abi.scratch ? 1 : 0);
+    if (abi.scratch)
+      su_buf_printf(o, "  /* -fno-fuse: %lld bytes of scratch per program */\n"
+                       "  size_t need = (size_t)gx * gy * gz * %lldu;\n"
+                       "  if (need > %s_scratch_%s_bytes) {\n"
+                       "    CUresult r = cuCtxSynchronize(); /* a launch in flight may read the old one */\n"
+                       "    if (r == CUDA_SUCCESS && %s_scratch_%s) r = cuMemFree(%s_scratch_%s);\n"
+                       "    %s_scratch_%s = 0;\n    %s_scratch_%s_bytes = 0;\n"
+                       "    if (r == CUDA_SUCCESS) r = cuMemAlloc(&%s_scratch_%s, need);\n"
+                       "    if (r != CUDA_SUCCESS) return r;\n    %s_scratch_%s_bytes = need;\n  }\n",
+                    (long long)abi.scratch, (long long)abi.scratch, pre, f->name, pre, f->name, pre,
+                    f->name, pre, f->name, pre, f->name, pre, f->name, pre, f->name);
     if (abi.persistent)
       su_buf_puts(o, "  /* persistent: one program per SM, each looping over the grid asked for */\n"
                      "  unsigned grid_x = gx, grid_y = gy, grid_z = gz;\n"
@@ -224,6 +248,7 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
       for (int i = 0; i < f->nparams; i++) su_buf_printf(o, "%s&%s", i ? ", " : "", names[k][i]);
       for (int i = 0; i < abi.ntmaps; i++) su_buf_printf(o, "%s&map%d", i || f->nparams ? ", " : "", i);
       if (abi.persistent) su_buf_puts(o, ", &grid_x, &grid_y, &grid_z");
+      if (abi.scratch) su_buf_printf(o, "%s&%s_scratch_%s", total > 1 ? ", " : "", pre, f->name);
       su_buf_puts(o, "};\n");
     } else {
       su_buf_puts(o, "  void **args = NULL;\n");

@@ -78,10 +78,23 @@ static void emit_for(cg_ctx *c, const ir_op *op) {
   for (int i = 0; i < op->nresults; i++) cg_set(c, op->results[i], phis[i + 1].v, phis[i + 1].n);
 }
 
+/* `if likely` (docs/ir.md): branch weights that say the then arm is taken, so that
+ * LLVM keeps the branch instead of computing the cold arm on every pass and selecting
+ * (which is what the arm exists to avoid: unmask's else holds a select per element). */
+static void cg_mark_likely(cg_ctx *c, LLVMValueRef br) {
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c->llc);
+  LLVMMetadataRef md[3] = {LLVMMDStringInContext2(c->llc, "branch_weights", 14),
+                           LLVMValueAsMetadata(LLVMConstInt(i32, 2000, false)),
+                           LLVMValueAsMetadata(LLVMConstInt(i32, 1, false))};
+  unsigned kind = LLVMGetMDKindIDInContext(c->llc, "prof", 4);
+  LLVMSetMetadata(br, kind, LLVMMetadataAsValue(c->llc, LLVMMDNodeInContext2(c->llc, md, 3)));
+}
+
 static void emit_if(cg_ctx *c, const ir_op *op) {
   LLVMBasicBlockRef arms[2] = {cg_block(c, "if.then"), cg_block(c, "if.else")};
   LLVMBasicBlockRef join = cg_block(c, "if.join");
-  LLVMBuildCondBr(c->b, cg_slot(c, op->operands[0], 0), arms[0], arms[1]);
+  LLVMValueRef br = LLVMBuildCondBr(c->b, cg_slot(c, op->operands[0], 0), arms[0], arms[1]);
+  if (op->attr) cg_mark_likely(c, br);
   const ir_op *yields[2];
   LLVMBasicBlockRef ends[2];
   cg_val *vals[2];

@@ -61,6 +61,7 @@ typedef struct {
   int sa, sb;              /* row strides of a and b in shared memory, in elements */
   const ir_type *abuf, *bbuf; /* mma: the slots' buffer types (their #shared layouts), else NULL */
   LLVMValueRef a, b;       /* where they are (shared) */
+  bool tb;                 /* mma {trans = [0, 1]}: b's slot holds b^T */
   cg_layout ml;            /* the MMA layout the product is computed in */
   LLVMValueRef lane, g, t; /* the lane, lane / 4, lane % 4 */
   LLVMValueRef wm8, wn8;   /* 8 * this warp's coordinates in the warp grid */
@@ -201,6 +202,17 @@ static void load_a(dot_ctx *d, int i, int ks, LLVMValueRef *out) {
 static void load_b(dot_ctx *d, int j, int two, int ks, LLVMValueRef *out) {
   cg_ctx *c = d->c;
   int k0 = ks * d->s->k;
+  if (d->s->ldmatrix && d->tb) {
+    /* the slot holds b^T ([N, K] rows): its rows are the fragment's columns as they are,
+     * so no .trans; matrix q: columns 8 (q % 2) .. of the step, of column tile j + q / 2 */
+    LLVMValueRef q = LLVMBuildLShr(c->b, d->lane, cg_i32(c, 3), "");
+    LLVMValueRef r8 = LLVMBuildAnd(c->b, d->lane, cg_i32(c, 7), "");
+    LLVMValueRef n = b_col(d, j, r8);
+    if (two) n = LLVMBuildAdd(c->b, n, mul(d, LLVMBuildLShr(c->b, q, cg_i32(c, 1), ""), d->ml.cta[1]), "");
+    LLVMValueRef k = add(d, mul(d, LLVMBuildAnd(c->b, q, cg_i32(c, 1), ""), 8), k0);
+    ldmatrix(d, at(d, d->b, n, d->sb, k), two ? 4 : 2, false, out);
+    return;
+  }
   if (d->s->ldmatrix) {
     /* matrix q: K rows 8 (q % 2) .. of the step, of column tile j + q / 2 */
     LLVMValueRef q = LLVMBuildLShr(c->b, d->lane, cg_i32(c, 3), "");
@@ -428,6 +440,7 @@ void cg_emit_mma(cg_ctx *c, const ir_op *op) {
     return;
   }
   setup_layout(&d, res->type, abuf->type->dtype, abuf->type->shape[2]);
+  d.tb = op->ints && op->ints[1];
   d.abuf = abuf->type;
   d.bbuf = bbuf->type;
   d.a = cg_slot_base(c, abuf, cg_slot(c, op->operands[1], 0));

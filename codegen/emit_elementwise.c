@@ -81,6 +81,7 @@ static LLVMIntPredicate icmp_pred(int64_t p, bool is_signed) {
 static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef *a) {
   LLVMBuilderRef b = c->b;
   LLVMTypeRef t = LLVMTypeOf(a[0]);
+  if (op->opc == IR_EXP2 && op->attr) return cg_exp2_ftz(c, a[0]);
   LLVMValueRef math = cg_math(c, op->opc, op->attr == 1 && ir_op_has_accurate(op->opc), dt, a);
   if (math) return math;
   switch (op->opc) {
@@ -105,6 +106,36 @@ static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueR
   }
 }
 
+/* A shift as the interpreter defines it (interp/numeric.c, ip_arith): an amount of the
+ * width or more, read as unsigned, gives 0, or for >> of a signed value its sign. LLVM
+ * makes such a shift poison (seen by tkdiff as garbage in later arithmetic); PTX's own
+ * shl/shr clamp the amount the same way, so the select costs little. */
+static LLVMValueRef shift(cg_ctx *c, ir_opcode opc, bool sgn, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = c->b;
+  LLVMTypeRef t = LLVMTypeOf(x);
+  unsigned w = LLVMGetIntTypeWidth(t);
+  bool safe = LLVMIsAConstantInt(y) && LLVMConstIntGetZExtValue(y) < w;
+  LLVMValueRef big = safe ? NULL : LLVMBuildICmp(b, LLVMIntUGE, y, LLVMConstInt(t, w, false), "");
+  if (opc == IR_SHR && sgn) /* by w - 1 instead: every bit a copy of the sign */
+    return LLVMBuildAShr(b, x, big ? LLVMBuildSelect(b, big, LLVMConstInt(t, w - 1, false), y, "") : y, "");
+  LLVMValueRef r = opc == IR_SHL ? LLVMBuildShl(b, x, y, "") : LLVMBuildLShr(b, x, y, "");
+  return big ? LLVMBuildSelect(b, big, LLVMConstNull(t), r, "") : r;
+}
+
+/* Signed / and % as the language defines them: INT_MIN / -1 wraps to INT_MIN and
+ * INT_MIN % -1 is 0 (LLVM's sdiv/srem make the overflow undefined behaviour); a divisor
+ * of -1 is replaced by 1 and the result by -x or 0. */
+static LLVMValueRef signed_div(cg_ctx *c, ir_opcode opc, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = c->b;
+  LLVMTypeRef t = LLVMTypeOf(x);
+  if (LLVMIsAConstantInt(y) && LLVMConstIntGetSExtValue(y) != -1)
+    return opc == IR_DIV ? LLVMBuildSDiv(b, x, y, "") : LLVMBuildSRem(b, x, y, "");
+  LLVMValueRef m1 = LLVMBuildICmp(b, LLVMIntEQ, y, LLVMConstAllOnes(t), "");
+  LLVMValueRef d = LLVMBuildSelect(b, m1, LLVMConstInt(t, 1, false), y, "");
+  if (opc == IR_DIV) return LLVMBuildSelect(b, m1, LLVMBuildNeg(b, x, ""), LLVMBuildSDiv(b, x, d, ""), "");
+  return LLVMBuildSelect(b, m1, LLVMConstNull(t), LLVMBuildSRem(b, x, d, ""), "");
+}
+
 /* An integer (or i1) op on one element of dtype dt. */
 static LLVMValueRef int_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef *a) {
   LLVMBuilderRef b = c->b;
@@ -116,13 +147,12 @@ static LLVMValueRef int_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef
   case IR_ADD: return LLVMBuildAdd(b, a[0], a[1], "");
   case IR_SUB: return LLVMBuildSub(b, a[0], a[1], "");
   case IR_MUL: return LLVMBuildMul(b, a[0], a[1], "");
-  case IR_DIV: return sgn ? LLVMBuildSDiv(b, a[0], a[1], "") : LLVMBuildUDiv(b, a[0], a[1], "");
-  case IR_REM: return sgn ? LLVMBuildSRem(b, a[0], a[1], "") : LLVMBuildURem(b, a[0], a[1], "");
+  case IR_DIV: return sgn ? signed_div(c, IR_DIV, a[0], a[1]) : LLVMBuildUDiv(b, a[0], a[1], "");
+  case IR_REM: return sgn ? signed_div(c, IR_REM, a[0], a[1]) : LLVMBuildURem(b, a[0], a[1], "");
   case IR_AND: return LLVMBuildAnd(b, a[0], a[1], "");
   case IR_OR: return LLVMBuildOr(b, a[0], a[1], "");
   case IR_XOR: return LLVMBuildXor(b, a[0], a[1], "");
-  case IR_SHL: return LLVMBuildShl(b, a[0], a[1], "");
-  case IR_SHR: return sgn ? LLVMBuildAShr(b, a[0], a[1], "") : LLVMBuildLShr(b, a[0], a[1], "");
+  case IR_SHL: case IR_SHR: return shift(c, op->opc, sgn, a[0], a[1]);
   case IR_MIN: return cg_combine(c, IR_RED_MIN, dt, a[0], a[1]);
   case IR_MAX: return cg_combine(c, IR_RED_MAX, dt, a[0], a[1]);
   case IR_FMA: return LLVMBuildAdd(b, LLVMBuildMul(b, a[0], a[1], ""), a[2], "");

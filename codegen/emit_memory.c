@@ -317,9 +317,13 @@ static void emit_atomic(cg_ctx *c, const ir_op *op) {
     LLVMValueRef k = cas ? cmp.v[cmp.n == 1 ? 0 : j] : NULL;
     out[j] = atomic_if(c, op, dt, and_opt(c, m, owner), p.v[p.n == 1 ? 0 : j], v, k);
   }
-  if (!l.tile) out[0] = broadcast0(c, out[0]);
+  /* Only an element's owner performs its atomic (a replica would apply it twice and see
+   * the first one's write): the replicas take the owner's old value (tkdiff seeds 29257,
+   * 1014194: replicas' zeros reached a cumsum) */
+  cg_val o = l.tile ? cg_from_owners(c, (cg_val){out, l.per}, &l) : (cg_val){out, l.per};
+  if (!l.tile) o.v[0] = broadcast0(c, out[0]);
   cg_layout rl = cg_layout_of(c, op->results[0]->type);
-  cg_val r = cg_relayout(c, (cg_val){out, l.per}, &l, &rl);
+  cg_val r = cg_relayout(c, o, &l, &rl);
   cg_set(c, op->results[0], r.v, r.n);
 }
 

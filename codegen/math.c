@@ -46,7 +46,7 @@ LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMV
   switch (opc) {
   case IR_SIN: return fast ? approx(c, "llvm.nvvm.sin.approx.f", x) : libdevice(c, "sin", dt, a, 1);
   case IR_COS: return fast ? approx(c, "llvm.nvvm.cos.approx.f", x) : libdevice(c, "cos", dt, a, 1);
-  case IR_EXP2: return fast ? approx(c, "llvm.nvvm.ex2.approx.f", x) : libdevice(c, "exp2", dt, a, 1);
+  case IR_EXP2: return dt == TK_F32 ? approx(c, "llvm.nvvm.ex2.approx.f", x) : libdevice(c, "exp2", dt, a, 1);
   case IR_EXP:
     if (!fast) return libdevice(c, "exp", dt, a, 1);
     x = LLVMBuildFMul(c->b, x, LLVMConstReal(LLVMTypeOf(x), LOG2E), "");
@@ -68,6 +68,10 @@ LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMV
   case IR_FDIV: return fast_div(c, dt, a);
   default: return NULL;
   }
+}
+
+LLVMValueRef cg_exp2_ftz(cg_ctx *c, LLVMValueRef x) {
+  return approx(c, "llvm.nvvm.ex2.approx.ftz.f", x);
 }
 
 /* The high half of the unsigned product: widened, multiplied, shifted back, which LLVM

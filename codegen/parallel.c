@@ -66,6 +66,7 @@ static void replay(const cg_unit *units, int k, su_diags *d) {
     case SU_ERROR: su_error(d, g->loc, "%s", g->msg); break;
     case SU_WARNING: su_warning(d, g->loc, "%s", g->msg); break;
     case SU_NOTE: su_note(d, g->loc, "%s", g->msg); break;
+    case SU_REMARK: su_remark(d, g->loc, "%s", g->msg); break;
     }
   }
 }

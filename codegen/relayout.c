@@ -87,6 +87,40 @@ static cg_val through_smem(cg_ctx *c, cg_val x, const cg_layout *from, const cg_
   return (cg_val){out, to->per};
 }
 
+cg_val cg_from_owners(cg_ctx *c, cg_val x, const cg_layout *l) {
+  LLVMValueRef *own = cg_slots(c, l->per);
+  bool any = false;
+  for (int j = 0; j < l->per; j++) any |= (own[j] = cg_layout_owner(c, l, j, -1)) != NULL;
+  if (!any) return x;
+  LLVMTypeRef reg = LLVMTypeOf(x.v[0]);
+  LLVMTypeRef mt = LLVMTypeOf(cg_to_smem(c, x.v[0]));
+  int bytes = (int)LLVMABISizeOfType(LLVMGetModuleDataLayout(c->mod), mt);
+  LLVMValueRef base = cg_smem_take(c, l->numel * bytes);
+  for (int j = 0; j < l->per; j++) {
+    LLVMBasicBlockRef put = NULL, join = NULL;
+    if (own[j]) {
+      put = cg_block(c, "own.put");
+      join = cg_block(c, "own.join");
+      LLVMBuildCondBr(c->b, own[j], put, join);
+      LLVMPositionBuilderAtEnd(c->b, put);
+    }
+    LLVMValueRef p = cg_smem_at(c, base, mt, cg_layout_index(c, l, j));
+    LLVMSetAlignment(LLVMBuildStore(c->b, cg_to_smem(c, x.v[x.n == 1 ? 0 : j]), p), (unsigned)bytes);
+    if (own[j]) {
+      LLVMBuildBr(c->b, join);
+      LLVMPositionBuilderAtEnd(c->b, join);
+    }
+  }
+  cg_barrier(c);
+  LLVMValueRef *out = cg_slots(c, l->per);
+  for (int j = 0; j < l->per; j++) {
+    LLVMValueRef v = LLVMBuildLoad2(c->b, mt, cg_smem_at(c, base, mt, cg_layout_index(c, l, j)), "");
+    LLVMSetAlignment(v, (unsigned)bytes);
+    out[j] = cg_from_smem(c, v, reg);
+  }
+  return (cg_val){out, l->per};
+}
+
 static cg_val move(cg_ctx *c, cg_val x, const cg_layout *from, const cg_layout *to,
                    const index_map *m) {
   int *slot = SU_NEW_ARRAY(c->arena, int, to->per);

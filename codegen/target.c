@@ -192,6 +192,6 @@ void cg_emit_ptx(cg_ctx *c, LLVMTargetMachineRef tm, su_buf *out) {
   char *err = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(tm, c->mod, LLVMAssemblyFile, &err, &mb))
     su_fatal("PTX emission failed: %s", err);
-  su_buf_put(out, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb));
+  cg_ptx_fixup(out, LLVMGetBufferStart(mb), LLVMGetBufferSize(mb));
   LLVMDisposeMemoryBuffer(mb);
 }

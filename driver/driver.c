@@ -27,12 +27,14 @@ ir_module *drv_frontend(su_arena *a, const su_source *src, const drv_options *o,
   if (drv_is_ir_source(src)) {
     ir_module *m = ir_parse(a, src, d);
     if (!m || d->nerrors) return NULL;
+    m->src = src;
     return ir_verify(m, d) ? m : NULL;
   }
   su_map *names = su_map_new(a);
   ast_file *f = drv_parse(a, src, names, d);
   if (d->nerrors) return NULL;
   ir_module *m = ir_module_new(a, src->name);
+  m->src = src;
   sema_options so = {.defines = o ? o->defines : NULL, .ndefines = o ? o->ndefines : 0,
                      .budget = o ? o->budget : 0, .dot_precision = o ? o->dot_precision : 0,
                      .accurate_math = o && o->accurate_math};
@@ -62,6 +64,7 @@ static pass_options pass_opts(const drv_options *o) {
       .print_after = o->print_after,
       .only = o->only_passes,
       .time_passes = o->time_passes,
+      .no_fuse = o->no_fuse,
       .log = o->log,
       .fp_contract = o->fp_contract,
   };
@@ -71,6 +74,8 @@ static pass_options pass_opts(const drv_options *o) {
 bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d) {
   m->arch = o->arch;
   pass_options po = pass_opts(o);
+  po.remarks = o->remark_missed ? d : NULL;
+  po.remark_passes = o->remark_missed;
   return pass_run(m, &po, d);
 }
 

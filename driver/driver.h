@@ -41,6 +41,11 @@ typedef struct {
   int dot_precision;
   bool accurate_math;
   bool fp_contract;
+  const char *remark_missed; /* -Rpass-missed=LIST: passes (comma-separated, or "all")
+                               that report to drv_optimize's diagnostics, as remarks, what
+                               they leave unchanged; NULL: none */
+  bool no_fuse;             /* -fno-fuse: materialize every op's result (the unfused
+                               baseline) instead of fusing (pass_options.no_fuse) */
 } drv_options;
 
 /* Sets o to the defaults (target.h): no defines, TG_DEFAULT_OPT_LEVEL, TG_DEFAULT_ARCH,
@@ -96,11 +101,46 @@ ir_module *drv_variant(ir_module *m, const ir_func *only, uint64_t bits, const d
                        su_diags *d);
 enum { DRV_SPEC_DIV = 16 };
 
-/* Writes the roofline report of every kernel of m (after passes) for target arch, which
- * must have ceilings in the table (tg_has_ceilings): per-program bytes and
- * FLOPs, the bound they imply on the target's measured ceilings, and the predicted time
- * for grid[0] x grid[1] x grid[2] programs. See roofline.c for the counting rules. */
-void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigned grid[3]);
+/* ---- the roofline (roofline.c, docs/roofline.md) -------------------------------------- */
+
+/* A launch argument as the roofline reads it: an integer parameter's value, when known. */
+typedef struct {
+  bool known;
+  int64_t value;
+} drv_rl_value;
+
+typedef enum { DRV_BOUND_HBM, DRV_BOUND_L2, DRV_BOUND_F32, DRV_BOUND_TENSOR, DRV_BOUND_LAUNCH } drv_bound;
+
+/* A kernel's roofline for one launch; bytes and FLOPs of the whole grid, times in seconds. */
+typedef struct {
+  double hbm_bytes, l2_bytes, flops, tc_flops;
+  double xprog_bytes;      /* of l2_bytes: what other programs read too (reuse across programs) */
+  double reread_footprint; /* what the programs resident at once re-read (bytes) */
+  double reread_hit;       /* the share of re-reads charged to L2 (1: it fits; else L2 / it) */
+  double t_hbm, t_l2, t_f32, t_tensor, t_launch; /* each ceiling's time for the work */
+  double predicted_s;      /* the largest of them */
+  drv_bound bound;         /* which one */
+  bool unknown_trips;      /* a loop's trip count did not follow: counted once */
+} drv_rl_result;
+
+/* The roofline of kernel f (the IR after the target-independent passes) launched on
+ * grid[0] x grid[1] x grid[2] programs with the integer arguments params (one per
+ * parameter, NULL: none known) on arch, which must have ceilings (tg_has_ceilings). See
+ * roofline.c for the counting rules. */
+void drv_roofline_kernel(const ir_func *f, const char *arch, const unsigned grid[3],
+                         const drv_rl_value *params, drv_rl_result *out);
+/* "memory (HBM bandwidth)", "compute (tensor cores)", "overhead (the launch)", ... */
+const char *drv_bound_name(drv_bound b);
+/* Reads tkc's --args list "NAME=INTEGER,..." into out (one per parameter of f) for the
+ * parameters of f so named, setting *used when one is; false with the reason in why for a
+ * malformed item or a name f has on a parameter that is not an integer. */
+bool drv_roofline_args(const ir_func *f, const char *list, drv_rl_value *out, bool *used,
+                       su_buf *why);
+/* Writes the roofline report of every kernel of m for arch (with ceilings) and grid:
+ * bytes to HBM and L2, FLOPs, the bound, the predicted time and the fraction of each
+ * ceiling used then. params[i]: kernel i's arguments (drv_roofline_args), or params NULL. */
+void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigned grid[3],
+                  const drv_rl_value *const *params);
 
 /* ---- resources (resources.c; docs/language.md, "Resources") ---------------------------- */
 

@@ -124,6 +124,8 @@ typedef struct {
                           routines on the GPU (tkc -fmath=accurate); 0: approximations */
   int fp_contract;     /* 1: a * b + c may be contracted into fma on both backends alike
                           (tkc -ffp-contract=fast); 0: never */
+  int no_fuse;         /* 1: as tkc -fno-fuse, every op's result goes through global scratch
+                          memory (the unfused baseline; launches allocate the scratch) */
 } tk_compile_options;
 
 /* Compiles .tk source text. name is used in diagnostics (e.g. "softmax.tk"). opts may be
@@ -218,6 +220,39 @@ typedef struct {
  * and z at most 65535) is TK_ERR_INVALID naming the axis and its limit, on every backend,
  * before anything runs. */
 TK_API tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_arg *args, int nargs);
+
+/* ---- the roofline (docs/roofline.md) -------------------------------------------------- */
+
+/* What bounds a launch: a memory bandwidth, a FLOP rate, or the launch's own overhead. */
+typedef enum {
+  TK_BOUND_HBM,     /* HBM bandwidth */
+  TK_BOUND_L2,      /* L2 bandwidth (data several programs, or one program again, read) */
+  TK_BOUND_F32,     /* f32 arithmetic on the CUDA cores */
+  TK_BOUND_TENSOR,  /* dot on the tensor cores */
+  TK_BOUND_LAUNCH   /* the fixed cost of a launch */
+} tk_bound;
+
+typedef struct {
+  double hbm_bytes, l2_bytes;  /* moved to and from HBM, and served by L2, by the launch */
+  double flops, tensor_flops;  /* f32-core FLOPs, tensor-core FLOPs */
+  double predicted_us;         /* the time the bound implies */
+  tk_bound bound;
+  const char *bound_name;      /* "memory (HBM bandwidth)", ... (static storage) */
+  /* the fraction of each ceiling the launch uses if it takes predicted_us (1: the bound) */
+  double fraction_hbm, fraction_l2, fraction_f32, fraction_tensor;
+  int trips_unknown;           /* 1: a loop's trip count did not follow from the arguments
+                                  and the grid, and was counted once */
+} tk_roofline_report;
+
+/* The roofline of launching k on grid with args (as tk_launch takes them: checked the
+ * same way; pointer values are not read) on arch, or when arch is NULL the context's
+ * (the device's on CUDA, sm_90a on the interpreter): the bytes and FLOPs the launch must
+ * move and do, what bounds it on the ceilings of the target table, the predicted time.
+ * Loops are counted by their trip counts computed from the integer arguments. Fails
+ * with TK_ERR_INVALID for a kernel without IR (loaded from PTX) or an arch without
+ * measured ceilings. */
+TK_API tk_status tk_roofline(tk_kernel *k, const char *arch, tk_grid grid, const tk_arg *args,
+                             int nargs, tk_roofline_report *out);
 
 /* ---- autotuning ------------------------------------------------------------------------ */
 

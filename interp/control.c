@@ -72,7 +72,7 @@ static bool run_if(ip_exec *x, const ip_inst *in) {
 
 static bool run_inst(ip_exec *x, const ip_inst *in) {
   switch (in->op->opc) {
-  case IR_CONST: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS: case IR_ARANGE:
+  case IR_CONST: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS: case IR_ARANGE: case IR_SCRATCH:
   case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE: case IR_JOIN: case IR_GATHER:
   case IR_CONVERT_LAYOUT:
     return ip_run_shape(x, in);
@@ -84,6 +84,9 @@ static bool run_inst(ip_exec *x, const ip_inst *in) {
     return ip_run_debug(x, in);
   case IR_FOR: return run_for(x, in);
   case IR_IF: return run_if(x, in);
+  /* a program runs its tile ops one after the other: every thread of it has already
+   * reached a barrier */
+  case IR_BARRIER:
   case IR_YIELD: case IR_RETURN: return true;
   default:
     if (ir_op_info(in->op->opc)->traits & IR_ELEM) return ip_run_elementwise(x, in);

@@ -2,6 +2,9 @@
  * operand (numeric.c says which function). Only integer division can fault. */
 #include "internal.h"
 
+#include <float.h>
+#include <math.h>
+
 /* The element i of v; a scalar operand stands for every element. */
 static ip_elem at(ip_val v, int64_t i) {
   return v.e[v.n == 1 ? 0 : i];
@@ -60,6 +63,9 @@ bool ip_run_elementwise(ip_exec *x, const ip_inst *in) {
     return true;
   default:
     for (int64_t i = 0; i < n; i++) r.e[i] = ip_math(op->opc, dt, at(a, i));
+    if (op->opc == IR_EXP2 && op->attr) /* ftz: the subnormal results flush to +0 */
+      for (int64_t i = 0; i < n; i++)
+        if (fabs(r.e[i].f) < FLT_MIN) r.e[i].f = 0.0;
     return true;
   }
 }

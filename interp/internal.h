@@ -110,6 +110,7 @@ typedef struct {
   ip_val *slots;
   int nslots;
   unsigned pid[3], nprog[3];
+  uint32_t gscratch; /* the buffer id of the launch's global scratch (scratch ops), 0: none */
   FILE *out;    /* device_print's stream */
   su_buf *print; /* if set, device_print appends here instead (grid.c orders the lines) */
   su_buf *err;

@@ -97,6 +97,31 @@ static bool has_atomics(const ip_code *c) {
   return false;
 }
 
+static void find_scratch(ir_op *op, void *ctx) {
+  if (op->opc == IR_SCRATCH) *(int64_t *)ctx = op->attr2;
+}
+
+/* The global scratch of a kernel with scratch ops: per_program bytes for each program of
+ * the launch, zeroed (what a program reads before writing is then defined, if useless). */
+static ip_status alloc_scratch(ip_exec *x, uint64_t programs) {
+  int64_t per = 0;
+  ir_walk(x->f->body, find_scratch, &per);
+  if (!per) return IP_OK;
+  tk_devptr p;
+  su_buf why = {0};
+  bool ok = programs <= UINT64_MAX / (uint64_t)per && ip_mem_alloc(x->mem, (size_t)(programs * (uint64_t)per), &p, &why);
+  if (!ok) {
+    su_buf_printf(x->err, "kernel '%s': cannot allocate %llu x %lld bytes of scratch memory%s%s",
+                  x->f->name, (unsigned long long)programs, (long long)per, why.len ? ": " : "",
+                  su_buf_str(&why));
+    su_buf_free(&why);
+    return IP_FAULT;
+  }
+  int64_t off;
+  ip_mem_split(p, &x->gscratch, &off);
+  return IP_OK;
+}
+
 ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_grid grid,
                     const tk_arg *args, int nargs, FILE *out, su_buf *err) {
   err->len = 0;
@@ -113,9 +138,18 @@ ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_gri
   ip_status st = bind_args(&x, body, args, nargs);
   if (st == IP_OK) {
     uint64_t total = (uint64_t)x.nprog[0] * x.nprog[1] * x.nprog[2];
+    st = alloc_scratch(&x, total);
+  }
+  if (st == IP_OK) {
+    uint64_t total = (uint64_t)x.nprog[0] * x.nprog[1] * x.nprog[2];
     /* Atomics keep their sequential meaning: such a kernel runs its programs in order. */
     int threads = has_atomics(body) ? 1 : ip_thread_count(total);
     st = ip_run_grid(&x, body, total, threads);
+  }
+  if (x.gscratch) {
+    su_buf why = {0};
+    if (!ip_mem_free(mem, ip_mem_join(x.gscratch, 0), &why)) su_fatal("interpreter: %s", su_buf_str(&why));
+    su_buf_free(&why);
   }
   ip_scratch_free(x.scratch);
   su_arena_free(a);

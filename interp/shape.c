@@ -73,6 +73,12 @@ bool ip_run_shape(ip_exec *x, const ip_inst *in) {
     *r = ip_val_out(x, t);
     r->e[0] = ip_int(TK_I32, op->opc == IR_PROGRAM_ID ? x->pid[op->attr] : x->nprog[op->attr]);
     return true;
+  case IR_SCRATCH:
+    SU_ASSERT(x->gscratch); /* ip_launch allocates it for a kernel with scratch ops */
+    *r = ip_val_out(x, t);
+    r->e[0].buf = x->gscratch;
+    r->e[0].i = op->attr;
+    return true;
   case IR_ARANGE:
     *r = ip_val_out(x, t);
     for (int64_t i = 0; i < r->n; i++) r->e[i] = (ip_elem){.i = (int32_t)(uint32_t)(op->attr + i)};

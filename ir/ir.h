@@ -242,6 +242,12 @@ struct ir_module {
    * NULL for a module that stays target-independent (the interpreter runs it). Not
    * printed. */
   const char *arch;
+  /* The source the locations point into (the .tk or .tkir text; NULL: none), and where
+   * passes report what they leave unchanged (-Rpass-missed: `remarks`, NULL for silence;
+   * `remark_passes` the comma-separated pass names that may, or "all"). Not printed. */
+  const su_source *src;
+  su_diags *remarks;
+  const char *remark_passes;
   ir_func **funcs;
   int nfuncs, capfuncs;
   void *types; /* interning tables (private to types.c) */

@@ -395,8 +395,10 @@ static void set_const(parser *p, ir_op *op, const irtok *lit) {
 
 static void parse_modifier(parser *p, ir_op *op, ir_modifier mod, irtok *lit) {
   if (mod == IR_MOD_NONE) return;
-  if (mod == IR_MOD_WHILE) {
-    if (p->tok.kind == IRT_IDENT && p->tok.len == 5 && !memcmp(p->tok.text, "while", 5)) {
+  if (mod == IR_MOD_WHILE || mod == IR_MOD_FTZ || mod == IR_MOD_LIKELY) {
+    const char *word = ir_flag_word(mod);
+    size_t n = strlen(word);
+    if (p->tok.kind == IRT_IDENT && p->tok.len == n && !memcmp(p->tok.text, word, n)) {
       op->attr = 1;
       next(p);
     }

@@ -86,8 +86,9 @@ static void print_modifier(su_buf *b, const ir_op *op, ir_modifier mod) {
   const char *name = NULL;
   switch (mod) {
   case IR_MOD_NONE: return;
-  case IR_MOD_WHILE:
-    if (op->attr) su_buf_puts(b, op->attr == 1 ? " while" : " while?");
+  case IR_MOD_WHILE: case IR_MOD_FTZ: case IR_MOD_LIKELY:
+    /* a flag word; another value than 1 is printed with a '?' for the verifier to name */
+    if (op->attr) su_buf_printf(b, " %s%s", ir_flag_word(mod), op->attr == 1 ? "" : "?");
     return;
   case IR_MOD_ACCURATE:
     if (op->attr) su_buf_puts(b, op->attr == 1 ? " accurate" : " accurate?");

@@ -36,6 +36,10 @@ int ir_reduce_parse(const char *s, size_t n) { return lookup(reduce_names, 3, s,
 int ir_atomic_parse(const char *s, size_t n) { return lookup(atomic_names, 7, s, n); }
 int ir_dot_precision_parse(const char *s, size_t n) { return lookup(precision_names, 3, s, n); }
 
+const char *ir_flag_word(ir_modifier mod) {
+  return mod == IR_MOD_WHILE ? "while" : mod == IR_MOD_FTZ ? "ftz" : mod == IR_MOD_LIKELY ? "likely" : NULL;
+}
+
 const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax none = {IR_MOD_NONE, 0, {{0}}};
   static const ir_syntax konst = {IR_MOD_CONST, 0, {{0}}};
@@ -54,9 +58,12 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax bytes = {IR_MOD_NONE, 1, {{"bytes", IR_SLOT_ATTR}}};
   static const ir_syntax pending = {IR_MOD_NONE, 1, {{"pending", IR_SLOT_ATTR}}};
   static const ir_syntax wtrans = {IR_MOD_NONE, 1, {{"trans", IR_SLOT_INTS}}};
+  static const ir_syntax scratch = {IR_MOD_NONE, 2, {{"offset", IR_SLOT_ATTR}, {"per_program", IR_SLOT_ATTR2}}};
   static const ir_syntax loop = {IR_MOD_WHILE, 0, {{0}}};
   static const ir_syntax dot = {IR_MOD_PRECISION, 0, {{0}}};
   static const ir_syntax accurate = {IR_MOD_ACCURATE, 0, {{0}}};
+  static const ir_syntax ftz = {IR_MOD_FTZ, 0, {{0}}};
+  static const ir_syntax likely = {IR_MOD_LIKELY, 0, {{0}}};
   static const ir_syntax wspec = {IR_MOD_NONE, 2, {{"producer_warps", IR_SLOT_ATTR}, {"regs", IR_SLOT_INTS}}};
   switch (op) {
   case IR_CONST: return &konst;
@@ -80,11 +87,14 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_BULK_WAIT:
   case IR_WGMMA_WAIT: return &pending;
   case IR_WARP_SPEC: return &wspec;
-  case IR_WGMMA: return &wtrans;
+  case IR_WGMMA: case IR_MMA: return &wtrans;
   case IR_GRID_SIZE: return &axis;
+  case IR_SCRATCH: return &scratch;
   case IR_FOR: return &loop;
   case IR_DOT: return &dot;
-  case IR_SIN: case IR_COS: case IR_EXP: case IR_EXP2: case IR_SIGMOID: return &accurate;
+  case IR_SIN: case IR_COS: case IR_EXP: case IR_SIGMOID: return &accurate;
+  case IR_EXP2: return &ftz;
+  case IR_IF: return &likely;
   default: return &none;
   }
 }

@@ -14,7 +14,9 @@ typedef enum {
   IR_MOD_CONST,  /* const 1.5 : f32   (cval) */
   IR_MOD_WHILE,  /* for while %lb ... (attr 1; nothing written for 0) */
   IR_MOD_PRECISION, /* dot ieee %a ... (attr: ir_dot_precision; nothing written for tf32) */
-  IR_MOD_ACCURATE   /* sin accurate %x (attr 1; nothing written for 0) */
+  IR_MOD_ACCURATE,  /* sin accurate %x (attr 1; nothing written for 0) */
+  IR_MOD_FTZ,    /* exp2 ftz %x       (attr 1; nothing written for 0) */
+  IR_MOD_LIKELY  /* if likely %c      (attr 1; nothing written for 0) */
 } ir_modifier;
 
 /* Which op field a `{key = value}` attribute fills. */
@@ -33,5 +35,7 @@ typedef struct {
 
 /* The text syntax of op. */
 const ir_syntax *ir_op_syntax(ir_opcode op);
+/* The word a flag modifier writes when its attr is set ("while", "ftz", "likely"). */
+const char *ir_flag_word(ir_modifier mod);
 
 #endif

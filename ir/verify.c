@@ -165,10 +165,12 @@ static void check_elementwise(verifier *v, const ir_op *op) {
   case IR_SIGMOID: case IR_FMA: case IR_RINT: case IR_TRUNC: case IR_LOG1P: case IR_EXPM1:
   case IR_POW: case IR_COPYSIGN: case IR_FDIV:
     if (!is_float(r)) ir_verr(v, op, "needs float operands, has %s", ir_vts(v, r));
+    if (op->opc == IR_EXP2 && (op->attr < 0 || op->attr > 1 || (op->attr && r->dtype != TK_F32)))
+      ir_verr(v, op, "ftz is for f32 only, and 0 or 1 (is %lld)", (long long)op->attr);
     break;
   default: break;
   }
-  if (op->attr && !(ir_op_has_accurate(op->opc) && op->attr == 1))
+  if (op->attr && op->opc != IR_EXP2 && !(ir_op_has_accurate(op->opc) && op->attr == 1))
     ir_verr(v, op, "attribute %" PRId64 " is not 'accurate'", op->attr);
 }
 
@@ -328,6 +330,7 @@ static void check_control(verifier *v, const ir_op *op) {
   if (op->opc == IR_IF) {
     const ir_type *c = op->operands[0]->type;
     if (c->kind != IR_SCALAR || c->dtype != TK_I1) ir_verr(v, op, "condition must be scalar i1, is %s", ir_vts(v, c));
+    if (op->attr != 0 && op->attr != 1) ir_verr(v, op, "likely must be 0 or 1, is %lld", (long long)op->attr);
     for (int r = 0; r < 2; r++) {
       if (op->regions[r]->nargs) ir_verr(v, op, "regions take no arguments");
       check_yield(v, op, op->regions[r], r ? "else" : "then");
@@ -374,6 +377,17 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
   case IR_NUM_PROGRAMS:
     if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "axis %lld is not 0, 1 or 2", (long long)op->attr);
     if (r->kind != IR_SCALAR || r->dtype != TK_I32) ir_verr(v, op, "result must be i32, is %s", ir_vts(v, r));
+    return;
+  case IR_SCRATCH:
+    /* one size per kernel, a multiple of 16 so that every program's part starts aligned */
+    if (r->kind != IR_PTR) ir_verr(v, op, "result must be a pointer, is %s", ir_vts(v, r));
+    if (op->attr2 < 16 || op->attr2 % 16 || op->attr2 > ((int64_t)1 << 36))
+      ir_verr(v, op, "bytes per program %lld is not a positive multiple of 16 up to 2^36", (long long)op->attr2);
+    if (op->attr < 0 || op->attr >= op->attr2 || (r->kind == IR_PTR && op->attr % ir_dtype_bytes(r->elem->dtype)))
+      ir_verr(v, op, "offset %lld is not an aligned offset below %lld", (long long)op->attr, (long long)op->attr2);
+    if (v->scratch_bytes && v->scratch_bytes != op->attr2)
+      ir_verr(v, op, "bytes per program %lld differs from the kernel's other scratch (%lld)", (long long)op->attr2, (long long)v->scratch_bytes);
+    v->scratch_bytes = op->attr2;
     return;
   case IR_ARANGE: {
     bool good = op->attr < op->attr2 && r->kind == IR_TILE && r->rank == 1 && r->dtype == TK_I32 &&
@@ -485,6 +499,7 @@ static void check_func(verifier *v, ir_func *f) {
   v->visible = SU_NEW_ARRAY(a, bool, v->nvalues + 1);
   v->defined = SU_NEW_ARRAY(a, ir_value *, v->nvalues + 1);
   v->ndefined = 0;
+  v->scratch_bytes = 0;
   for (int i = 0; i < f->body->nargs; i++) v->byid[f->body->args[i]->id] = f->body->args[i];
   ir_walk(f->body, collect, v);
   check_param_facts(v, f);

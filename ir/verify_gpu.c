@@ -149,8 +149,16 @@ static void check_mma(verifier *v, const ir_op *op) {
   want_i32(v, op, 1, "a's slot");
   want_i32(v, op, 3, "b's slot");
   const ir_type *a = op->operands[0]->type, *b = op->operands[2]->type, *acc = op->operands[4]->type;
+  bool tb = false;
+  if (op->ints) {
+    if (op->nints != 2 || op->ints[0] != 0 || (op->ints[1] != 0 && op->ints[1] != 1))
+      ir_verr(v, op, "trans must be [0, 0] or [0, 1] (a is read as it is)");
+    else
+      tb = op->ints[1];
+  }
+  int bk = tb ? 2 : 1, bn = tb ? 1 : 2; /* b's slot is [K, N], or [N, K] transposed */
   if (a->rank != 3 || b->rank != 3 || acc->kind != IR_TILE || acc->rank != 2 || a->shape[1] != acc->shape[0] ||
-      a->shape[2] != b->shape[1] || b->shape[2] != acc->shape[1])
+      a->shape[2] != b->shape[bk] || b->shape[bn] != acc->shape[1])
     ir_verr(v, op, "slots of %s and %s do not multiply into %s", ir_vts(v, a), ir_vts(v, b), ir_vts(v, acc));
   if (a->dtype != b->dtype) ir_verr(v, op, "a and b element types differ");
   if (op->results[0]->type != acc) ir_verr(v, op, "result must have the accumulator type %s", ir_vts(v, acc));

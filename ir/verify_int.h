@@ -16,6 +16,7 @@ typedef struct {
   int nvalues;
   ir_value **defined;   /* stack of visible values, popped when a region closes */
   int ndefined;
+  int64_t scratch_bytes; /* of the kernel's scratch ops (0: none yet) */
   bool ok;
 } verifier;
 

@@ -42,6 +42,7 @@ static void visit(ir_op *op, void *arg) {
   ir_value *f3[3] = {a, ir_const_float(&at, a->type, LOG2E), nb};
   ir_value *x = ir_build1(&at, IR_FMA, a->type, 3, f3);
   ir_value *e = ir_unary(&at, IR_EXP2, x);
+  e->def->attr = 1; /* ftz: exp(a - r) below 2^-126 is 0 to within 1.2e-38 */
   ir_replace_all_uses(fd->f, op->results[0], e);
   fd->changed = true;
 }

@@ -60,8 +60,9 @@ static ir_op *stage_point(ir_op *dot, ir_value *v) {
   return dot;
 }
 
-/* A one-slot buffer holding tile v, stored before `at` between two barriers. */
-static ir_value *stage(lower *l, ir_op *at, ir_value *v) {
+/* A one-slot buffer holding tile v, stored before `at` between two barriers (with the
+ * fence that makes the store visible to the async proxy when wgmma reads it). */
+static ir_value *stage(lower *l, ir_op *at, ir_value *v, bool async) {
   ir_module *m = l->m;
   const ir_type *t = v->type;
   int eb = ir_dtype_bytes(t->dtype);
@@ -80,7 +81,7 @@ static ir_value *stage(lower *l, ir_op *at, ir_value *v) {
   ir_build(&b, IR_BARRIER, 0, NULL, 0, NULL);
   ir_value *opnds[3] = {buf, zero, v};
   ir_build(&b, IR_SMEM_STORE, 3, opnds, 0, NULL);
-  ir_build(&b, IR_FENCE_ASYNC, 0, NULL, 0, NULL);
+  if (async) ir_build(&b, IR_FENCE_ASYNC, 0, NULL, 0, NULL);
   ir_build(&b, IR_BARRIER, 0, NULL, 0, NULL);
   return buf;
 }
@@ -175,14 +176,14 @@ static void lower_wgmma(lower *l, ir_op *dot) {
     opnds[n++] = ra->operands[0];
     opnds[n++] = ra->operands[1];
   } else {
-    opnds[n++] = stage(l, stage_point(dot, a), a);
+    opnds[n++] = stage(l, stage_point(dot, a), a, true);
     opnds[n++] = ir_const_int(&at, ir_type_scalar(m, TK_I32), 0);
   }
   if (rb) {
     opnds[n++] = rb->operands[0];
     opnds[n++] = rb->operands[1];
   } else {
-    opnds[n++] = stage(l, stage_point(dot, b), b);
+    opnds[n++] = stage(l, stage_point(dot, b), b, true);
     opnds[n++] = ir_const_int(&at, ir_type_scalar(m, TK_I32), 0);
   }
   opnds[n++] = dot->operands[2];
@@ -204,18 +205,34 @@ static void lower_wgmma(lower *l, ir_op *dot) {
   l->changed = true;
 }
 
+/* mma reads both operands from slots with ldmatrix: a slot read is taken as it is (b's
+ * transposed too, for 16-bit types: ldmatrix without .trans reads b^T's rows as b's
+ * columns), and an operand in registers is staged — once, after its definition, when
+ * that is outside the dot's loop (decode's q), else before the dot (its P). */
 static void lower_mma(lower *l, ir_op *dot) {
-  /* ldmatrix reads the slots as they are: a transposed read is left to the dot */
-  ir_op *ra = slot_read(l, dot->operands[0], NULL), *rb = slot_read(l, dot->operands[1], NULL);
+  ir_value *a = dot->operands[0], *b = dot->operands[1];
   const ir_type *t = dot->results[0]->type;
-  if (!ra || !rb || !t->layout || t->layout->kind != IR_LAYOUT_MMA) return;
-  ir_builder at = {l->m, dot->parent, dot, dot->loc};
-  ir_value *opnds[5] = {ra->operands[0], ra->operands[1], rb->operands[0], rb->operands[1], dot->operands[2]};
-  ir_value *r = ir_build1(&at, IR_MMA, t, 5, opnds);
-  ir_replace_all_uses(l->f, dot->results[0], r);
+  if (!t->layout || t->layout->kind != IR_LAYOUT_MMA) return;
+  bool half = a->type->dtype == TK_F16 || a->type->dtype == TK_BF16, tb = false;
+  ir_op *ra = slot_read(l, a, NULL), *rb = slot_read(l, b, half ? &tb : NULL);
+  if ((!ra && !stageable(a)) || (!rb && !stageable(b))) return;
+  ir_module *m = l->m;
+  ir_builder at = {m, dot->parent, dot, dot->loc};
+  ir_value *zero = ir_const_int(&at, ir_type_scalar(m, TK_I32), 0);
+  ir_value *opnds[5] = {ra ? ra->operands[0] : stage(l, stage_point(dot, a), a, false), ra ? ra->operands[1] : zero,
+                        rb ? rb->operands[0] : stage(l, stage_point(dot, b), b, false), rb ? rb->operands[1] : zero,
+                        dot->operands[2]};
+  ir_op *mm = ir_build(&at, IR_MMA, 5, opnds, 1, &t);
+  if (tb) {
+    int *fl = SU_NEW_ARRAY(m->arena, int, 2);
+    fl[0] = 0, fl[1] = 1;
+    mm->ints = fl;
+    mm->nints = 2;
+  }
+  ir_replace_all_uses(l->f, dot->results[0], mm->results[0]);
   ir_op_erase(dot);
-  ir_op_erase(ra);
-  ir_op_erase(rb);
+  if (ra) erase_read(a, ra);
+  if (rb) erase_read(b, rb);
   l->changed = true;
 }
 

@@ -5,6 +5,8 @@
 #include "pass_util.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,4 +103,34 @@ ir_value *pass_clone_slice(ir_module *m, ir_builder *b, const ir_block *region, 
   ir_op *c = ir_op_clone(m, op, map);
   ir_block_insert_before(b->before ? b->before->parent : b->block, c, b->before);
   return ir_vmap_get(map, v);
+}
+
+static bool names_pass(const char *list, const char *pass) {
+  size_t n = strlen(pass);
+  for (const char *s = list; *s;) {
+    size_t len = strcspn(s, ",");
+    if ((len == n && !memcmp(s, pass, n)) || (len == 3 && !memcmp(s, "all", 3))) return true;
+    s += len;
+    if (*s == ',') s++;
+  }
+  return false;
+}
+
+void pass_remark_missed(const ir_module *m, const char *pass, ir_loc loc, const char *fmt, ...) {
+  if (!m->remarks || !m->remark_passes || !names_pass(m->remark_passes, pass)) return;
+  /* the byte offset of line:col, so that the remark shows the source line and a caret */
+  su_loc at = {m->src, UINT32_MAX, 0, loc.line, loc.col};
+  if (m->src && loc.line > 0) {
+    uint32_t line = 1;
+    size_t i = 0;
+    while (i < m->src->len && line < loc.line)
+      if (m->src->text[i++] == '\n') line++;
+    if (line == loc.line && loc.col > 0 && i + loc.col - 1 <= m->src->len) at.off = (uint32_t)(i + loc.col - 1);
+  }
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  su_remark(m->remarks, at, "%s: %s [-Rpass-missed=%s]", pass, msg, pass);
 }

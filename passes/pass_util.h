@@ -33,6 +33,12 @@ ir_value *pass_const_float_before(ir_module *m, ir_op *op, const ir_type *t, dou
 /* Redirects every use of op's single result to v, then erases op. */
 void pass_replace_op(ir_func *f, ir_op *op, ir_value *v);
 
+/* -Rpass-missed: reports "PASS: MESSAGE [-Rpass-missed=PASS]" as a remark at loc (with
+ * the source line, when the module has its source) if m's remark_passes name pass (or are
+ * "all"); nothing otherwise. What a pass left unchanged should say why, not be silent. */
+void pass_remark_missed(const ir_module *m, const char *pass, ir_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* ---- the target (its row of target/targets.def) ---- */
 typedef enum { PASS_MMA, PASS_CP_ASYNC, PASS_WGMMA, PASS_TMA } pass_feature;
 /* Whether the module's target (m->arch; none when NULL) has the feature: the table's

@@ -7,12 +7,13 @@
  *    rewrites one kernel in place and returns whether it changed anything. A pass takes
  *    valid IR and leaves valid IR; it never reports user errors (the input was checked).
  *  - Passes preserve the program's observable behaviour: stores, atomics, loads (they may
- *    fault), prints and asserts are never removed, reordered or duplicated (stripmine
- *    alone re-runs and reorders loads, under the rules of stripmine.c); an op that may
+ *    fault), prints and asserts are never removed, reordered or duplicated (fuse
+ *    alone re-runs and reorders loads, under the rules of fuse.c); an op that may
  *    fault at run time (integer division) is never evaluated where the program would not.
  *  - A pass that depends on the target reads it from the table: tg_*(m->arch) (target.h).
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
- *    fixed point with a bound), licm, canonicalize again, [contract,] stripmine; then, when the module
+ *    fixed point with a bound), licm, canonicalize again, [contract,] fuse (materialize with
+ *    no_fuse); then, when the module
  *    has a target (ir_module.arch), the target part: tiling, persist, swpipe, lower_dot,
  *    tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
@@ -33,7 +34,10 @@ typedef struct {
   const char *only;          /* comma-separated pass names to run (in that order) instead of the pipeline, or NULL */
   bool target_only;          /* run only the target part of the pipeline (m->arch must be set) */
   bool time_passes;          /* print a table of per-pass wall time to log at the end */
-  bool fp_contract;          /* contract a * b + c into fma (contract, before stripmine) */
+  bool fp_contract;          /* contract a * b + c into fma (contract, before fuse) */
+  bool no_fuse;              /* -fno-fuse: materialize runs where fuse would */
+  su_diags *remarks;         /* -Rpass-missed: where passes' remarks go (NULL: none) */
+  const char *remark_passes; /* which passes report: names, comma-separated, or "all" */
   FILE *log;                 /* NULL means stderr */
 } pass_options;
 
@@ -64,8 +68,13 @@ bool pass_licm(ir_module *m, ir_func *f);
  * register-sized chunks, one loop per group of ops between reductions, recomputing
  * (reloading) in a later loop what an earlier one loaded; the only pass that re-executes
  * loads, and only where their memory cannot have changed. Kernels outside the class it
- * handles are left unchanged (stripmine.c, docs/passes.md). */
-bool pass_stripmine(ir_module *m, ir_func *f);
+ * handles are left unchanged (fuse.c, docs/passes.md). */
+bool pass_fuse(ir_module *m, ir_func *f);
+/* -fno-fuse: every op computing a tile of data stores its result to the launch's global
+ * scratch memory (scratch ops: the launcher allocates per_program bytes per program) and
+ * its consumers load it back, behind barriers: the unfused baseline, with results
+ * identical to the fused kernel's. Tiled IR is left unchanged (materialize.c). */
+bool pass_materialize(ir_module *m, ir_func *f);
 /* Gives every tile value a thread layout: memory accesses choose coalesced blocked layouts,
  * which spread through elementwise, shape and control ops; reductions yield slices of
  * their operand's layout; where two choices meet, an explicit convert_layout (tiling.c).
@@ -83,6 +92,10 @@ bool pass_swpipe(ir_module *m, ir_func *f);
 bool pass_lower_dot(ir_module *m, ir_func *f);
 /* exp(a - broadcast(r)) as exp2(fma(a, log2 e, broadcast(-r log2 e))) on f32 (expfold.c). */
 bool pass_expfold(ir_module *m, ir_func *f);
+/* A select in a loop body whose condition is a conjunction of index compares, all true
+ * on an iteration by a scalar test of the induction variable, as `if test { a } else
+ * { select }` (unmask.c). */
+bool pass_unmask(ir_module *m, ir_func *f);
 /* Rotates a loop of two wgmma products whose second is the only reader of its carried
  * accumulator, so that the second of one iteration overlaps the next one's first and
  * what follows it (rotate.c). */

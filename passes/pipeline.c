@@ -18,8 +18,8 @@ typedef struct {
 /* Every pass, by name; its entry point is pass_NAME. One list, so the table and the
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
-  X(constfold) X(simplify) X(cse) X(dce) X(licm) X(stripmine) X(tiling) X(persist) X(swpipe) \
-  X(lower_dot) X(rotate) X(expfold) X(tmastore) X(warpspec) X(sink) X(contract)
+  X(constfold) X(simplify) X(cse) X(dce) X(licm) X(fuse) X(materialize) X(tiling) X(persist) X(swpipe) \
+  X(lower_dot) X(rotate) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -36,19 +36,20 @@ static const char *const canonical[] = {"constfold", "simplify", "cse", "dce"};
 enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8 };
 
 /* The default pipeline at -O1 and above. licm exposes new constants and duplicates at
- * the loop's level, hence the second canonicalize. Stripmine sees the canonical ops (one
+ * the loop's level, hence the second canonicalize. Fuse sees the canonical ops (one
  * splat per scalar, no dead loads) and builds its chunk loops already hoisted. That much
  * is the target-independent part, what the interpreter runs. For a GPU target (m->arch)
- * the target part follows: tiling lays out stripmine's chunks (what it inserts, layout
+ * the target part follows: tiling lays out fuse's chunks (what it inserts, layout
  * conversions, must not be folded away); expfold folds exp's change of base into an fma;
+ * unmask runs a loop's edge masks only on the iterations where some element may be off;
  * persist wraps a dot kernel in its tile loop
  * before swpipe threads its ring counter through it; lower_dot reads the slots swpipe
  * made; rotate overlaps the second product of a loop with the next iteration's first;
  * tmastore turns the epilogue's store into a TMA copy; warpspec splits the single stream that results; a last canonicalize folds the
  * constants the lowering repeated and sweeps what it left dead (the loads' address
  * computations); sink then moves what the epilogue computes before the loop past it. */
-static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "stripmine"};
-static const char *const target_pipeline[] = {"tiling",   "expfold",  "persist",      "swpipe", "lower_dot",
+static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "fuse"};
+static const char *const target_pipeline[] = {"tiling",   "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
                                               "rotate",   "tmastore", "warpspec", "canonicalize", "sink"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],
@@ -189,11 +190,13 @@ bool pass_run(ir_module *m, const pass_options *o, su_diags *d) {
   int *order = SU_NEW_ARRAY(scratch, int, NPIPELINE + NTARGET + 1);
   int norder = 0;
   /* contract (-ffp-contract=fast) runs after the canonical forms are reached (a product
-   * CSE shares is left alone) and before stripmine copies the ops into its loops */
+   * CSE shares is left alone) and before fuse (or materialize) copies the ops into its loops */
   if (!o->target_only)
     for (int i = 0; i < NPIPELINE; i++) {
-      if (o->fp_contract && !strcmp(pipeline[i], "stripmine")) order[norder++] = pass_index("contract", 8);
-      order[norder++] = pass_index(pipeline[i], strlen(pipeline[i]));
+      /* -fno-fuse: the unfused baseline in fusion's place */
+      const char *name = o->no_fuse && !strcmp(pipeline[i], "fuse") ? "materialize" : pipeline[i];
+      if (o->fp_contract && !strcmp(pipeline[i], "fuse")) order[norder++] = pass_index("contract", 8);
+      order[norder++] = pass_index(name, strlen(name));
     }
   if (m->arch)
     for (int i = 0; i < NTARGET; i++)
@@ -207,7 +210,10 @@ bool pass_run(ir_module *m, const pass_options *o, su_diags *d) {
   if (nprinted < 0 || norder < 0) r.ok = false;
   else if (!o->only && o->opt_level <= 0) norder = 0;
 
+  m->remarks = o->remarks;
+  m->remark_passes = o->remark_passes;
   for (int i = 0; i < norder && r.ok; i++) run_entry(&r, order[i]);
+  m->remarks = NULL;
   if (r.ok && o->time_passes) print_times(&r);
   su_arena_free(scratch);
   return r.ok;

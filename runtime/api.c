@@ -296,6 +296,7 @@ static bool driver_options(rt_context *ctx, su_arena *a, const tk_compile_option
   o->dot_precision = prec[opts->dot_precision];
   o->accurate_math = opts->accurate_math != 0;
   o->fp_contract = opts->fp_contract != 0;
+  o->no_fuse = opts->no_fuse != 0;
   return true;
 }
 
@@ -594,6 +595,43 @@ tk_status rt_check_args(rt_context *ctx, const rt_kernel *k, const tk_arg *args,
       return rt_error(ctx, TK_ERR_ARGS, "argument %d of '%s' ('%s') is %lld, which does not fit in %s",
                       i, sig->name, p->name, (long long)args[i].v.i, dtype_name(args[i].type));
   }
+  return TK_OK;
+}
+
+_Static_assert((int)TK_BOUND_HBM == (int)DRV_BOUND_HBM && (int)TK_BOUND_L2 == (int)DRV_BOUND_L2 &&
+               (int)TK_BOUND_F32 == (int)DRV_BOUND_F32 && (int)TK_BOUND_TENSOR == (int)DRV_BOUND_TENSOR &&
+               (int)TK_BOUND_LAUNCH == (int)DRV_BOUND_LAUNCH, "tk_bound and drv_bound disagree");
+
+tk_status tk_roofline(tk_kernel *h, const char *arch, tk_grid grid, const tk_arg *args,
+                      int nargs, tk_roofline_report *out) {
+  rt_kernel *GET(k, kernel_of, h, "tk_roofline: kernel");
+  rt_context *ctx = k->module->ctx;
+  REQUIRE(ctx, out, "tk_roofline: out is NULL");
+  REQUIRE(ctx, nargs >= 0 && (args || nargs == 0), "tk_roofline: %d arguments at %p", nargs,
+          (const void *)args);
+  if (!k->ir)
+    return rt_error(ctx, TK_ERR_INVALID, "tk_roofline: kernel '%s' was loaded from PTX: there "
+                    "is no IR to count", k->sig->name);
+  const char *a = arch ? arch : ctx->arch ? ctx->arch : TG_DEFAULT_ARCH;
+  if (!tg_has_ceilings(a))
+    return rt_error(ctx, TK_ERR_INVALID, "tk_roofline: the target table has no ceilings for "
+                    "'%s'", a);
+  tk_status s = rt_check_args(ctx, k, args, nargs);
+  if (s != TK_OK) return s;
+  int np = k->ir->body->nargs;
+  drv_rl_value *v = calloc((size_t)np + 1, sizeof *v);
+  if (!v) return rt_error(ctx, TK_ERR_MEMORY, "out of host memory");
+  for (int i = 0; i < np && i < nargs; i++)
+    if (args[i].type != TK_PTR && ir_dtype_is_int(args[i].type))
+      v[i] = (drv_rl_value){true, args[i].v.i};
+  unsigned g[3] = {grid.x ? grid.x : 1, grid.y ? grid.y : 1, grid.z ? grid.z : 1};
+  drv_rl_result r;
+  drv_roofline_kernel(k->ir, a, g, v, &r);
+  free(v);
+  double p = r.predicted_s;
+  *out = (tk_roofline_report){r.hbm_bytes, r.l2_bytes, r.flops, r.tc_flops, p * 1e6,
+                              (tk_bound)r.bound, drv_bound_name(r.bound), r.t_hbm / p,
+                              r.t_l2 / p, r.t_f32 / p, r.t_tensor / p, r.unknown_trips};
   return TK_OK;
 }
 

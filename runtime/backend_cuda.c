@@ -49,6 +49,10 @@ typedef struct cuda_state {
   /* the autotuner's (time_launch), made at its first use */
   CUdeviceptr flush;  /* a buffer twice the L2 cache, written to evict it */
   size_t flush_bytes;
+  /* -fno-fuse kernels' global scratch (cg_abi.scratch), grown to the largest launch; one
+   * per context, so such launches must not overlap (docs/api.md) */
+  CUdeviceptr scratch;
+  size_t scratch_bytes;
   CUevent ev[2];
 } cuda_state;
 
@@ -251,8 +255,9 @@ static void cuda_shutdown(rt_context *ctx) {
   if (st->nallocs && st->cu.CtxSetCurrent(st->pctx) == CUDA_SUCCESS)
     for (size_t i = 0; i < st->nallocs; i++) st->cu.MemFree(st->allocs[i].base);
   free(st->allocs);
-  if ((st->flush || st->ev[0]) && st->cu.CtxSetCurrent(st->pctx) == CUDA_SUCCESS) {
+  if ((st->flush || st->ev[0] || st->scratch) && st->cu.CtxSetCurrent(st->pctx) == CUDA_SUCCESS) {
     if (st->flush) st->cu.MemFree(st->flush);
+    if (st->scratch) st->cu.MemFree(st->scratch);
     for (int i = 0; i < 2; i++)
       if (st->ev[i]) st->cu.EventDestroy(st->ev[i]);
   }
@@ -507,7 +512,7 @@ static void kernels_from_ptx(rt_module *m, const char *ptx, size_t len) {
     /* the hidden arguments of tk's own PTX are the launch's business, not the caller's */
     cg_abi abi;
     if (cg_ptx_abi(ptx, es[i].name, &abi)) {
-      int hidden = abi.ntmaps + (abi.persistent ? 3 : 0);
+      int hidden = abi.ntmaps + (abi.persistent ? 3 : 0) + (abi.scratch ? 1 : 0);
       if (hidden <= sig->nparams) sig->nparams -= hidden;
     }
     sig->num_warps = es[i].num_threads >= 32 ? es[i].num_threads / 32 : TG_DEFAULT_WARPS;
@@ -567,6 +572,24 @@ static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *
       rt_error(ctx, TK_ERR_DRIVER, "kernel '%s': %s", k->sig->name, su_buf_str(&why));
       su_buf_free(&why);
       return TK_ERR_DRIVER;
+    }
+    if (h->abi.scratch) {
+      uint64_t programs = (uint64_t)gx * gy * gz, per = (uint64_t)h->abi.scratch;
+      if (programs > SIZE_MAX / per)
+        return rt_error(ctx, TK_ERR_MEMORY, "kernel '%s': %llu programs x %llu bytes of scratch "
+                        "do not fit the address space", k->sig->name, (unsigned long long)programs,
+                        (unsigned long long)per);
+      size_t need = (size_t)(programs * per);
+      if (need > st->scratch_bytes) {
+        /* the old buffer may still be read by a launch in flight */
+        CHECK(ctx, st->cu.CtxSynchronize(), "a kernel failed");
+        if (st->scratch) st->cu.MemFree(st->scratch);
+        st->scratch = 0;
+        st->scratch_bytes = 0;
+        CHECK(ctx, st->cu.MemAlloc(&st->scratch, need), "cuMemAlloc (the -fno-fuse scratch buffer)");
+        st->scratch_bytes = need;
+      }
+      h->scratch = (uint64_t)st->scratch;
     }
     if (h->abi.persistent) {
       /* one program per SM, looping over the grid asked for */

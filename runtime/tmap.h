@@ -1,7 +1,7 @@
 /*
  * runtime/tmap.h — private to runtime/: the hidden arguments a lowered kernel takes
  * (codegen.h's cg_abi): TMA tensor maps built from the launch's argument values, and a
- * persistent kernel's launched grid. Built once per argument set and reused while the
+ * persistent kernel's launched grid, the -fno-fuse scratch buffer. Built once per argument set and reused while the
  * values they depend on do not change, so a launch of the same shapes costs a compare.
  * Prefix: rt_hidden_.
  */
@@ -21,6 +21,7 @@ typedef struct {
   cg_abi abi;
   rt_tensor_map maps[CG_MAX_TMAPS];
   uint32_t grid[3];            /* a persistent kernel's launched grid */
+  uint64_t scratch;            /* the context's scratch buffer (CUdeviceptr), for abi.scratch */
   int64_t last[CG_MAX_TMAPS][1 + 2 * IR_MAX_RANK]; /* the values the maps were built from */
   bool built;
 } rt_hidden;

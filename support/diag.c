@@ -16,11 +16,11 @@ void su_diags_init(su_diags *d, su_arena *a, FILE *out) {
 }
 
 static const char *sev_name(su_severity s) {
-  return s == SU_ERROR ? "error" : s == SU_WARNING ? "warning" : "note";
+  return s == SU_ERROR ? "error" : s == SU_WARNING ? "warning" : s == SU_REMARK ? "remark" : "note";
 }
 
 static const char *sev_color(su_severity s) {
-  return s == SU_ERROR ? "\033[1;31m" : s == SU_WARNING ? "\033[1;35m" : "\033[1;36m";
+  return s == SU_ERROR ? "\033[1;31m" : s == SU_WARNING ? "\033[1;35m" : s == SU_REMARK ? "\033[1;32m" : "\033[1;36m";
 }
 
 /* Appends one diagnostic: headline, source line, caret line. */
@@ -104,6 +104,13 @@ void su_warning(su_diags *d, su_loc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   add(d, SU_WARNING, loc, fmt, ap);
+  va_end(ap);
+}
+
+void su_remark(su_diags *d, su_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  add(d, SU_REMARK, loc, fmt, ap);
   va_end(ap);
 }
 

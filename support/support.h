@@ -202,7 +202,7 @@ su_loc su_loc_join(su_loc a, su_loc b);
 
 /* ---- diagnostics -------------------------------------------------------------------- */
 
-typedef enum { SU_ERROR, SU_WARNING, SU_NOTE } su_severity;
+typedef enum { SU_ERROR, SU_WARNING, SU_NOTE, SU_REMARK } su_severity;
 
 /* One diagnostic, kept so tests and the API can read what was reported. */
 typedef struct su_diag {
@@ -230,6 +230,8 @@ void su_error(su_diags *d, su_loc loc, const char *fmt, ...) __attribute__((form
 void su_verror(su_diags *d, su_loc loc, const char *fmt, va_list ap);
 /* Reports a warning at loc. */
 void su_warning(su_diags *d, su_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Reports a remark at loc: what an optimization did or did not do (-Rpass-missed). */
+void su_remark(su_diags *d, su_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Attaches a note to the last error or warning (printed at once, after it). */
 void su_note(su_diags *d, su_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Formats the whole report of d (every diagnostic, with source lines and carets, no

@@ -28,6 +28,7 @@ typedef struct {
   unsigned grid[3];       /* --grid, for --roofline */
   bool resources;         /* --resources: the per-kernel table instead of the PTX */
   bool no_spill_warning;  /* -Wno-spill */
+  const char *rl_args;    /* --args, for --roofline: NAME=INTEGER,... */
 } options;
 
 static void usage(FILE *f) {
@@ -83,11 +84,19 @@ static void usage(FILE *f) {
           "  -ffp-contract=fast|off\n"
           "                       fast: a * b + c may become one fma (both backends alike);\n"
           "                       off (the default): every product and sum rounded\n"
-          "  -fno-fuse            materialize every op (the fusion baseline) [not implemented yet]\n"
-          "  --roofline           print, per kernel, the bytes and FLOPs of one program, the\n"
-          "                       bound they imply on the target (memory or compute) and\n"
-          "                       the predicted time; no code is written\n"
+          "  -Rpass-missed=A,B    the named passes (or 'all') say, as remarks at the .tk\n"
+          "                       line, what they leave unchanged and why (fuse today)\n"
+          "  -fno-fuse            do not fuse: every op's result goes through global scratch\n"
+          "                       memory and back (the unfused baseline fusion is measured\n"
+          "                       against; results are the same)\n"
+          "  --roofline           print, per kernel, the bytes it moves (HBM, L2) and the\n"
+          "                       FLOPs it does for --grid and --args, the bound they imply\n"
+          "                       on the target (memory, compute or launch overhead), the\n"
+          "                       predicted time and the fraction of each ceiling used; no\n"
+          "                       code is written\n"
           "  --grid=X[,Y[,Z]]     the grid the --roofline prediction is for (default 1)\n"
+          "  --args=NAME=V,...    integer launch arguments for --roofline: loops whose trip\n"
+          "                       counts follow from them are counted that many times\n"
           "  --resources          print, per kernel, the registers, spilled bytes, stack,\n"
           "                       static and dynamic shared memory, threads and the\n"
           "                       occupancy they allow on --arch (from ptxas -v; needs the\n"
@@ -110,11 +119,6 @@ static _Noreturn void usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "tkc: error: ");
   fprintf(stderr, fmt, arg);
   fprintf(stderr, "\n(run 'tkc --help' for usage)\n");
-  exit(2);
-}
-
-static _Noreturn void not_yet(const char *what) {
-  fprintf(stderr, "tkc: error: %s is not implemented yet in this version of tk\n", what);
   exit(2);
 }
 
@@ -228,8 +232,6 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       if (strcmp(s + 14, "fast") && strcmp(s + 14, "off"))
         usage_error("-ffp-contract expects fast or off, got '%s'", s + 14);
       o->drv.fp_contract = !strcmp(s + 14, "fast");
-    } else if (!strcmp(s, "-fno-fuse")) {
-      not_yet("-fno-fuse (the fusion pass)");
     } else if (!strcmp(s, "--resources")) {
       o->resources = true;
       o->emit = EMIT_PTX;
@@ -237,8 +239,15 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       o->no_spill_warning = false;
     } else if (!strcmp(s, "-Wno-spill")) {
       o->no_spill_warning = true;
+    } else if (!strncmp(s, "-Rpass-missed=", 14)) {
+      if (!s[14]) usage_error("%s needs pass names (or 'all')", s);
+      o->drv.remark_missed = s + 14;
+    } else if (!strcmp(s, "-fno-fuse")) {
+      o->drv.no_fuse = true;
     } else if (!strcmp(s, "--roofline")) {
       o->emit = EMIT_ROOFLINE;
+    } else if (!strncmp(s, "--args=", 7)) {
+      o->rl_args = s + 7;
     } else if (!strncmp(s, "--grid=", 7)) {
       const char *g = s + 7;
       for (int k = 0; k < 3; k++) {
@@ -259,6 +268,7 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
   }
   if (!o->input) usage_error("%s", "no input file");
   if (o->tune && o->emit != EMIT_C) usage_error("%s", "--tune goes with --emit=c");
+  if (o->rl_args && o->emit != EMIT_ROOFLINE) usage_error("%s", "--args goes with --roofline");
   if (o->emit == EMIT_ROOFLINE && !tg_has_ceilings(o->drv.arch))
     usage_error("--roofline: the target table has no ceilings for %s (add them to "
                 "target/targets.def)", o->drv.arch);
@@ -543,7 +553,32 @@ static int run(options *o, su_arena *a) {
     } else if (o->emit == EMIT_ROOFLINE) {
       unsigned g[3] = {o->grid[0] ? o->grid[0] : 1, o->grid[1] ? o->grid[1] : 1,
                        o->grid[2] ? o->grid[2] : 1};
-      drv_roofline(stdout, m, o->drv.arch, g);
+      const drv_rl_value **params = SU_NEW_ARRAY(a, const drv_rl_value *, m->nfuncs + 1);
+      bool used = false;
+      for (int i = 0; i < m->nfuncs; i++) {
+        drv_rl_value *v = SU_NEW_ARRAY(a, drv_rl_value, m->funcs[i]->body->nargs + 1);
+        su_buf why = {0};
+        bool ok = drv_roofline_args(m->funcs[i], o->rl_args, v, &used, &why);
+        const char *msg = su_strdup(a, su_buf_str(&why));
+        su_buf_free(&why);
+        if (!ok) usage_error("--args: %s", msg);
+        params[i] = v;
+      }
+      /* every name must be some kernel's parameter: a typo would silently count once */
+      for (const char *p = o->rl_args ? o->rl_args : ""; *p;) {
+        size_t len = strcspn(p, ","), n = strcspn(p, "=");
+        bool found = false;
+        for (int i = 0; i < m->nfuncs && !found; i++)
+          for (int k = 0; k < m->funcs[i]->body->nargs && !found; k++) {
+            const char *pn = m->funcs[i]->param_names ? m->funcs[i]->param_names[k] : NULL;
+            found = pn && strlen(pn) == n && !memcmp(pn, p, n);
+          }
+        if (!found) usage_error("--args: no kernel has an integer parameter named in '%s'",
+                                su_strndup(a, p, len));
+        p += len;
+        if (*p == ',') p++;
+      }
+      drv_roofline(stdout, m, o->drv.arch, g, params);
       su_buf_free(&out);
       return 0;
     } else {

@@ -15,14 +15,14 @@ python/build-here /tmp/tilek-py "$build" >"$out/build.log" 2>&1 || { cat "$out/b
 export PYTHONPATH=/tmp/tilek-py:$PWD/python/tests TK_CACHE_DIR=/tmp/tilek-cache
 status=0
 summary=()
-for t in interp tune cuda torch tune_gpu; do
+for t in interp tune cuda torch tune_gpu samples_torch; do
   python3 "python/tests/test_$t.py" >"$out/test_$t.log" 2>&1
   rc=$?
   case $rc in 0) r=ok ;; 77) r="skipped ($(tail -n1 "$out/test_$t.log"))" ;; *) r="FAILED (rc $rc)"; status=1 ;; esac
   summary+=("python-$t: $r: $(grep -E '^(OK|FAILED)' "$out/test_$t.log" | tail -n1)")
 done
 python3 bench/python_launch.py >"$out/bench.log" 2>&1 || status=1
-for t in interp tune cuda torch tune_gpu; do
+for t in interp tune cuda torch tune_gpu samples_torch; do
   grep -E "(FAIL|ERROR):|Error" "$out/test_$t.log" | head -n 20
 done
 echo "== tilek on $(python3 -c 'import torch; print(torch.cuda.get_device_name())' 2>/dev/null) =="

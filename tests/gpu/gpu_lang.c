@@ -112,6 +112,118 @@ static const char SORT[] =
     "}\n"
 ;
 
+/* Found by tkdiff on the H200 (docs/decisions.md, "The differential tester: bugs fixed"):
+ * the axis facts took a constant (or scalar) shifted by a per-element amount for a
+ * constant, and a narrowing cast for a run of consecutive numbers, so one slot's value
+ * served a whole group. */
+static const char AXIS[] =
+    "kernel axis(x: *i32, out: *i32, n: i32) {\n"
+    "    let offs = arange(0, 512);\n"
+    "    let v = load(x + offs);\n"
+    "    store(out + offs, 7 << (v & 31));\n"
+    "    store(out + 512 + offs, n << (offs & 31));\n"
+    "    store(out + 1024 + offs, where((offs as i8) < 0, 1, 2));\n"
+    "}\n";
+
+/* Atomics on a tile that 4 warps replicate: the old values must be the owner's (one
+ * atomic per element) in every replica, which cumsum reads across threads (tkdiff seeds
+ * 29257, 1014194). */
+static const char ATOMICS[] =
+    "@launch(warps = 4)\n"
+    "kernel atomics(p: *i32, q: *i32, out: *i32) {\n"
+    "    let offs = arange(0, 1)[:, None] * 16 + arange(0, 16)[None, :];\n"
+    "    store(out + offs, cumsum(atomic_xchg(p + offs, offs + 100), 1));\n"
+    "    store(out + 16 + offs, cumsum(atomic_cas(q + offs, load(q + offs), offs), 1));\n"
+    "    store(out + 32 + offs, cumsum(atomic_add(p + offs, 1, offs % 3 == 0), 1));\n"
+    "    let two = arange(0, 1)[:, None] * 2 + arange(0, 2)[None, :];\n"
+    "    store(out + 48 + two, cumsum(atomic_cas(q + 16 + two, load(q + 16 + two), two + 7), 1));\n"
+    "}\n";
+
+/* Shifts by every amount from -8 to 55 on 8 to 64 bits (an amount of the width or more,
+ * read as unsigned, gives 0 or the sign) and INT_MIN / -1, INT_MIN % -1: the language's
+ * definitions, which LLVM leaves poison or undefined. */
+static const char SHIFTS[] =
+    "kernel shifts(x: *i32, out: *i32, o64: *i64, o8: *i8, o16: *i16) {\n"
+    "    let offs = arange(0, 64);\n"
+    "    let a = load(x + offs) * 12345677 + 1;\n"
+    "    let s = offs - 8;\n"
+    "    store(out + offs, a << s);\n"
+    "    store(out + 64 + offs, a >> s);\n"
+    "    store(out + 128 + offs, ((a as u32) >> (s as u32)) as i32);\n"
+    "    let m = where(offs % 4 == 0, 1 << 31, a);\n"
+    "    let d = where(offs % 3 == 0, -1, (s & 7) + 1);\n"
+    "    store(out + 192 + offs, m / d);\n"
+    "    store(out + 256 + offs, m % d);\n"
+    "    store(o64 + offs, ((a as i64) << (s as i64)) + ((a as i64) >> (s as i64)));\n"
+    "    store(o8 + offs, ((a as i8) << (s as i8)) ^ ((a as i8) >> (s as i8)));\n"
+    "    store(o16 + offs, ((a as u16) << (s as u16)) as i16 ^ ((a as i16) >> (s as i16)));\n"
+    "}\n";
+
+/* Negation and abs of the most negative i8 and i16 (they wrap to themselves; x = 0 of
+ * the inputs in [-8, 8) makes them at run time), seen through a shift, a widening and a
+ * compare: ptxas took them for +128 and +32768 (seed
+ * 38040; codegen/ptx_fixup.c). */
+static const char NARROW_NEG[] =
+    "kernel narrow_neg(x: *i32, o16: *i16, out: *i32) {\n"
+    "    let offs = arange(0, 256);\n"
+    "    let v = ((load(x + offs) + 8) * 4096) as i16;\n"
+    "    let b = ((load(x + offs) + 8) * 16) as i8;\n"
+    "    store(o16 + offs, (-v) >> 8);\n"
+    "    store(o16 + 256 + offs, abs(v) >> 8);\n"
+    "    store(o16 + 512 + offs, (-b) as i16);\n"
+    "    store(out + offs, (-v) as i32 + where(abs(b) < 0, 1000, 0));\n"
+    "    store(out + 256 + offs, 65536 - (-(offs as u8 as i8)) as u16 as i32);\n"
+    "}\n";
+
+/* Negated loads into min/max chains and reductions: ptxas folded the negations into its
+ * three-input VIMNMX3 and dropped some (seeds 1009134, 1012222, 1009129;
+ * codegen/ptx_fixup.c). */
+static const char NEG_MINMAX[] =
+    "@launch(warps = 2)\n"
+    "kernel neg_minmax(x: *i32, y: *i32, out: *i32, o64: *i64) {\n"
+    "    let rows = arange(0, 4);\n"
+    "    let cols = arange(0, 32);\n"
+    "    let offs = rows[:, None] * 32 + cols[None, :];\n"
+    "    let v = load(x + offs) * 1000 + offs;\n"
+    "    let w = load(y + offs);\n"
+    "    store(out + rows, max(-v, 1));\n"
+    "    store(out + 4 + offs, minimum(w as u8 as i32, -v));\n"
+    "    store(out + 132 + offs, clamp(w, offs, minimum(w as u8 as i32, -v)));\n"
+    "    store(o64 + rows, min(-(v as i64) * 4000000000, 1));\n"
+    "}\n";
+
+/* The form of seed 1012222 that ptxas 13.0 miscompiles (9 of the 16 negations left in
+ * its SASS before the fix). */
+static const char NEG_MAX[] =
+    "@launch(warps = 2)\n"
+    "kernel neg_max(z: *i16, out: *i32) {\n"
+    "    let pid = program_id(0);\n"
+    "    let rows = arange(0, 4);\n"
+    "    let cols = arange(0, 32);\n"
+    "    let offs = pid * 128 + rows[:, None] * 32 + cols[None, :];\n"
+    "    let t = maximum(load(z + offs) as i32, 0);\n"
+    "    store(out + pid * 4 + rows[:, None], expand_dims(max((-t), 1), 1));\n"
+    "}\n";
+
+/* clamp is minimum(maximum(x, lo), hi) on every backend: lo > hi gives hi, a NaN
+ * operand gives NaN (compared as NaN or not: its bits are the backend's), -0 is below +0,
+ * and integers clamp in their common type (i8 with i32 and u8: i32). */
+static const char CLAMPS[] =
+    "kernel clamps(x: *f32, y: *i32, out: *f32, oi: *i32, o64: *i64) {\n"
+    "    let offs = arange(0, 64);\n"
+    "    let v = load(x + offs);\n"
+    "    let q = v / v;\n"
+    "    store(out + offs, clamp(v, 1.0, -1.0));\n"
+    "    let c1 = clamp(q, -0.5, 0.5);\n"
+    "    let c2 = clamp(v, q, 2.0);\n"
+    "    store(out + 64 + offs, where(isnan(c1), 7.0, c1));\n"
+    "    store(out + 128 + offs, clamp(v * 0.0, -0.0, 0.0));\n"
+    "    store(out + 192 + offs, where(isnan(c2), 7.0, c2));\n"
+    "    let w = load(y + offs);\n"
+    "    store(oi + offs, clamp(w as i8, offs - 32, minimum((w * 37) as u8, -w * 1000000)));\n"
+    "    store(o64 + offs, clamp((w as i64) * 3000000000, w, -(offs as i64) * 5000000000));\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -133,6 +245,20 @@ static const lc_case CASES[] = {
     {"gather", "k", GATHER, {NULL}, {BUF(TK_F32, 128), BUF(TK_U32, 64)}, {BUF(TK_F32, 64)}, 2, 1, {0},
      0, 1, 0},
     {"sort_topk", "k", SORT, {NULL}, {BUF(TK_F32, 64)}, {BUF(TK_F32, 152)}, 1, 1, {0}, 0, 1, 0},
+    {"atomic_replicas", "atomics", ATOMICS, {NULL}, {BUF(TK_I32, 16), BUF(TK_I32, 18)},
+     {BUF(TK_I32, 50)}, 2, 1, {0}, 0, 1, 0},
+    {"shift_amounts_int_min_div", "shifts", SHIFTS, {NULL}, {BUF(TK_I32, 64)},
+     {BUF(TK_I32, 320), BUF(TK_I64, 64), BUF(TK_I8, 64), BUF(TK_I16, 64)}, 1, 4, {0}, 0, 1, 0},
+    {"narrow_neg_abs_min", "narrow_neg", NARROW_NEG, {NULL}, {BUF(TK_I32, 256)},
+     {BUF(TK_I16, 768), BUF(TK_I32, 512)}, 1, 2, {0}, 0, 1, 0},
+    {"neg_into_min_max", "neg_minmax", NEG_MINMAX, {NULL}, {BUF(TK_I32, 128), BUF(TK_I32, 128)},
+     {BUF(TK_I32, 260), BUF(TK_I64, 4)}, 2, 2, {0}, 0, 1, 0},
+    {"neg_into_max_reduction", "neg_max", NEG_MAX, {NULL}, {BUF(TK_I16, 256)}, {BUF(TK_I32, 8)},
+     1, 1, {0}, 0, 2, 0},
+    {"clamp_edges", "clamps", CLAMPS, {NULL}, {BUF(TK_F32, 64), BUF(TK_I32, 64)},
+     {BUF(TK_F32, 256), BUF(TK_I32, 64), BUF(TK_I64, 64)}, 2, 3, {0}, 0, 1, 0},
+    {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
+     {5}, 1, 1, 0},
 };
 enum { NCASES = sizeof CASES / sizeof CASES[0] };
 

@@ -38,7 +38,7 @@
 /* What a kernel parameter is for. Buffers (IN, OUT, ZERO, TGT) have an element type and
  * a size; scalars take a value from the run's shape. */
 typedef enum { IN, OUT, ZERO, TGT, S_N, S_ROWS, S_STRIDE, S_EPS } role;
-typedef enum { SZ_N, SZ_ROWS, SZ_MAT, SZ_16 } sizing;
+typedef enum { SZ_N, SZ_ROWS, SZ_ROWS2, SZ_MAT, SZ_16 } sizing;
 
 typedef struct {
   role r;
@@ -81,6 +81,19 @@ static const char OTHER_TK[] =
   "    store(y + offs, exp(v) * 2.0 + sqrt(abs(v)), offs < n);\n"
   "}\n";
 
+/* A wide argmax (8192 values over 4 warps: fused into a chunk loop carrying each lane's
+ * best value and position) next to a narrow argmin of the same row. */
+static const char ARGMAX_TK[] =
+  "@launch(warps = 4)\n"
+  "kernel argmax_rows<BLOCK: i32 = 8192>(x: *f32, out: *i32, stride: i64, n: i32) {\n"
+  "    let row = program_id(0) as i64;\n"
+  "    let c = arange(0, BLOCK);\n"
+  "    let v = load(x + row * stride + c, c < n, -inf);\n"
+  "    store(out + 2 * row, argmax(v, 0));\n"
+  "    let s = arange(0, 128);\n"
+  "    store(out + 2 * row + 1, argmin(load(x + row * stride + s, s < n, inf), 0));\n"
+  "}\n";
+
 #define F32 TK_F32
 #define F16 TK_F16
 static const gpu_case cases[] = {
@@ -117,6 +130,8 @@ static const gpu_case cases[] = {
    {{IN, TK_I32, SZ_N}, {ZERO, TK_I32, SZ_16}, {S_N, TK_I32, 0}}},
   {"masked_other", NULL, OTHER_TK, "masked_other", false, false, 256, 3,
    {{IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I32, 0}}},
+  {"argmax_rows", NULL, ARGMAX_TK, "argmax_rows", true, false, 8192, 4,
+   {{IN, F32, SZ_MAT}, {OUT, TK_I32, SZ_ROWS2}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}},
 };
 
 /* The shapes every case runs at: 1-D kernels use n only; row kernels rows x n with the
@@ -216,18 +231,22 @@ static void compare(const char *what, tk_dtype t, const void *gpu, const void *r
 /* ---- running one case ---------------------------------------------------------------- */
 
 /* A sample is read from the samples directory, an embedded kernel from its text. */
-static tk_kernel *compile(tk_context *ctx, const gpu_case *c) {
+static tk_kernel *compile_as(tk_context *ctx, const gpu_case *c, bool no_fuse) {
   gh_defines d = {0};
   gh_define_int(&d, "BLOCK", c->block);
   char path[512] = "";
   if (c->file) snprintf(path, sizeof path, "%s/%s", G.samples, c->file);
-  return gh_compile(&G.h, ctx, &(gh_source){c->name, c->source, path, c->kernel}, &d);
+  gh_source src = {c->name, c->source, path, c->kernel};
+  return no_fuse ? gh_compile_nofuse(&G.h, ctx, &src, &d) : gh_compile(&G.h, ctx, &src, &d);
 }
+
+static tk_kernel *compile(tk_context *ctx, const gpu_case *c) { return compile_as(ctx, c, false); }
 
 static long elems(sizing z, const shape *sh) {
   switch (z) {
   case SZ_N: return sh->n;
   case SZ_ROWS: return sh->rows;
+  case SZ_ROWS2: return 2 * sh->rows;
   case SZ_MAT: return sh->rows * (sh->n + sh->pad);
   case SZ_16: return 16;
   }
@@ -301,10 +320,9 @@ static void run_shape(const gpu_case *c, tk_kernel *kc, tk_kernel *ki, const sha
   }
 }
 
-static void test_case(void **state) {
-  const gpu_case *c = *state;
+static void run_case(const gpu_case *c, bool no_fuse) {
   if (!G.h.cuda) skip();
-  tk_kernel *kc = compile(G.h.cuda, c), *ki = compile(G.h.interp, c);
+  tk_kernel *kc = compile_as(G.h.cuda, c, no_fuse), *ki = compile(G.h.interp, c);
   const shape *list = c->per_row ? shapes_rows : shapes_1d;
   size_t n = c->per_row ? sizeof shapes_rows / sizeof *shapes_rows
                         : sizeof shapes_1d / sizeof *shapes_1d;
@@ -317,6 +335,12 @@ static void test_case(void **state) {
     for (size_t i = 0; i < sizeof shapes_long_rows / sizeof *shapes_long_rows; i++)
       run_shape(c, kc, ki, &shapes_long_rows[i]);
 }
+
+static void test_case(void **state) { run_case(*state, false); }
+
+/* The same case compiled -fno-fuse on the device (every op through global scratch
+ * memory, a hidden argument the backend allocates) against the fused interpreter. */
+static void test_case_nofuse(void **state) { run_case(*state, true); }
 
 /* ---- device tests of the backend itself ---------------------------------------------- */
 
@@ -677,6 +701,41 @@ static void test_fake_sticky_fault(void **state) {
 }
 
 /* Each scalar type lands in its parameter slot with the bytes the PTX ABI wants. */
+/* A -fno-fuse kernel takes its scratch as a hidden pointer after the parameters: the
+ * backend allocates programs x bytes-per-program, keeps it for a launch that fits and
+ * grows it for one that does not. */
+static void test_fake_nofuse_scratch(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  static const char src[] =
+      "kernel sm(x: *f32, y: *f32) {\n"
+      "  let c = program_id(0) * 256 + arange(0, 256);\n"
+      "  let v = exp(load(x + c));\n"
+      "  store(y + c, v / sum(v, 0));\n"
+      "}\n";
+  tk_compile_options o = {.no_fuse = 1};
+  tk_module *m;
+  tk_kernel *k;
+  if (tk_module_compile(ctx, &m, src, strlen(src), "sm.tk", &o) != TK_OK) fail_msg("%s", tk_last_error(ctx));
+  assert_int_equal(tk_module_get_kernel(m, "sm", &k), TK_OK);
+  assert_int_equal(tk_kernel_num_params(k), 2); /* the scratch is not the caller's */
+  int live = fake_get_int(lib, "fake_cuda_live_allocs");
+  tk_arg args[] = {tk_arg_ptr(0x1000), tk_arg_ptr(0x2000)};
+  assert_int_equal(tk_launch(k, (tk_grid){4, 1, 1}, NULL, args, 2), TK_OK);
+  uint64_t first = *(uint64_t *)last_launch(lib)->params[2];
+  assert_true(first != 0);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live + 1);
+  assert_int_equal(tk_launch(k, (tk_grid){2, 1, 1}, NULL, args, 2), TK_OK);
+  assert_true(*(uint64_t *)last_launch(lib)->params[2] == first); /* fits: kept */
+  assert_int_equal(tk_launch(k, (tk_grid){4000, 1, 1}, NULL, args, 2), TK_OK);
+  assert_true(*(uint64_t *)last_launch(lib)->params[2] != 0);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live + 1); /* grown, not added */
+  tk_module_destroy(m);
+  fake_done(ctx, lib, dir);
+}
+
 static void test_fake_launch_packing(void **state) {
   (void)state;
   void *lib;
@@ -1131,6 +1190,7 @@ int main(void) {
     cmocka_unit_test(test_fake_capture),
     cmocka_unit_test(test_fake_tune),
     cmocka_unit_test(test_fake_launch_packing),
+    cmocka_unit_test(test_fake_nofuse_scratch),
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),
     cmocka_unit_test(test_fake_cache_other_builds),
@@ -1138,13 +1198,18 @@ int main(void) {
     cmocka_unit_test(test_fake_arch_from_device),
   };
   enum { NCASES = sizeof cases / sizeof cases[0] };
-  struct CMUnitTest dev[NCASES + 4] = {
+  struct CMUnitTest dev[2 * NCASES + 4] = {
     cmocka_unit_test(test_aot_ptx),
     cmocka_unit_test(test_bad_ptx_reports_log),
     cmocka_unit_test(test_scalar_abi),
     cmocka_unit_test(test_jit_cache),
   };
-  for (int i = 0; i < NCASES; i++)
+  static char nofuse_names[NCASES][64];
+  for (int i = 0; i < NCASES; i++) {
     dev[4 + i] = (struct CMUnitTest){cases[i].name, test_case, NULL, NULL, (void *)&cases[i]};
-  return gh_run(&G.h, host, sizeof host / sizeof *host, dev, NCASES + 4);
+    snprintf(nofuse_names[i], sizeof nofuse_names[i], "%s -fno-fuse", cases[i].name);
+    dev[4 + NCASES + i] =
+        (struct CMUnitTest){nofuse_names[i], test_case_nofuse, NULL, NULL, (void *)&cases[i]};
+  }
+  return gh_run(&G.h, host, sizeof host / sizeof *host, dev, 2 * NCASES + 4);
 }

@@ -99,17 +99,13 @@ void gh_define_str(gh_defines *d, const char *name, const char *v) {
   d->n++;
 }
 
-tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src,
-                      const gh_defines *d) {
-  return gh_compile_with(h, ctx, src, d, NULL);
-}
-
-tk_kernel *gh_compile_with(const gh_harness *h, tk_context *ctx, const gh_source *src,
-                           const gh_defines *d, const tk_compile_options *numerics) {
+static tk_kernel *compile_with(const gh_harness *h, tk_context *ctx, const gh_source *src,
+                               const gh_defines *d, const tk_compile_options *numerics,
+                               int no_fuse) {
   tk_define defs[GH_MAX_DEFINES];
   int n = d ? d->n : 0;
   for (int i = 0; i < n; i++) defs[i] = (tk_define){d->name[i], d->value[i]};
-  tk_compile_options o = {.defines = defs, .ndefines = n, .opt_level = 3};
+  tk_compile_options o = {.defines = defs, .ndefines = n, .opt_level = 3, .no_fuse = no_fuse};
   if (numerics) {
     o.dot_precision = numerics->dot_precision;
     o.accurate_math = numerics->accurate_math;
@@ -125,6 +121,21 @@ tk_kernel *gh_compile_with(const gh_harness *h, tk_context *ctx, const gh_source
   tk_kernel *k = NULL;
   if (tk_module_get_kernel(m, src->kernel, &k) != TK_OK) fail_msg("%s", tk_last_error(ctx));
   return k;
+}
+
+tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src,
+                      const gh_defines *d) {
+  return compile_with(h, ctx, src, d, NULL, 0);
+}
+
+tk_kernel *gh_compile_with(const gh_harness *h, tk_context *ctx, const gh_source *src,
+                           const gh_defines *d, const tk_compile_options *numerics) {
+  return compile_with(h, ctx, src, d, numerics, 0);
+}
+
+tk_kernel *gh_compile_nofuse(const gh_harness *h, tk_context *ctx, const gh_source *src,
+                             const gh_defines *d) {
+  return compile_with(h, ctx, src, d, NULL, 1);
 }
 
 bool gh_emit_ptx(const char *name, const char *text, const gh_defines *d, su_buf *ptx) {

@@ -77,6 +77,9 @@ tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src
  * fp_contract; NULL: the defaults). */
 tk_kernel *gh_compile_with(const gh_harness *h, tk_context *ctx, const gh_source *src,
                            const gh_defines *d, const tk_compile_options *numerics);
+/* The same with no_fuse set (-fno-fuse: the unfused baseline through global scratch). */
+tk_kernel *gh_compile_nofuse(const gh_harness *h, tk_context *ctx, const gh_source *src,
+                             const gh_defines *d);
 
 /* Compiles text (named name) for sm_90a at -O3 with d through the GPU back end into ptx,
  * no device needed. On rejection prints the source and the diagnostics on stderr and

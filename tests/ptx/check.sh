@@ -2,14 +2,13 @@
 # Compiles every .tk file of a folder (the samples, or tests/kernels) with tkc for every
 # architecture of the target table (tkc --list-archs) and assembles the PTX with ptxas. A
 # file that uses what the GPU back end does not support yet (none today) is skipped,
-# saying so, and so is an arch whose shared memory the file's default tiles exceed (a
-# located compile error, tested in tests/unit/test_driver.c); any other tkc or ptxas
-# failure fails the test.
-# Usage: check.sh TKC DIR   (ptxas: $TK_PTXAS, else $CUDA_HOME/bin or /usr/local/cuda/bin)
+# saying so; any other tkc or ptxas failure fails the test.
+# Usage: check.sh TKC DIR [TKC FLAGS...]   (e.g. -fno-fuse; ptxas: $TK_PTXAS, else $CUDA_HOME/bin or /usr/local/cuda/bin)
 # Exit: 0 pass, 1 failure, 77 (meson's skip) when ptxas is absent.
 set -u
 tkc=$1
 samples=$2
+shift 2
 ptxas=${TK_PTXAS:-${CUDA_HOME:-/usr/local/cuda}/bin/ptxas}
 if [ ! -x "$ptxas" ]; then
   echo "SKIP: ptxas not found at $ptxas (set TK_PTXAS or CUDA_HOME)"
@@ -23,7 +22,7 @@ for src in "$samples"/*.tk; do
   name=$(basename "$src" .tk)
   for arch in $archs; do
     out="$tmp/$name.$arch.ptx"
-    if ! "$tkc" "$src" --emit=ptx --arch "$arch" -Wno-spill -o "$out" 2>"$tmp/err"; then
+    if ! "$tkc" "$src" "$@" --emit=ptx --arch "$arch" -Wno-spill -o "$out" 2>"$tmp/err"; then
       if grep -q "not supported yet by the GPU back end" "$tmp/err"; then
         echo "SKIP $name: $(grep -m1 'not supported yet' "$tmp/err")"
         skip=$((skip + 1))

@@ -43,7 +43,7 @@ check matmul.tk sm_80 "-D stages=2" "mma.sync.aligned.m16n8k16" "wgmma"
 # attention: K and V through the TMA ring, Q K^T and P V on wgmma with P from registers
 # (the A operand as four b32 registers), O through a TMA store
 # (Q K^T's zero accumulator is no input: its first k step has scale-d false)
-check attention.tk sm_90a "--specialize=all" "$tma },.{%r cp.async.bulk.tensor.4d.global.shared setp.ne.b32.p,.0,.0" "mma.sync"
+check attention.tk sm_90a "--specialize=all" "$tma },.{%r cp.async.bulk.tensor.4d.global.shared setp.ne.b32.p,.0,.0 ex2.approx.ftz.f32" "mma.sync"
 check attention.tk sm_90a "--specialize=all -D D=64 -D CAUSAL=true" "$tma },.{%r" "mma.sync"
 check attention.tk sm_90a "--specialize=all -D T=bf16" "$tma },.{%r f32.bf16.bf16" "mma.sync"
 echo "tensor cores: $pass passed, $fail failed"

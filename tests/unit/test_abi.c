@@ -91,6 +91,29 @@ static void test_round_trip(void **state) {
   su_arena_free(a);
 }
 
+/* -fno-fuse's scratch: one hidden global pointer after the parameters, the bytes per
+ * program in the note. */
+static void test_scratch(void **state) {
+  (void)state;
+  su_arena *a = su_arena_new();
+  char *ptx = ptx_of(a, "module \"abi.tk\"\n"
+                        "kernel @s(%x: ptr<f32>) warps(4) stages(1) {\n"
+                        "  %p = scratch {offset = 32, per_program = 4112} : ptr<f32>\n"
+                        "  %v = load %x : f32\n"
+                        "  store %p, %v\n"
+                        "  return\n"
+                        "}\n");
+  cg_abi abi;
+  assert_true(cg_ptx_abi(ptx, "s", &abi));
+  assert_true(abi.scratch == 4112);
+  assert_non_null(strstr(ptx, ".param .u64 s_param_1"));
+  assert_non_null(strstr(ptx, "scratch=4112"));
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0\n", "k", &abi));
+  assert_true(abi.scratch == 0);
+  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 scratch=17\n", "k", &abi));
+  su_arena_free(a);
+}
+
 static void test_other_ptx_and_bad_notes(void **state) {
   (void)state;
   cg_abi abi;
@@ -111,6 +134,7 @@ static void test_other_ptx_and_bad_notes(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_scratch),
       cmocka_unit_test(test_other_ptx_and_bad_notes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* Unit tests of the public API's contract on the interpreter backend: every entry point
  * rejects bad input with a status and a message (never a crash), backend selection,
  * memory copies are bounds-checked, and kernels expose their signatures. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -604,6 +605,43 @@ static void test_interpreter_out_of_memory_is_an_error(void **state) {
 #endif
 }
 
+/* tk_roofline counts a run-time loop by the trip count its arguments give, and the
+ * prediction follows the target table's ceilings. */
+static void test_roofline(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  static const char src[] =
+      "kernel rowsum(x: *f32, y: *f32, n: i32) {\n"
+      "  var acc = zeros<f32>(1024);\n"
+      "  for c in range(0, n, 1024) {\n"
+      "    acc = acc + load(x + (program_id(0) as i64) * (n as i64) + c + arange(0, 1024));\n"
+      "  }\n"
+      "  store(y + program_id(0), sum(acc, 0));\n"
+      "}\n";
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "rowsum.tk", NULL), TK_OK);
+  tk_kernel *k = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "rowsum", &k), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(0), tk_arg_ptr(0), tk_arg_i32(1 << 20)};
+  tk_roofline_report r;
+  assert_int_equal(tk_roofline(k, NULL, (tk_grid){4096, 1, 1}, a, 3, &r), TK_OK);
+  /* 4096 rows of 2^20 f32 read once (1024 trips of 4 KB), 4 bytes stored per row */
+  assert_true(r.hbm_bytes == 4096.0 * (4.0 * (1 << 20) + 4));
+  assert_int_equal(r.bound, TK_BOUND_HBM);
+  assert_false(r.trips_unknown);
+  assert_true(fabs(r.predicted_us - r.hbm_bytes / 4.0e12 * 1e6) < 1e-6);
+  assert_true(fabs(r.fraction_hbm - 1.0) < 1e-12 && r.fraction_f32 < 0.1);
+  /* a short row is a launch's worth of work */
+  a[2] = tk_arg_i32(1024);
+  assert_int_equal(tk_roofline(k, "sm_90a", (tk_grid){1, 1, 1}, a, 3, &r), TK_OK);
+  assert_int_equal(r.bound, TK_BOUND_LAUNCH);
+  assert_true(r.predicted_us == 3.0);
+  assert_int_equal(tk_roofline(k, "sm_86", (tk_grid){1, 1, 1}, a, 3, &r), TK_ERR_INVALID);
+  contains(tk_last_error(ctx), "no ceilings for 'sm_86'");
+  assert_int_equal(tk_roofline(k, NULL, (tk_grid){1, 1, 1}, a, 2, &r), TK_ERR_ARGS);
+  tk_context_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_names),
@@ -612,6 +650,7 @@ int main(void) {
       cmocka_unit_test(test_memory),
       cmocka_unit_test(test_kernel_signature),
       cmocka_unit_test(test_launch_and_arguments),
+      cmocka_unit_test(test_roofline),
       cmocka_unit_test(test_compile_failures),
       cmocka_unit_test(test_compile_arch),
       cmocka_unit_test(test_runtime_fault),

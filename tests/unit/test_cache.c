@@ -116,6 +116,10 @@ static void test_key_covers_every_input(void **state) {
     rt_cache_key_compile(src, n, "k.tk", &am, "sm_90a"),
     rt_cache_key_compile(src, n, "k.tk", &fc, "sm_90a"),
   };
+  o.no_fuse = 1;
+  rt_cache_key nofuse = rt_cache_key_compile(src, n, "k.tk", &o, "sm_90a");
+  assert_memory_not_equal(base.b, nofuse.b, 32);
+  o.no_fuse = 0;
   o.opt_level = 1;
   rt_cache_key o1key = rt_cache_key_compile(src, n, "k.tk", &o, "sm_90a");
   assert_memory_not_equal(base.b, o1key.b, 32);

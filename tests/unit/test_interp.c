@@ -129,6 +129,17 @@ static void test_integer_wraparound(void **state) {
   assert_int_equal(ip_arith(IR_SHR, TK_I32, I(-8), I(1)).i, -4);
   assert_int_equal(ip_arith(IR_SHR, TK_I32, I(-8), I(40)).i, -1);
   assert_int_equal(ip_arith(IR_SHR, TK_U8, I(0x80), I(7)).u, 1);
+  /* an amount of the width or more, read as unsigned (so a negative one too), gives 0 or
+   * the sign on every type; the GPU back end emits the same (emit_elementwise.c) */
+  assert_int_equal(ip_arith(IR_SHL, TK_I8, I(3), I(8)).i, 0);
+  assert_int_equal(ip_arith(IR_SHL, TK_I8, I(3), I(-1)).i, 0);
+  assert_int_equal(ip_arith(IR_SHL, TK_U16, I(3), I(15)).u, 0x8000);
+  assert_int_equal(ip_arith(IR_SHR, TK_I16, I(-5), I(100)).i, -1);
+  assert_int_equal(ip_arith(IR_SHR, TK_I16, I(5), I(-3)).i, 0);
+  assert_int_equal(ip_arith(IR_SHR, TK_U32, ip_int(TK_U32, 0xffffffffu), I(32)).u, 0);
+  assert_int_equal(ip_arith(IR_SHL, TK_I64, I(1), I(64)).i, 0);
+  assert_int_equal(ip_arith(IR_DIV, TK_I8, I(-128), I(-1)).i, -128);
+  assert_int_equal(ip_arith(IR_REM, TK_I16, I(INT16_MIN), I(-1)).i, 0);
   assert_int_equal(ip_arith(IR_MIN, TK_U32, ip_int(TK_U32, (uint64_t)-1), I(3)).u, 3);
   assert_int_equal(ip_arith(IR_MIN, TK_I32, I(-1), I(3)).i, -1);
   assert_int_equal(ip_math(IR_ABS, TK_I8, I(-128)).i, -128);

@@ -93,7 +93,8 @@ static void test_rows_consistent(void **state) {
     assert_int_equal(t->smem_static, 48 * 1024);
     assert_int_equal(t->regs_thread, 255);
     assert_true(t->regs_sm >= 32 * 1024);
-    bool ceilings = t->hbm_bw > 0 && t->f32_flops > 0 && t->tc_flops > 0;
+    bool ceilings = t->hbm_bw > 0 && t->f32_flops > 0 && t->tc_flops > 0 && t->l2_bytes > 0 &&
+                    t->l2_bw > t->hbm_bw && t->launch_s > 0;
     assert_int_equal(tg_has_ceilings(t->name), ceilings);
     assert_int_equal(ceilings, t->machine[0] != '\0');
     assert_int_equal(ceilings, t->sms > 0);
@@ -102,8 +103,10 @@ static void test_rows_consistent(void **state) {
   }
   assert_true(tg_has_ceilings("sm_90a") && tg_has_ceilings("sm_80"));
   assert_false(tg_has_ceilings("sm_86"));
-  assert_true(tg_find("sm_90a")->hbm_bw == 4.25e12);
-  assert_true(tg_find("sm_90a")->tc_flops == 790e12);
+  assert_true(tg_find("sm_90a")->hbm_bw == 4.0e12);
+  assert_true(tg_find("sm_90a")->tc_flops == 990e12);
+  assert_true(tg_find("sm_90a")->launch_s == 3e-6);
+  assert_true(tg_find("sm_90a")->l2_bytes == 50e6);
   assert_true(tg_find("sm_90a")->f32_flops == 65e12);
   assert_int_equal(tg_find("sm_90a")->sms, 132);
 }

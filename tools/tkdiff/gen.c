@@ -104,6 +104,13 @@ static void feature(gen *g, const char *f) {
 
 static ex bad(void) { return (ex){.ok = false}; }
 
+/* Whether converting x to the integer type d may wrap a negative value to a huge one: d
+ * unsigned, x a signed integer (the magnitude bound is then d's range: tkdiff seed 1007249
+ * of generator 2, where (pid as u64) * i64 gave ~2^64 against a bound of 10^3). */
+static bool wraps_to(tk_dtype d, const ex *x) {
+  return !isf(d) && d != TK_I1 && !ir_dtype_is_signed(d) && !isf(x->dt) && ir_dtype_is_signed(x->dt);
+}
+
 static ex mk(gen *g, const char *t, tk_dtype d, int rank, const int *sh, double mag, double err) {
   (void)g;
   ex e = {.t = t, .dt = d, .rank = rank, .mag = mag, .err = err, .ok = true};
@@ -527,7 +534,7 @@ static ex cast(gen *g, ex x, tk_dtype d) {
   } else if (d == TK_I1) {
     mag = 1;
   } else {
-    mag = fmin(int_max(d), isf(x.dt) ? mag + 1 : mag);
+    mag = wraps_to(d, &x) ? int_max(d) : fmin(int_max(d), isf(x.dt) ? mag + 1 : mag);
   }
   if (over(d, mag, err)) return bad();
   ex r = mk(g, su_fmt(g->a, "(%s as %s)", x.t, dn(d)), d, x.rank, x.sh, mag, err);
@@ -549,7 +556,7 @@ static double approx_err(approx_kind k, tk_dtype d, double mag_in, double mag_ou
   double f32;
   switch (k) {
   case AP_SINCOS: f32 = ldexp(1, -20) + td_ulp(TK_F32) * fmax(mag_out, 1); break;
-  case AP_EXP: f32 = (4 + 2.4 * mag_in) * td_ulp(TK_F32) * mag_out; break;
+  case AP_EXP: f32 = (4 + 2.4 * mag_in) * td_ulp(TK_F32) * mag_out + ldexp(1, -126); break; /* expfold's ftz */
   default: f32 = 5 * td_ulp(TK_F32) * mag_out; break;
   }
   if (d == TK_F64) return 5 * td_ulp(TK_F64) * fmax(mag_out, k == AP_SINCOS ? 1 : 0);
@@ -703,6 +710,9 @@ static ex binary(gen *g, ex x, ex y) {
   tk_dtype d = promote(x.dt, x.weak, y.dt, y.weak);
   bool f = isf(d);
   double mx = x.mag, my = y.mag, ex_ = x.err, ey = y.err;
+  /* a negative operand converted to an unsigned d is near d's top */
+  if (wraps_to(d, &x)) mx = int_max(d);
+  if (wraps_to(d, &y)) my = int_max(d);
   bool exact = ex_ == 0 && ey == 0;
   /* an unsigned operand with a negative literal: the literal would not fit */
   int r = rnd(g, 20);
@@ -823,8 +833,9 @@ static ex ternary(gen *g, int depth) {
     if (!c.ok) return bad();
     tk_dtype d = promote(b.dt, b.weak, c.dt, c.weak);
     feature(g, "where");
+    double mag = wraps_to(d, &b) || wraps_to(d, &c) ? int_max(d) : fmax(b.mag, c.mag);
     return mk(g, su_fmt(g->a, "where(%s, %s, %s)", cond.t, b.t, c.t), d, rank, sh,
-              fmax(b.mag, c.mag), fmax(b.err, c.err));
+              mag, fmax(b.err, c.err));
   }
   case 1: { /* fma: one rounding on both */
     tk_dtype d = promote(promote(a.dt, a.weak, b.dt, b.weak), a.weak && b.weak, c.dt, c.weak);
@@ -847,8 +858,10 @@ static ex ternary(gen *g, int depth) {
     ab = mk(g, "", d, rank, sh, 0, 0);
     bshape(&ab, &c, &rank, sh);
     if (!valid_shape(g, rank, sh)) return bad();
+    double mag = wraps_to(d, &a) || wraps_to(d, &b) || wraps_to(d, &c) ? int_max(d)
+                 : fmax(a.mag, fmax(b.mag, c.mag));
     return mk(g, su_fmt(g->a, "clamp(%s, %s, %s)", a.t, b.t, c.t), d, rank, sh,
-              fmax(a.mag, fmax(b.mag, c.mag)), fmax(a.err, fmax(b.err, c.err)));
+              mag, fmax(a.err, fmax(b.err, c.err)));
   }
   }
 }

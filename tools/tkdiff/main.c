@@ -38,6 +38,14 @@ static void usage(FILE *f) {
           "                   a --write'd kernel, keeping its signature, to minimize a failure)\n"
           "  --write FILE     write the source of the first failing kernel (with --count 1: of\n"
           "                   that kernel) to FILE\n"
+          "  --reduce         with --count 1, for a failing kernel: delete statements and\n"
+          "                   replace expressions by simpler ones while the same output\n"
+          "                   still differs in the same comparison, then print the smallest\n"
+          "                   source (and --write it); with --self-check it reduces against\n"
+          "                   the injected fault (a test of the reducer without a GPU)\n"
+          "  --reduce-runs N  at most N executions while reducing (default 3000)\n"
+          "  --reduce-keep S  while reducing, take only sources that still contain the text S\n"
+          "                   (with --self-check: a fake bug in S's construct, for testing)\n"
           "  --print          print each kernel's source\n"
           "  --max-failures N stop after N failures (default 20; per process with --jobs)\n"
           "  -j, --jobs N     run N processes, kernel i in process i mod N (default 1)\n"
@@ -89,6 +97,9 @@ static long long num(const char *opt, const char *v) {
 static const char *write_path;
 static const char *source_path;
 static bool written;
+static bool reduce;
+static long long reduce_runs = 3000;
+static const char *reduce_keep;
 
 static void write_kernel(const td_kernel *k) {
   if (!write_path || written) return;
@@ -162,6 +173,58 @@ static void flush_ptx(td_runner *r, tally *t) {
   su_buf_free(&log);
 }
 
+/* What --reduce holds fixed: the kernel (its buffers, arguments, grid, tolerances) and
+ * the failure's key; each candidate source runs as --source would run it. */
+typedef struct {
+  td_runner *r;
+  const td_kernel *k;
+  const char *key;
+  bool verbose;
+} reduce_ctx;
+
+static bool still_fails(void *ctx, const char *src) {
+  reduce_ctx *rc = ctx;
+  if (reduce_keep && !strstr(src, reduce_keep)) return false;
+  td_kernel k = *rc->k;
+  k.src = (su_buf){0};
+  su_buf_puts(&k.src, src);
+  su_buf detail = {0}, key = {0};
+  td_result res = td_run(rc->r, &k, false, &detail);
+  bool same = res == TD_MISMATCH && !strcmp(td_failure_key(su_buf_str(&detail), &key), rc->key);
+  if (rc->verbose) printf("reduce: %s\n", same ? "kept" : "not taken");
+  su_buf_free(&detail);
+  su_buf_free(&key);
+  su_buf_free(&k.src);
+  return same;
+}
+
+/* --reduce of k, which failed with detail: prints the smallest source that fails alike. */
+static void reduce_kernel(td_runner *r, td_kernel *k, const char *detail, bool verbose) {
+  su_buf key = {0};
+  td_failure_key(detail, &key);
+  if (!key.len) {
+    printf("reduce: the failure names no differing output; nothing to reduce\n");
+    su_buf_free(&key);
+    return;
+  }
+  reduce_ctx rc = {r, k, su_buf_str(&key), verbose};
+  int runs = 0;
+  char *small = td_reduce(k->src.data, still_fails, &rc, (int)reduce_runs, &runs);
+  int before = 0, after = 0;
+  for (const char *p = k->src.data; *p; p++) before += *p == '\n';
+  for (const char *p = small; *p; p++) after += *p == '\n';
+  printf("reduce: %s, kept by %d executions: %d lines of %d\n// seed %llu, reduced\n%s",
+         su_buf_str(&key), runs, after, before, (unsigned long long)k->seed, small);
+  printf("  replay: tkdiff --seed %llu --count 1 --source FILE   (this source in FILE)\n",
+         (unsigned long long)k->seed);
+  su_buf_free(&k->src);
+  su_buf_puts(&k->src, small);
+  written = false;
+  write_kernel(k);
+  free(small);
+  su_buf_free(&key);
+}
+
 /* Runs the shard; false when its contexts could not be made. */
 static bool run_shard(const job *j, const td_run_options *ro0, const td_gen_options *go, tally *t) {
   td_run_options ro = *ro0;
@@ -196,7 +259,16 @@ static bool run_shard(const job *j, const td_run_options *ro0, const td_gen_opti
     su_buf detail = {0};
     td_result res = td_run(r, &k, j->ptx_every > 0 && i % j->ptx_every == 0, &detail);
     t->n++;
-    if (ro.inject) { /* the self-check: every kernel must be caught */
+    if (reduce && res == TD_MISMATCH) {
+      printf("FAIL seed %llu (mismatch; uses %s):\n%s", (unsigned long long)s,
+             k.features.data ? k.features.data : "-", su_buf_str(&detail));
+      fflush(stdout);
+      reduce_kernel(r, &k, su_buf_str(&detail), j->verbose);
+      if (!ro.inject) {
+        t->mismatches++;
+        note_seed(t, s);
+      }
+    } else if (ro.inject) { /* the self-check: every kernel must be caught */
       if (res != TD_MISMATCH) {
         printf("FAIL seed %llu: the injected fault was %s\n%s", (unsigned long long)s,
                res == TD_PASS ? "not detected" : "not reached", su_buf_str(&detail));
@@ -280,6 +352,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--write")) write_path = v, i++;
     else if (!strcmp(a, "--source")) source_path = v, i++;
     else if (!strcmp(a, "--print")) print = true;
+    else if (!strcmp(a, "--reduce")) reduce = true;
+    else if (!strcmp(a, "--reduce-runs")) reduce_runs = num(a, v), i++;
+    else if (!strcmp(a, "--reduce-keep")) reduce_keep = v, i++;
     else if (!strcmp(a, "--max-failures")) max_fail = num(a, v), i++;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) verbose = true;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
@@ -292,6 +367,10 @@ int main(int argc, char **argv) {
   if (ro.ptx_batch > 256) ro.ptx_batch = 256;
   if (source_path && count != 1) {
     fprintf(stderr, "tkdiff: --source needs --count 1 (and the --seed whose signature it keeps)\n");
+    return 2;
+  }
+  if (reduce && count != 1) {
+    fprintf(stderr, "tkdiff: --reduce needs --count 1 (the failing seed)\n");
     return 2;
   }
   if (ro.inject && !ro.o0) {

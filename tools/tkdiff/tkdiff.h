@@ -40,7 +40,7 @@ enum { TD_MAX_BUFS = 24, TD_MAX_PARAMS = 40 };
 /* The generator's version: a seed names the same kernel only under the same version.
  * Raise it with any change to gen.c that changes what a seed generates; the header line
  * of every run prints it, so a failure report says which generator its seeds are for. */
-#define TD_GEN_VERSION 3
+#define TD_GEN_VERSION 4
 
 /* How a buffer is filled before the launch: uniform values in [lo, hi] rounded to the
  * dtype (floats with at most `bits` significant bits, so narrow types hold them exactly),
@@ -105,6 +105,21 @@ double td_ulp(tk_dtype d);
 /* The largest finite magnitude the generator lets a value of dtype d reach while it
  * carries an error (so that no bound overflows): well inside the type's range. */
 double td_mag_limit(tk_dtype d);
+
+/* ---- the reducer (reduce.c) ------------------------------------------------------------ */
+
+/* Whether the kernel source src still fails as the one being reduced does. */
+typedef bool (*td_reduce_pred)(void *ctx, const char *src);
+
+/* Greedily simplifies src while pred holds (src itself must satisfy it): deletes body
+ * statements and blocks, replaces calls and parenthesized expressions by their operands,
+ * drops calls' last arguments, until nothing more is taken or budget predicate runs are
+ * spent (*runs: how many ran). Returns the smallest source found (malloc'd). */
+char *td_reduce(const char *src, td_reduce_pred pred, void *ctx, int budget, int *runs);
+/* The part of a failure's report that names what differs — which comparison and which
+ * output buffer, without the counts ("GPU against the interpreter: elements of out2
+ * (f32)") — in key; empty when detail reports no differing buffer. */
+const char *td_failure_key(const char *detail, su_buf *key);
 
 /* ---- the KNOWN list (known.c) ------------------------------------------------------------ */
 

@@ -1,12 +1,17 @@
-/* Strip-mining (design §5: tiling (b) and recomputation). A kernel whose 1-D tiles are
- * longer than the registers can hold becomes a sequence of loops over register-sized
- * chunks, so softmax over a 32768-wide row can be written as one tile.
+/* Fusion (design §5: fusion, tiling (b) and recomputation). The ops of a kernel that share
+ * one wide iteration space (loads, elementwise ops, broadcasts of scalars, reductions and
+ * stores over the same N lanes) are grouped into loop nests over register-sized chunks,
+ * so the intermediates of a group live in registers chunk by chunk and never touch memory,
+ * and softmax over a 32768-wide row can be written as one tile. A reduction closes a
+ * group; its scalar result feeds the next. -fno-fuse replaces this pass with materialize.c
+ * (every op's result through global memory): the baseline that shows what fusion buys.
  *
  * The class handled: the top level of the kernel body computes "wide" tiles, all of one
  * length N, with arange, const, splat, elementwise ops and loads, and consumes them only
- * with stores and sum/max/min reductions to scalars; scalars flow freely in between. Any
- * other use of a wide tile (a shape op, scan, argreduce, dot, atomic, print, a loop or
- * branch that touches one) leaves the kernel unchanged: correct, possibly spilling.
+ * with stores, sum/max/min reductions and argmax/argmin to scalars; scalars flow freely in
+ * between. Any other use of a wide tile (a shape op, scan, dot, atomic, print, a loop or
+ * branch that touches one) leaves the kernel unchanged: correct, possibly spilling, and
+ * said with a remark at the op that stops it (-Rpass-missed=fuse, pass_remark_missed).
  *
  * Groups. Reductions and wide stores are the roots. Walking the body in order, roots
  * join one group until an op needs a result of the group's reductions (the splat of
@@ -14,8 +19,9 @@
  * return comes; the group's loop goes just before that op. Each loop runs
  * `for c0 in range(0, N, C)`, rebuilds the roots' operand trees on the chunk
  * (arange(s, s+N) becomes c0 + arange(s, s+C)), stores chunk by chunk, and carries one
- * accumulator tile of C lanes per reduction, combined lane-wise (add, max, min) and
- * reduced once after the loop: one cross-warp reduction per loop rather than per chunk.
+ * accumulator tile of C lanes per reduction, combined lane-wise (add, max, min; an
+ * argmax/argmin carries the lanes' best values and their positions) and reduced once
+ * after the loop: one cross-warp reduction per loop rather than per chunk.
  * Chunk clones that do not depend on c0 (splats, constants, the arange base) are built
  * once before the first loop that needs them.
  *
@@ -102,20 +108,24 @@ typedef struct {
   int64_t budget; /* the most values a tile may have without being wide */
   int n;          /* the wide length found so far, 0 if none */
   bool bad;       /* a wide tile that is not 1-D, has a layout, or has another length */
+  const ir_op *bad_op; /* the first op making one (for the remark) */
+  const ir_type *bad_type;
 } width_scan;
 
-static void scan_type(width_scan *w, const ir_type *t) {
+static void scan_type(width_scan *w, const ir_op *op, const ir_type *t) {
   if (t->kind != IR_TILE || ir_type_numel(t) <= w->budget) return;
-  if (t->rank != 1 || t->layout || (w->n && w->n != t->shape[0]))
+  if (t->rank != 1 || t->layout || (w->n && w->n != t->shape[0])) {
+    if (!w->bad) w->bad_op = op, w->bad_type = t;
     w->bad = true;
-  else
+  } else {
     w->n = t->shape[0];
+  }
 }
 
 static void scan_op(ir_op *op, void *ctx) {
-  for (int i = 0; i < op->nresults; i++) scan_type(ctx, op->results[i]->type);
+  for (int i = 0; i < op->nresults; i++) scan_type(ctx, op, op->results[i]->type);
   for (int r = 0; r < op->nregions; r++)
-    for (int i = 0; i < op->regions[r]->nargs; i++) scan_type(ctx, op->regions[r]->args[i]->type);
+    for (int i = 0; i < op->regions[r]->nargs; i++) scan_type(ctx, op, op->regions[r]->args[i]->type);
 }
 
 /* ---- the supported class ---------------------------------------------------------------- */
@@ -128,30 +138,45 @@ static bool rebuildable(const ir_op *op) {
   }
 }
 
-/* An op consuming wide tiles into no wide result: a store, or a reduction to a scalar
- * whose lane-wise combination exists (not over i1, whose sum is not its own type's). */
+/* An op consuming wide tiles into no wide result: a store, a reduction to a scalar whose
+ * lane-wise combination exists (not over i1, whose sum is not its own type's), or an
+ * argmax/argmin to a scalar (a running value and index per lane). */
 static bool is_root_kind(const ir_op *op) {
   if (op->opc == IR_STORE) return true;
+  if (op->opc == IR_ARGREDUCE)
+    return op->results[0]->type->kind == IR_SCALAR && op->operands[0]->type->dtype != TK_I1;
   return op->opc == IR_REDUCE && op->results[0]->type->kind == IR_SCALAR &&
          op->results[0]->type->dtype != TK_I1;
+}
+
+static bool is_reduction(const ir_op *op) {
+  return op->opc == IR_REDUCE || op->opc == IR_ARGREDUCE;
 }
 
 typedef struct {
   const stripper *s;
   bool ok;
+  const ir_op *bad; /* the first op outside the class, and why (for the remark) */
+  const char *why;
 } class_check;
 
 static void check_op(ir_op *op, void *ctx) {
   class_check *c = ctx;
   bool res = has_wide_result(c->s, op), opnd = has_wide_operand(c->s, op);
   if (!res && !opnd) return;
-  if (op->parent != c->s->f->body || op->nregions) c->ok = false;
-  else if (res) c->ok &= op->nresults == 1 && rebuildable(op);
-  else c->ok &= is_root_kind(op);
+  const char *why = NULL;
+  if (op->parent != c->s->f->body || op->nregions)
+    why = "a wide tile inside a loop or an if (or carried by one)";
+  else if (res && !(op->nresults == 1 && rebuildable(op)))
+    why = "this op has no chunked form";
+  else if (!res && !is_root_kind(op))
+    why = "a wide tile used by an op other than a store or a sum/max/min to a scalar";
+  if (why && c->ok) c->bad = op, c->why = why;
+  if (why) c->ok = false;
 }
 
 static bool is_root(const stripper *s, const ir_op *op) {
-  return (op->opc == IR_STORE || op->opc == IR_REDUCE) && has_wide_operand(s, op);
+  return (op->opc == IR_STORE || is_reduction(op)) && has_wide_operand(s, op);
 }
 
 static bool is_write_op(const ir_op *op) {
@@ -174,7 +199,7 @@ static bool closes_group(const stripper *s, int g, int i) {
   if ((ir_op_info(op->opc)->traits & IR_MEM) && !wide_mem) return true;
   for (int k = 0; k < op->noperands; k++) {
     ir_op *d = op->operands[k]->def;
-    if (d && d->opc == IR_REDUCE && d->parent == s->f->body &&
+    if (d && is_reduction(d) && d->parent == s->f->body &&
         s->group_of[s->pos[op->operands[k]->id]] == g)
       return true;
   }
@@ -207,6 +232,7 @@ typedef struct {
   int *seen;       /* value id -> last group + 1 that visited it */
   bool *loaded;    /* value id -> a wide load some group runs */
   bool ok;
+  const ir_op *bad_load, *bad_write; /* the first reload a write forbids (for the remark) */
 } mem_check;
 
 /* Visits the wide operand tree of v for group c->g; each load in it must see no store
@@ -219,21 +245,33 @@ static void check_tree(mem_check *c, const ir_value *v) {
   if (op->opc == IR_LOAD) {
     c->loaded[v->id] = true;
     for (int q = s->pos[v->id] + 1; q < s->groups[c->g].at; q++)
-      if (s->writes[q] && s->group_of[q] != c->g) c->ok = false;
+      if (s->writes[q] && s->group_of[q] != c->g) {
+        if (c->ok) c->bad_load = op, c->bad_write = s->ops[q];
+        c->ok = false;
+      }
   }
   for (int k = 0; k < op->noperands; k++) check_tree(c, op->operands[k]);
 }
 
 static bool memory_order_ok(const stripper *s, int nvalues) {
-  mem_check c = {s, 0, SU_NEW_ARRAY(s->a, int, nvalues), SU_NEW_ARRAY(s->a, bool, nvalues), true};
+  mem_check c = {s, 0, SU_NEW_ARRAY(s->a, int, nvalues), SU_NEW_ARRAY(s->a, bool, nvalues), true,
+                 NULL, NULL};
   for (c.g = 0; c.g < s->ngroups; c.g++)
     for (int i = s->groups[c.g].first; i < s->groups[c.g].at; i++)
       if (s->group_of[i] == c.g)
         for (int k = 0; k < s->ops[i]->noperands; k++) check_tree(&c, s->ops[i]->operands[k]);
   for (int i = 0; i < s->nops; i++) {
     ir_op *op = s->ops[i];
-    if (op->opc == IR_LOAD && has_wide_result(s, op) && !c.loaded[op->results[0]->id]) return false;
+    if (op->opc == IR_LOAD && has_wide_result(s, op) && !c.loaded[op->results[0]->id]) {
+      pass_remark_missed(s->m, "fuse", op->loc, "kernel '%s' left unfused: this wide load feeds "
+                         "no store or reduction, and a chunked kernel would drop it", s->f->name);
+      return false;
+    }
   }
+  if (!c.ok)
+    pass_remark_missed(s->m, "fuse", c.bad_load->loc, "kernel '%s' left unfused: this load would "
+                       "be re-run after the store or atomic at line %u, which may have changed "
+                       "its memory", s->f->name, c.bad_write->loc.line);
   return c.ok;
 }
 
@@ -314,28 +352,85 @@ static ir_opcode combine_op(ir_reduce_kind k) {
   return k == IR_RED_SUM ? IR_ADD : k == IR_RED_MAX ? IR_MAX : IR_MIN;
 }
 
+/* Whether lane value v beats the running best b of an argmax (max) or argmin: the first
+ * NaN wins over anything but an earlier NaN (as the interpreter's argreduce), else strictly
+ * greater (smaller), so that each lane keeps its first best. An i1 tile. */
+static ir_value *beats(ir_builder *b, bool max, ir_value *v, ir_value *best) {
+  ir_value *better = ir_cmp_build(b, max ? IR_CMP_GT : IR_CMP_LT, v, best);
+  if (!ir_dtype_is_float(v->type->dtype)) return better;
+  ir_value *vnan = ir_cmp_build(b, IR_CMP_NE, v, v), *bnum = ir_cmp_build(b, IR_CMP_EQ, best, best);
+  return ir_binary(b, IR_OR, better, ir_binary(b, IR_AND, vnan, bnum));
+}
+
+/* The index the lanes' running bests (value tile bv, index tile bi) of an argmax or
+ * argmin give: a NaN lane's when there is one, else the best value's, the smallest index
+ * among equal ones: the first in the row, as an unchunked argreduce. */
+static ir_value *combine_arg(stripper *s, ir_builder *b, bool max, ir_value *bv, ir_value *bi) {
+  const ir_type *i32 = ir_type_scalar(s->m, TK_I32), *vs = ir_type_elem(bv->type);
+  const ir_type *lanes = ir_type_like(s->m, bv->type, i32);
+  ir_op *m = ir_build(b, IR_REDUCE, 1, &bv, 1, &vs);
+  m->attr = max ? IR_RED_MAX : IR_RED_MIN;
+  ir_value *mt = ir_build1(b, IR_SPLAT, bv->type, 1, &m->results[0]);
+  ir_value *pick = ir_cmp_build(b, IR_CMP_EQ, bv, mt);
+  if (ir_dtype_is_float(bv->type->dtype)) {
+    /* any NaN lane: pick the NaN lanes */
+    ir_value *isnan = ir_cmp_build(b, IR_CMP_NE, bv, bv);
+    ir_value *one = ir_const_int(b, lanes, 1), *zero = ir_const_int(b, lanes, 0);
+    ir_value *sel[3] = {isnan, one, zero};
+    ir_value *flags = ir_build1(b, IR_SELECT, lanes, 3, sel);
+    ir_op *any = ir_build(b, IR_REDUCE, 1, &flags, 1, &i32);
+    any->attr = IR_RED_MAX;
+    ir_value *anyt = ir_build1(b, IR_SPLAT, lanes, 1, &any->results[0]);
+    ir_value *hasnan = ir_cmp_build(b, IR_CMP_NE, anyt, zero);
+    ir_value *s3[3] = {hasnan, isnan, pick};
+    pick = ir_build1(b, IR_SELECT, pick->type, 3, s3);
+  }
+  ir_value *s3[3] = {pick, bi, ir_const_int(b, lanes, INT32_MAX)};
+  ir_value *cand = ir_build1(b, IR_SELECT, lanes, 3, s3);
+  ir_op *r = ir_build(b, IR_REDUCE, 1, &cand, 1, &i32);
+  r->attr = IR_RED_MIN;
+  return r->results[0];
+}
+
 /* Builds group g's loop before ops[at], and after it the final reductions, which take
- * over the uses of the original ones. */
+ * over the uses of the original ones. A reduction carries one accumulator tile of C
+ * lanes; an argmax or argmin two (the running best value and its index). */
 static void emit_group(stripper *s, int g) {
   sm_group *grp = &s->groups[g];
   ir_op *before = grp->at < s->nops ? s->ops[grp->at] : NULL;
   ir_builder ob = {s->m, s->f->body, before, s->ops[grp->first]->loc};
-  int nred = 0;
+  int nred = 0, ncar = 0;
   for (int i = grp->first; i < grp->at; i++)
-    nred += s->group_of[i] == g && s->ops[i]->opc == IR_REDUCE;
-  ir_op **reds = SU_NEW_ARRAY(s->a, ir_op *, nred);
-  ir_value **accs = SU_NEW_ARRAY(s->a, ir_value *, nred);
-  nred = 0;
-  for (int i = grp->first; i < grp->at; i++)
-    if (s->group_of[i] == g && s->ops[i]->opc == IR_REDUCE) {
-      reds[nred] = s->ops[i];
-      accs[nred++] = identity(&ob, (ir_reduce_kind)s->ops[i]->attr,
-                              chunk_type(s, s->ops[i]->operands[0]->type));
+    if (s->group_of[i] == g && is_reduction(s->ops[i])) {
+      nred++;
+      ncar += s->ops[i]->opc == IR_ARGREDUCE ? 2 : 1;
     }
+  ir_op **reds = SU_NEW_ARRAY(s->a, ir_op *, nred);
+  int *first = SU_NEW_ARRAY(s->a, int, nred); /* its first carried value */
+  ir_value **accs = SU_NEW_ARRAY(s->a, ir_value *, ncar);
   const ir_type *i32 = ir_type_scalar(s->m, TK_I32);
+  const ir_type *lanes = ir_type_tile(s->m, i32, 1, &s->chunk);
+  ir_value *lane_base = NULL; /* arange(0, C): the positions of a chunk's lanes from c0 */
+  nred = ncar = 0;
+  for (int i = grp->first; i < grp->at; i++) {
+    ir_op *op = s->ops[i];
+    if (s->group_of[i] != g || !is_reduction(op)) continue;
+    reds[nred] = op;
+    first[nred++] = ncar;
+    accs[ncar++] = identity(&ob, (ir_reduce_kind)op->attr, chunk_type(s, op->operands[0]->type));
+    if (op->opc == IR_ARGREDUCE) {
+      if (!lane_base) {
+        ir_op *ar = ir_build(&ob, IR_ARANGE, 0, NULL, 1, &lanes);
+        ar->attr = 0;
+        ar->attr2 = s->chunk;
+        lane_base = ar->results[0];
+      }
+      accs[ncar++] = lane_base; /* the first chunk's positions: ties keep the first */
+    }
+  }
   ir_value *lb = ir_const_int(&ob, i32, 0), *ub = ir_const_int(&ob, i32, s->n);
   ir_value *step = ir_const_int(&ob, i32, s->chunk);
-  ir_op *loop = ir_build_for(&ob, lb, ub, step, nred, accs);
+  ir_op *loop = ir_build_for(&ob, lb, ub, step, ncar, accs);
   ir_block *body = loop->regions[0];
   s->cur = g;
   s->outer = ob;
@@ -343,6 +438,7 @@ static void emit_group(stripper *s, int g) {
   s->inner = (ir_builder){s->m, body, NULL, ob.loc};
 
   int r = 0;
+  ir_value *pos = NULL; /* c0 + arange(0, C), built on first use */
   for (int i = grp->first; i < grp->at; i++) {
     ir_op *op = s->ops[i];
     if (s->group_of[i] != g) continue;
@@ -352,19 +448,40 @@ static void emit_group(stripper *s, int g) {
       ir_builder at = s->inner;
       at.loc = op->loc;
       ir_build(&at, IR_STORE, op->noperands, opnds, 0, NULL);
-    } else {
-      ir_value *x = chunk_of(s, op->operands[0]);
-      accs[r] = ir_binary(&s->inner, combine_op((ir_reduce_kind)op->attr), body->args[1 + r], x);
-      r++;
+      continue;
     }
+    ir_value *x = chunk_of(s, op->operands[0]);
+    int c = first[r++];
+    if (op->opc == IR_REDUCE) {
+      accs[c] = ir_binary(&s->inner, combine_op((ir_reduce_kind)op->attr), body->args[1 + c], x);
+      continue;
+    }
+    if (!pos) {
+      ir_value *c0 = body->args[0];
+      ir_value *sp = ir_build1(&s->inner, IR_SPLAT, lanes, 1, &c0);
+      pos = ir_binary(&s->inner, IR_ADD, sp, lane_base);
+    }
+    ir_builder at = s->inner;
+    at.loc = op->loc;
+    ir_value *win = beats(&at, op->attr == IR_RED_MAX, x, body->args[1 + c]);
+    ir_value *sv[3] = {win, x, body->args[1 + c]}, *si[3] = {win, pos, body->args[2 + c]};
+    accs[c] = ir_build1(&at, IR_SELECT, x->type, 3, sv);
+    accs[c + 1] = ir_build1(&at, IR_SELECT, lanes, 3, si);
   }
-  ir_build(&s->inner, IR_YIELD, nred, accs, 0, NULL);
+  ir_build(&s->inner, IR_YIELD, ncar, accs, 0, NULL);
 
   ob.before = before;
   for (r = 0; r < nred; r++) {
-    ir_value *acc = loop->results[r];
-    ir_value *red = copy_op(&ob, reds[r], &acc, reds[r]->results[0]->type);
-    red->def->attr2 = 0;
+    ir_value *acc = loop->results[first[r]], *red;
+    if (reds[r]->opc == IR_REDUCE) {
+      red = copy_op(&ob, reds[r], &acc, reds[r]->results[0]->type);
+      red->def->attr2 = 0;
+    } else {
+      ir_builder at = ob;
+      at.loc = reds[r]->loc;
+      red = combine_arg(s, &at, reds[r]->attr == IR_RED_MAX, acc, loop->results[first[r] + 1]);
+      red->name = reds[r]->results[0]->name;
+    }
     ir_replace_all_uses(s->f, reds[r]->results[0], red);
   }
 }
@@ -375,15 +492,32 @@ static void emit_group(stripper *s, int g) {
 static bool analyze(stripper *s, int nvalues) {
   if (s->f->num_warps < 1) return false;
   int64_t threads = 32 * (int64_t)s->f->num_warps;
-  width_scan w = {threads * SM_MAX_PER_THREAD, 0, false};
+  width_scan w = {threads * SM_MAX_PER_THREAD, 0, false, NULL, NULL};
   ir_walk(s->f->body, scan_op, &w);
+  if (w.bad) {
+    su_buf t = {0};
+    ir_type_print(&t, w.bad_type);
+    pass_remark_missed(s->m, "fuse", w.bad_op->loc, "kernel '%s' left unfused: %s has more than "
+                       "%d values per thread and is not a 1-D tile of the kernel's one wide "
+                       "length%s", s->f->name, su_buf_str(&t), SM_MAX_PER_THREAD,
+                       w.bad_type->layout ? " (it has a layout already)" : "");
+    su_buf_free(&t);
+  }
   if (w.bad || !w.n) return false;
   s->n = w.n;
   s->chunk = (int)(threads * SM_CHUNK_PER_THREAD); /* < n, which is wide */
-  if (s->n % s->chunk != 0) return false;
-  class_check c = {s, true};
+  if (s->n % s->chunk != 0) {
+    pass_remark_missed(s->m, "fuse", s->f->loc, "kernel '%s' left unfused: its wide length %d is "
+                       "not a multiple of the chunk %d", s->f->name, s->n, s->chunk);
+    return false;
+  }
+  class_check c = {s, true, NULL, NULL};
   ir_walk(s->f->body, check_op, &c);
-  if (!c.ok) return false;
+  if (!c.ok) {
+    pass_remark_missed(s->m, "fuse", c.bad->loc, "kernel '%s' left unfused: %s ('%s')", s->f->name,
+                       c.why, ir_op_info(c.bad->opc)->name);
+    return false;
+  }
 
   for (ir_op *op = s->f->body->first; op; op = op->next) s->nops++;
   s->ops = SU_NEW_ARRAY(s->a, ir_op *, s->nops);
@@ -402,7 +536,7 @@ static bool analyze(stripper *s, int nvalues) {
   return s->ngroups > 0 && memory_order_ok(s, nvalues);
 }
 
-bool pass_stripmine(ir_module *m, ir_func *f) {
+bool pass_fuse(ir_module *m, ir_func *f) {
   stripper s = {.m = m, .f = f, .a = su_arena_new()};
   int nvalues = ir_number_values(f);
   bool changed = analyze(&s, nvalues);

@@ -1,6 +1,6 @@
-/* Unit tests of the strip-mining pass: kernels compiled from .tk through the pipeline
- * with and without stripmine run on the interpreter over the same random inputs (ragged
- * lengths included) and must write the same memory; the stripmined IR has the expected
+/* Unit tests of the fusion pass (fuse.c): kernels compiled from .tk through the pipeline
+ * with and without fuse run on the interpreter over the same random inputs (ragged
+ * lengths included) and must write the same memory; the fused IR has the expected
  * loops and no tile wider than a chunk; kernels outside the pass's class are unchanged.
  *
  * The kernels use one warp, so a tile is wide above 32 * 32 = 1024 values and a chunk
@@ -20,8 +20,10 @@
 
 enum { CHUNK = 512 };
 
-static const char *const WITH = "canonicalize,licm,canonicalize,stripmine,tiling";
+static const char *const WITH = "canonicalize,licm,canonicalize,fuse,tiling";
 static const char *const WITHOUT = "canonicalize,licm,canonicalize,tiling";
+/* -fno-fuse's pipeline: every op's result through global scratch memory */
+static const char *const MATERIALIZED = "canonicalize,licm,canonicalize,materialize,tiling";
 
 /* Parses, checks and lowers src with BLOCK bound to block, then runs the passes. */
 static ir_module *compile(su_arena *a, const char *src, int block, const char *passes) {
@@ -153,9 +155,10 @@ static double element(const void *p, arg_kind k, int64_t i) {
   }
 }
 
-/* Every buffer of a equals b's: floats within rounding (close_enough), integers exactly. */
-static void compare(run_result *a, run_result *b, const arg_spec *specs, int nargs, double atol,
-                    const char *what) {
+/* Every buffer of a equals b's: floats within rounding (close_enough; bit for bit when
+ * exact), integers exactly. */
+static void compare_bufs(run_result *a, run_result *b, const arg_spec *specs, int nargs, double atol,
+                         bool exact, const char *what) {
   su_buf err = {0};
   for (int i = 0; i < nargs; i++) {
     if (!a->ptr[i]) continue;
@@ -164,17 +167,51 @@ static void compare(run_result *a, run_result *b, const arg_spec *specs, int nar
     const void *pb = ip_mem_host(b->mem, b->ptr[i], bytes, &err);
     for (int64_t j = 0; j < specs[i].n; j++) {
       double x = element(pa, specs[i].kind, j), y = element(pb, specs[i].kind, j);
-      bool ok = specs[i].kind == BUF_F32 ? close_enough(x, y, atol) : x == y;
-      if (!ok) fail_msg("%s: argument %d, element %lld: %.9g with stripmine, %.9g without", what, i,
-                        (long long)j, x, y);
+      bool ok = specs[i].kind == BUF_F32 && !exact ? close_enough(x, y, atol)
+                : specs[i].kind == BUF_F32 ? memcmp(&((const float *)pa)[j], &((const float *)pb)[j], 4) == 0
+                                           : x == y;
+      if (!ok) fail_msg("%s: argument %d, element %lld: %.9g and %.9g", what, i, (long long)j, x, y);
     }
   }
   su_buf_free(&err);
+}
+
+static void compare(run_result *a, run_result *b, const arg_spec *specs, int nargs, double atol,
+                    const char *what) {
+  compare_bufs(a, b, specs, nargs, atol, false, what);
   ip_memory_free(a->mem);
   ip_memory_free(b->mem);
 }
 
-/* Compiles src both ways, checks the stripmined one has `loops` loops and no tile wider
+/* The -fno-fuse build of src has scratch stores and, run over each argument list of
+ * cases, writes what the build without fusion writes, bit for bit (the same ops on the
+ * same values, through memory), and what the fused one writes within atol; for a kernel
+ * that fuse leaves alone, atol < 0 skips the fused build. */
+static void check_baseline(const char *src, int block, const arg_spec *cases, int ncases, int nargs,
+                           tk_grid grid, double atol) {
+  su_arena *a = su_arena_new();
+  ir_module *mat = compile(a, src, block, MATERIALIZED);
+  ir_module *plain = compile(a, src, block, WITHOUT);
+  ir_module *fused = atol >= 0 ? compile(a, src, block, WITH) : NULL;
+  assert_true(count(mat, IR_SCRATCH).n > 0);
+  assert_int_equal(count(plain, IR_SCRATCH).n, 0);
+  for (int k = 0; k < ncases; k++) {
+    const arg_spec *c = cases + k * nargs;
+    run_result r1 = run(mat, c, nargs, grid, 99u + (uint64_t)k);
+    run_result r2 = run(plain, c, nargs, grid, 99u + (uint64_t)k);
+    compare_bufs(&r1, &r2, c, nargs, 0, true, su_fmt(a, "-fno-fuse vs unfused, case %d", k));
+    if (fused) {
+      run_result r3 = run(fused, c, nargs, grid, 99u + (uint64_t)k);
+      compare_bufs(&r1, &r3, c, nargs, atol, false, su_fmt(a, "-fno-fuse vs fused, case %d", k));
+      ip_memory_free(r3.mem);
+    }
+    ip_memory_free(r1.mem);
+    ip_memory_free(r2.mem);
+  }
+  su_arena_free(a);
+}
+
+/* Compiles src both ways, checks the fused one has `loops` loops and no tile wider
  * than a chunk, then runs both over each argument list of cases (nargs each) and compares
  * what they wrote (floats within atol, see close_enough). */
 static void check_kernel(const char *src, int block, int loops, const arg_spec *cases, int ncases,
@@ -189,9 +226,10 @@ static void check_kernel(const char *src, int block, int loops, const arg_spec *
   for (int k = 0; k < ncases; k++) {
     run_result r1 = run(with, cases + k * nargs, nargs, grid, 1234u + (uint64_t)k);
     run_result r2 = run(without, cases + k * nargs, nargs, grid, 1234u + (uint64_t)k);
-    compare(&r1, &r2, cases + k * nargs, nargs, atol, su_fmt(a, "case %d", k));
+    compare(&r1, &r2, cases + k * nargs, nargs, atol, su_fmt(a, "fused vs unfused, case %d", k));
   }
   su_arena_free(a);
+  check_baseline(src, block, cases, ncases, nargs, grid, atol);
 }
 
 /* ---- kernels in the class ------------------------------------------------------------------ */
@@ -346,9 +384,50 @@ static void test_integer_reductions(void **st) {
   check_kernel(src, 2048, 1, &cases[0][0], NN, 6, (tk_grid){1, 1, 1}, 0);
 }
 
+/* argmax and argmin, float and integer: one loop carrying each lane's best value and its
+ * position, combined after it. Integers in [0, 4) tie everywhere (the first occurrence must
+ * win), masked lanes read the identity, and about one float in forty is a NaN (the first
+ * NaN wins). Exact comparison: an index is an index. */
+static void test_argmax_argmin(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, xi: *i32, out: *i32, n: i32) {\n"
+      "  let c = arange(0, BLOCK);\n"
+      "  let m = c < n;\n"
+      "  let v = load(x + c, m, -inf);\n"
+      "  let w = where(v > 1.9, (v - v) / (v - v), v);\n"
+      "  let iv = load(xi + c, m, -5);\n"
+      "  let a = argmax(v, 0);\n"
+      "  let b = argmin(load(x + c, m, inf), 0);\n"
+      "  let d = argmax(iv, 0);\n"
+      "  let e = argmin(where(m, iv, 99), 0);\n"
+      "  let f = argmax(w, 0);\n"
+      "  let g = argmin(w, 0);\n"
+      "  store(out, a);\n"
+      "  store(out + 1, b);\n"
+      "  store(out + 2, d);\n"
+      "  store(out + 3, e);\n"
+      "  store(out + 4, f);\n"
+      "  store(out + 5, g);\n"
+      "}\n";
+  enum { N = 2048 };
+  const int ns[] = {1, 37, 511, 513, 1500, N};
+  const double his[] = {2, 2, 2, 2, 1.8, 2};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][4];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, N, -2, his[k]};
+    cases[k][1] = (arg_spec){BUF_I32, N, 0, 4};
+    cases[k][2] = (arg_spec){BUF_I32, 6, 0, 1};
+    cases[k][3] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+  check_kernel(src, N, 1, &cases[0][0], NN, 4, (tk_grid){1, 1, 1}, 0);
+}
+
 /* ---- kernels left alone -------------------------------------------------------------------- */
 
-/* src compiles to the same IR with and without stripmine. */
+/* src compiles to the same IR with and without fuse. */
 static void check_unchanged(const char *src, int block) {
   su_arena *a = su_arena_new();
   const char *with = print(a, compile(a, src, block, WITH));
@@ -359,12 +438,7 @@ static void check_unchanged(const char *src, int block) {
 
 static void test_unsupported_ops(void **st) {
   (void)st;
-  /* argmax and cumsum have no chunked form here. */
-  check_unchanged("@launch(warps = 1)\n"
-                  "kernel k<BLOCK: i32 = 1>(x: *f32, out: *i32) {\n"
-                  "  store(out, argmax(load(x + arange(0, BLOCK)), 0));\n"
-                  "}\n",
-                  2048);
+  /* cumsum has no chunked form here. */
   check_unchanged("@launch(warps = 1)\n"
                   "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32) {\n"
                   "  let c = arange(0, BLOCK);\n"
@@ -408,6 +482,66 @@ static void test_small_tiles(void **st) {
   check_unchanged(softmax, 1024);
 }
 
+/* -fno-fuse over what fuse leaves alone: a 2-D tile reduced along its last axis (the
+ * layernorm_rows form), argmax, cumsum, an i1 tile of data, values made in a loop and in an
+ * if; each run over ragged shapes against the unfused build, bit for bit. */
+static void test_baseline_beyond_fusion(void **st) {
+  (void)st;
+  enum { R = 4, C = 48 };
+  const char *rows =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, s: *f32, n: i32) {\n"
+      "  let r = program_id(0) * 4 + arange(0, 4);\n"
+      "  let c = arange(0, BLOCK);\n"
+      "  let m = c[None, :] < n;\n"
+      "  let v = load(x + r[:, None] * BLOCK + c[None, :], m, 0.0);\n"
+      "  let mu = sum(v, 1) / (n as f32);\n"
+      "  let d = where(m, v - mu[:, None], 0.0);\n"
+      "  store(y + r[:, None] * BLOCK + c[None, :], d * d, m);\n"
+      "  store(s + r, mu);\n"
+      "}\n";
+  const int ns[] = {1, 17, 64};
+  arg_spec rcases[3][4];
+  for (int k = 0; k < 3; k++) {
+    rcases[k][0] = (arg_spec){BUF_F32, 2 * R * 64, -4, 4};
+    rcases[k][1] = (arg_spec){BUF_F32, 2 * R * 64, 0, 1};
+    rcases[k][2] = (arg_spec){BUF_F32, 2 * R, 0, 1};
+    rcases[k][3] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+  check_baseline(rows, 64, &rcases[0][0], 3, 4, (tk_grid){2, 1, 1}, -1);
+  const char *scans =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, i: *i32, n: i32) {\n"
+      "  let c = arange(0, BLOCK);\n"
+      "  let v = load(x + c, c < n, -inf);\n"
+      "  let pos = v > 0.0;\n"
+      "  store(y + c, cumsum(where(pos, v, 0.0), 0), c < n);\n"
+      "  store(i, argmax(v, 0));\n"
+      "  store(i + 1, sum(where(pos, 1, 0), 0));\n"
+      "}\n";
+  arg_spec scases[2][4] = {{{BUF_F32, C, -2, 2}, {BUF_F32, C, 0, 1}, {BUF_I32, 2, 0, 1}, {VAL_I32, 0, 13, 0}},
+                           {{BUF_F32, C, -2, 2}, {BUF_F32, C, 0, 1}, {BUF_I32, 2, 0, 1}, {VAL_I32, 0, C, 0}}};
+  check_baseline(scans, 64, &scases[0][0], 2, 4, (tk_grid){1, 1, 1}, -1);
+  const char *control =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, n: i32) {\n"
+      "  let c = arange(0, BLOCK);\n"
+      "  var acc = zeros<f32>(BLOCK);\n"
+      "  for j in range(0, n) {\n"
+      "    let v = load(x + j * BLOCK + c);\n"
+      "    acc = acc + exp(v * 0.5);\n"
+      "  }\n"
+      "  if n > 2 {\n"
+      "    store(y + c, sqrt(acc) + 1.0);\n"
+      "  } else {\n"
+      "    store(y + c, acc * 2.0);\n"
+      "  }\n"
+      "}\n";
+  arg_spec ccases[2][3] = {{{BUF_F32, 5 * 32, -1, 1}, {BUF_F32, 32, 0, 1}, {VAL_I32, 0, 2, 0}},
+                           {{BUF_F32, 5 * 32, -1, 1}, {BUF_F32, 32, 0, 1}, {VAL_I32, 0, 5, 0}}};
+  check_baseline(control, 32, &ccases[0][0], 2, 3, (tk_grid){1, 1, 1}, -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_softmax),
@@ -415,9 +549,11 @@ int main(void) {
       cmocka_unit_test(test_vadd),
       cmocka_unit_test(test_layernorm),
       cmocka_unit_test(test_integer_reductions),
+      cmocka_unit_test(test_argmax_argmin),
       cmocka_unit_test(test_unsupported_ops),
       cmocka_unit_test(test_reload_after_store),
       cmocka_unit_test(test_small_tiles),
+      cmocka_unit_test(test_baseline_beyond_fusion),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,71 @@
+/* Workarounds for ptxas, applied to the PTX text LLVM emits (cg_emit_ptx). Both were
+ * found by tkdiff on the H200 and read in the SASS of ptxas 13.0 (nvdisasm); the
+ * rewritten forms compute the same bits, and ptxas compiles them correctly.
+ *
+ * - neg.s16 and abs.s16 (LLVM's selection for `sub i16 0, x` and llvm.abs.i16, which is
+ *   also how i8 negations end up: shl 8, neg.s16, shr.s16 8): ptxas keeps 16-bit values
+ *   sign-extended in 32-bit registers and takes the negation or absolute value of a
+ *   sign-extended value to be one too, which fails for -32768: -(-32768) comes out as
+ *   +32768, so a following shr.s16, compare or widening sees 32768 where the 16-bit
+ *   result is -32768 (seed 38040: an i8 -(-128) became +128). neg.s16 becomes
+ *   `sub.u16 d, 0, a`, abs.s16 max.s16 of a and that.
+ * - neg.s32 and neg.s64 feeding a chain of max/min: ptxas folds the negations into its
+ *   three-input VIMNMX3 and drops every other one (seeds 1012222, 1009129: `max(-x, 1)`
+ *   came out as the max of half the elements negated and half not). `sub.u32 d, 0, a`
+ *   (and .u64) is kept as its own instruction. */
+#include "cg.h"
+
+#include <string.h>
+
+/* The operands "D, A" of the instruction text at p (after the opcode), up to ';'. */
+static bool operands(const char *p, const char **d, size_t *dn, const char **a, size_t *an,
+                     const char **end) {
+  while (*p == ' ' || *p == '\t') p++;
+  const char *comma = strchr(p, ','), *semi = strchr(p, ';'), *nl = strchr(p, '\n');
+  if (!comma || !semi || comma > semi || (nl && nl < semi)) return false;
+  const char *s = comma + 1;
+  while (*s == ' ') s++;
+  *d = p;
+  *dn = (size_t)(comma - p);
+  *a = s;
+  *an = (size_t)(semi - s);
+  *end = semi + 1;
+  return true;
+}
+
+/* The first of the rewritten instructions at or after p, or NULL. */
+static const char *next_hit(const char *p) {
+  static const char *OPS[] = {"neg.s16", "abs.s16", "neg.s32", "neg.s64"};
+  const char *best = NULL;
+  for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++) {
+    const char *h = strstr(p, OPS[i]);
+    if (h && (!best || h < best)) best = h;
+  }
+  return best;
+}
+
+void cg_ptx_fixup(su_buf *out, const char *ptx, size_t len) {
+  const char *p = ptx, *e = ptx + len;
+  while (p < e) {
+    const char *hit = next_hit(p);
+    if (!hit || hit >= e) {
+      su_buf_put(out, p, (size_t)(e - p));
+      return;
+    }
+    const char *d, *a, *end;
+    size_t dn, an;
+    if (!operands(hit + 7, &d, &dn, &a, &an, &end)) {
+      su_buf_put(out, p, (size_t)(hit + 7 - p));
+      p = hit + 7;
+      continue;
+    }
+    su_buf_put(out, p, (size_t)(hit - p));
+    if (hit[0] == 'n') {
+      su_buf_printf(out, "sub.u%.2s \t%.*s, 0, %.*s;", hit + 5, (int)dn, d, (int)an, a);
+    } else {
+      su_buf_printf(out, "{ .reg .b16 %%tk_neg; sub.u16 \t%%tk_neg, 0, %.*s; max.s16 \t%.*s, %.*s, %%tk_neg; }",
+                    (int)an, a, (int)dn, d, (int)an, a);
+    }
+    p = end;
+  }
+}
