@@ -113,18 +113,22 @@ ir_value *ir_vmap_get(const ir_vmap *m, const ir_value *v) {
 
 static void clone_block_into(ir_module *m, const ir_block *from, ir_block *to, ir_vmap *vm);
 
+void ir_op_copy_attrs(ir_op *dst, const ir_op *src) {
+  dst->attr = src->attr;
+  dst->attr2 = src->attr2;
+  dst->cval = src->cval;
+  dst->ints = src->ints;
+  dst->nints = src->nints;
+  dst->str = src->str;
+}
+
 ir_op *ir_op_clone(ir_module *m, const ir_op *op, ir_vmap *vm) {
   ir_value **opnds = SU_NEW_ARRAY(m->arena, ir_value *, op->noperands ? op->noperands : 1);
   const ir_type **types = SU_NEW_ARRAY(m->arena, const ir_type *, op->nresults ? op->nresults : 1);
   for (int i = 0; i < op->noperands; i++) opnds[i] = ir_vmap_get(vm, op->operands[i]);
   for (int i = 0; i < op->nresults; i++) types[i] = op->results[i]->type;
   ir_op *c = ir_op_new(m, op->opc, op->loc, op->noperands, opnds, op->nresults, types);
-  c->attr = op->attr;
-  c->attr2 = op->attr2;
-  c->cval = op->cval;
-  c->ints = op->ints;
-  c->nints = op->nints;
-  c->str = op->str;
+  ir_op_copy_attrs(c, op);
   for (int i = 0; i < op->nresults; i++) {
     c->results[i]->name = op->results[i]->name;
     ir_vmap_put(vm, op->results[i], c->results[i]);

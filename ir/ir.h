@@ -364,6 +364,9 @@ ir_vmap *ir_vmap_new(su_arena *a);
 void ir_vmap_put(ir_vmap *m, const ir_value *from, ir_value *to);
 /* v's image, or v itself when it has none. */
 ir_value *ir_vmap_get(const ir_vmap *m, const ir_value *v);
+/* Copies src's attributes (attr, attr2, constant, ints, str) to dst: what makes an op of
+ * the same opcode the same op. */
+void ir_op_copy_attrs(ir_op *dst, const ir_op *src);
 /* A deep copy of op (its regions too), not linked anywhere: operands renamed through vm,
  * and the copy's results and region arguments entered into vm. */
 ir_op *ir_op_clone(ir_module *m, const ir_op *op, ir_vmap *vm);

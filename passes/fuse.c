@@ -292,12 +292,7 @@ static ir_value *copy_op(ir_builder *b, const ir_op *op, ir_value **opnds, const
   ir_builder at = *b;
   at.loc = op->loc;
   ir_op *c = ir_build(&at, op->opc, op->noperands, opnds, 1, &t);
-  c->attr = op->attr;
-  c->attr2 = op->attr2;
-  c->cval = op->cval;
-  c->ints = op->ints;
-  c->nints = op->nints;
-  c->str = op->str;
+  ir_op_copy_attrs(c, op);
   c->results[0]->name = op->results[0]->name;
   return c->results[0];
 }
