@@ -505,7 +505,14 @@ void sema_check_stmt(sema_ctx *c, ast_node *s) {
   switch (s->kind) {
   case AST_LET: check_let(c, s); break;
   case AST_ASSIGN: check_assign(c, s); break;
-  case AST_EXPR_STMT: if (s->lhs) sema_check_expr(c, s->lhs); break;
+  case AST_EXPR_STMT:
+    /* a tuple written as a statement has nothing to take it apart: it is refused as the
+     * value it is not (a call that returns several values may drop them) */
+    if (s->lhs && s->lhs->kind == AST_TUPLE)
+      sema_check_value(c, s->lhs);
+    else if (s->lhs)
+      sema_check_expr(c, s->lhs);
+    break;
   case AST_FOR: check_for(c, s); break;
   case AST_WHILE: check_while(c, s); break;
   case AST_BREAK: case AST_CONTINUE: check_break(c, s); break;
