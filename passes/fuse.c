@@ -327,12 +327,13 @@ static ir_value *chunk_of(stripper *s, ir_value *v) {
   return s->var[id] = copy_op(&s->inner, op, opnds, t);
 }
 
-/* The value a reduction of kind k starts from: sum 0, max the lowest value, min the
- * highest (infinities for floats), as a tile of type t. */
+/* The value a reduction of kind k starts from: sum 0 (-0.0 for floats, the identity of
+ * IEEE addition: a row of -0.0 sums to -0.0, as on the interpreter), max the lowest
+ * value, min the highest (infinities for floats), as a tile of type t. */
 static ir_value *identity(ir_builder *b, ir_reduce_kind k, const ir_type *t) {
   tk_dtype d = t->dtype;
   if (ir_dtype_is_float(d))
-    return ir_const_float(b, t, k == IR_RED_SUM ? 0.0 : k == IR_RED_MAX ? -INFINITY : INFINITY);
+    return ir_const_float(b, t, k == IR_RED_SUM ? -0.0 : k == IR_RED_MAX ? -INFINITY : INFINITY);
   if (k == IR_RED_SUM) return ir_const_int(b, t, 0);
   int bits = ir_dtype_bits(d);
   int64_t lo = 0, hi = pass_int_wrap(d, -1); /* unsigned */
