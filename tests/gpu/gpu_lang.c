@@ -232,7 +232,7 @@ static const char NEG_ZERO[] =
     "    store(out + 13 + arange(0, 1), full(copysign(1.5, sum(copysign(0.0, w), 0)), 1));\n"
     "}\n";
 
-/* Wide integers and f64 into bf16, rounded once (tkdiff seeds 3005140, 3015368): through
+/* Wide integers and f64 into bf16, rounded once (tkdiff seed 3005140): through
  * f32 to nearest twice, 2^24 + 2^16 + 1 became 2^24 instead of 2^24 + 2^17. */
 static const char BF16_ROUND[] =
     "kernel bf16_round(x: *i32, out: *bf16) {\n"
