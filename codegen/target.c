@@ -185,6 +185,7 @@ void cg_optimize(cg_ctx *c, LLVMTargetMachineRef tm, int opt_level) {
     char *msg = LLVMGetErrorMessage(err);
     su_fatal("LLVM pipeline failed: %s", msg);
   }
+  cg_llvm_fixup(c);
 }
 
 void cg_emit_ptx(cg_ctx *c, LLVMTargetMachineRef tm, su_buf *out) {

@@ -265,6 +265,21 @@ static const char I8_RING[] =
     "    store(out + pid * 512 + rows[:, None] * 16 + cols[None, :], acc);\n"
     "}\n";
 
+/* sitofp from i1, which instcombine forms and LLVM 19 selects as +1.0 for true (tkdiff
+ * seed 5001717); and an i1 tile's relayout, whose bytes the SLP vectorizer read as a
+ * <16 x i8> at byte 7 (seed 5005542: a misaligned-address fault). codegen/llvm_fixup.c. */
+static const char I1_FORMS[] =
+    "@launch(warps = 1)\n"
+    "kernel i1_forms(b: *i1, x: *f32, out: *f32, cnt: *i32, s0: i32, s4: i32) {\n"
+    "    let rows = arange(0, 16);\n"
+    "    let t0 = arange(0, 1) - (load(b + rows[:, None]) / (rows[:, None] + 1));\n"
+    "    store(out + rows[:, None], t0 * load(x + arange(0, 1)));\n"
+    "    let r32 = arange(0, 32);\n"
+    "    let offs = r32[:, None] * 32 + arange(0, 32)[None, :];\n"
+    "    let t1 = ((s0 > 5) | (load(x + offs, offs < s0) == s4)) as i32;\n"
+    "    store(cnt + r32[:, None], sum(t1, 1)[:, None]);\n"
+    "}\n";
+
 /* clamp is minimum(maximum(x, lo), hi) on every backend: lo > hi gives hi, a NaN
  * operand gives NaN (compared as NaN or not: its bits are the backend's), -0 is below +0,
  * and integers clamp in their common type (i8 with i32 and u8: i32). */
@@ -325,6 +340,8 @@ static const lc_case CASES[] = {
      1, 1, {0}, 0, 1, 0},
     {"i8_dot_narrow_ring", "i8_ring", I8_RING, {NULL}, {BUF(TK_I8, 3 * 1536), BUF(TK_I8, 768)},
      {BUF(TK_I32, 3 * 512)}, 2, 1, {3}, 1, 3, 0},
+    {"i1_sitofp_and_relayout", "i1_forms", I1_FORMS, {NULL}, {BUF(TK_I1, 16), BUF(TK_F32, 1024)},
+     {BUF(TK_F32, 16), BUF(TK_I32, 32)}, 2, 2, {700, 0}, 2, 1, 0},
     {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
      {5}, 1, 1, 0},
 };
