@@ -245,6 +245,8 @@ static const lc_case CASES[] = {
     {"gather", "k", GATHER, {NULL}, {BUF(TK_F32, 128), BUF(TK_U32, 64)}, {BUF(TK_F32, 64)}, 2, 1, {0},
      0, 1, 0},
     {"sort_topk", "k", SORT, {NULL}, {BUF(TK_F32, 64)}, {BUF(TK_F32, 152)}, 1, 1, {0}, 0, 1, 0},
+    {"histogram", "hist", HIST, {NULL}, {BUF(TK_I32, 1024), BUF(TK_U8, 1024)},
+     {BUF(TK_I32, 8 + 16 + 4 + 32 + 1024)}, 2, 1, {1000}, 1, 4, 0},
     {"atomic_replicas", "atomics", ATOMICS, {NULL}, {BUF(TK_I32, 16), BUF(TK_I32, 18)},
      {BUF(TK_I32, 50)}, 2, 1, {0}, 0, 1, 0},
     {"shift_amounts_int_min_div", "shifts", SHIFTS, {NULL}, {BUF(TK_I32, 64)},

@@ -71,4 +71,23 @@ static const char SLICES[] =
     "    store(y + 896 + reshape(arange(0, 16), 4, 2, 2), p);\n"
     "}\n";
 
+/* histogram: masked and not, values out of range (negatives, >= bins) not counted, u8
+ * input, a 2-D input, one in a loop, bins fewer and more than the CTA's threads; every
+ * program adds its counts to h with one atomic per bin. h holds 8 + 16 + 4 + 32 + 1024. */
+static const char HIST[] =
+    "kernel hist(x: *i32, b: *u8, h: *i32, n: i32) {\n"
+    "    let offs = program_id(0) * 256 + arange(0, 256);\n"
+    "    let m = offs < n;\n"
+    "    let v = load(x + offs, m, 0);\n"
+    "    atomic_add(h + arange(0, 8), histogram(v, 8, m));\n"
+    "    atomic_add(h + 8 + arange(0, 16), histogram(v + 4, 16));\n"
+    "    atomic_add(h + 24 + arange(0, 4), histogram(load(b + offs, m), 4, mask = m));\n"
+    "    var acc = zeros<i32>(32);\n"
+    "    for i in range(0, 4) {\n"
+    "        acc += histogram(reshape(v, 16, 16) * 2 + i, 32);\n"
+    "    }\n"
+    "    atomic_add(h + 28 + arange(0, 32), acc);\n"
+    "    atomic_add(h + 60 + arange(0, 1024), histogram(v * 64 + 512, 1024, m));\n"
+    "}\n";
+
 #endif
