@@ -247,6 +247,8 @@ static const lc_case CASES[] = {
     {"sort_topk", "k", SORT, {NULL}, {BUF(TK_F32, 64)}, {BUF(TK_F32, 152)}, 1, 1, {0}, 0, 1, 0},
     {"histogram", "hist", HIST, {NULL}, {BUF(TK_I32, 1024), BUF(TK_U8, 1024)},
      {BUF(TK_I32, 8 + 16 + 4 + 32 + 1024)}, 2, 1, {1000}, 1, 4, 0},
+    {"load_store_hints", "hints", HINTS, {NULL}, {BUF(TK_F32, 300)}, {BUF(TK_F32, 1200)}, 1, 1,
+     {300}, 1, 3, 0},
     {"atomic_replicas", "atomics", ATOMICS, {NULL}, {BUF(TK_I32, 16), BUF(TK_I32, 18)},
      {BUF(TK_I32, 50)}, 2, 1, {0}, 0, 1, 0},
     {"shift_amounts_int_min_div", "shifts", SHIFTS, {NULL}, {BUF(TK_I32, 64)},

@@ -510,6 +510,31 @@ static void test_histogram(void **state) {
   tk_module_destroy(m);
 }
 
+/* ---- load and store hints ------------------------------------------------------------------ */
+
+/* HINTS over 300 elements in 3 programs: the hints change nothing the interpreter computes. */
+static void test_hints_ignored(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(HINTS, NULL, "hints", &m);
+  enum { N = 300 };
+  float x[N], y[4 * N];
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 17) * 0.25f - 2;
+  tk_devptr dx = upload(x, sizeof x), dy = upload(NULL, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i32(N)};
+  ok(tk_launch(k, (tk_grid){3, 1, 1}, NULL, args, 3));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int i = 0; i < N; i++) {
+    assert_true(y[i] == x[i] + x[i]);
+    assert_true(y[N + i] == x[i] * x[i]);
+    assert_true(y[2 * N + i] == (x[i] - x[i]) + x[i]);
+    assert_true(y[3 * N + i] == (i == 0 ? x[0] : 2 * (x[i] + x[i])));
+  }
+  tk_free(ctx, dx);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -525,6 +550,7 @@ int main(void) {
       cmocka_unit_test(test_gather),
       cmocka_unit_test(test_sort_topk),
       cmocka_unit_test(test_histogram),
+      cmocka_unit_test(test_hints_ignored),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -90,4 +90,20 @@ static const char HIST[] =
     "    atomic_add(h + 60 + arange(0, 1024), histogram(v * 64 + 512, 1024, m));\n"
     "}\n";
 
+/* load and store hints: every cache operator and eviction priority, masked and not; they
+ * change nothing but the caches (the interpreter ignores them). y holds 4 x 300. */
+static const char HINTS[] =
+    "kernel hints(x: *f32, y: *f32, n: i32) {\n"
+    "    let o = program_id(0) * 128 + arange(0, 128);\n"
+    "    let m = o < n;\n"
+    "    let a = load(x + o, m, 1.0, cache = \".cg\") + load(x + o, m, 0.0, cache = \"ca\");\n"
+    "    let b = load(x + o, m, 0.0, eviction = \"evict_last\") * load(x + o, m, 0.0, cache = \"cs\");\n"
+    "    let c = load(x + o, m, 0.0, cache = \"lu\") - load(x + o, m, 0.0, cache = \"cv\", eviction = \"evict_normal\");\n"
+    "    store(y + o, a, m, cache = \"wb\");\n"
+    "    store(y + n + o, b, m, cache = \"wt\");\n"
+    "    store(y + 2 * n + o, c + load(x + o, m, 0.0, eviction = \"evict_first\"), m, cache = \"cg\");\n"
+    "    store(y + 3 * n + o, a * 2.0, m, cache = \".cs\");\n"
+    "    if program_id(0) == 0 { store(y + 3 * n, load(x, eviction = \"evict_first\"), eviction = \"evict_last\"); }\n"
+    "}\n";
+
 #endif
