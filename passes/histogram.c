@@ -3,7 +3,7 @@
  * shared memory, built with shared-memory atomics, then read back as a tile:
  *
  *   %buf = smem_alloc : smem<1xBxi32, #shared<swizzle=0, order=[0]>>   (kernel top)
- *   barrier                                  (in a loop: last iteration's reads are done)
+ *   barrier                                  (a loop's last iteration's reads are done)
  *   smem_store %buf, %c0, (const 0 : tile<B x i32>)
  *   barrier
  *   %u  = cast %x : unsigned of x's width (i8, i16 first widened to i32, as `as` does)
@@ -22,12 +22,6 @@
 /* t's tile with element d, in t's layout (none before tiling). */
 static const ir_type *like(ir_module *m, const ir_type *t, tk_dtype d) {
   return ir_type_with_layout(m, ir_type_like(m, t, ir_type_scalar(m, d)), t->layout);
-}
-
-static bool in_loop(const ir_op *op) {
-  for (const ir_block *b = op->parent; b && b->parent; b = b->parent->parent)
-    if (b->parent->opc == IR_FOR) return true;
-  return false;
 }
 
 /* The unsigned type of x's width, narrow ones widened to 32 bits (the index arithmetic's). */
@@ -49,7 +43,10 @@ static void lower(ir_module *m, ir_func *f, ir_op *op) {
 
   ir_builder b = {m, op->parent, op, op->loc};
   ir_value *slot = ir_const_int(&b, ir_type_scalar(m, TK_I32), 0);
-  if (in_loop(op)) ir_build(&b, IR_BARRIER, 0, NULL, 0, NULL);
+  /* Always: in a loop (the user's, or persist's tile loop, made later) the last
+   * iteration's smem_load must be done before the counts are zeroed again; at the top of a
+   * kernel it costs one bar.sync per program. */
+  ir_build(&b, IR_BARRIER, 0, NULL, 0, NULL);
   ir_value *zeros[3] = {buf, slot, ir_const_int(&b, rt, 0)};
   ir_build(&b, IR_SMEM_STORE, 3, zeros, 0, NULL);
   ir_build(&b, IR_BARRIER, 0, NULL, 0, NULL);
