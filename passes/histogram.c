@@ -62,6 +62,8 @@ static void lower(ir_module *m, ir_func *f, ir_op *op) {
   ir_op *lt = ir_build(&b, IR_CMP, 2, cmp, 1, &it); /* ir_cmp_build would drop the layout */
   lt->attr = IR_CMP_LT;
   ir_value *in = lt->results[0];
+  if (mask && mask->type != it) /* tiling gives it x's layout; a .tkir may not */
+    mask = ir_build1(&b, IR_CONVERT_LAYOUT, it, 1, &mask);
   if (mask) in = ir_binary(&b, IR_AND, in, mask);
   ir_value *idx = u->type->dtype == TK_I32 ? u : ir_build1(&b, IR_CAST, like(m, xt, TK_I32), 1, &u);
   ir_value *atom[5] = {buf, slot, idx, ir_const_int(&b, like(m, xt, TK_I32), 1), in};
