@@ -191,6 +191,14 @@ def attn_fwd_kernel(Q, K, V, O, M, sm_scale, S, H, D: tl.constexpr, BM: tl.const
 
 
 @triton.jit
+def bincount_kernel(x, h, BLOCK: tl.constexpr, BINS: tl.constexpr):
+    # n is a multiple of BLOCK here: tl.histogram's out-of-range values are undefined, so a
+    # masked tail would need the mask argument, which older Tritons lack
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.atomic_add(h + tl.arange(0, BINS), tl.histogram(tl.load(x + offs), BINS))
+
+
+@triton.jit
 def tiny_kernel(x, n, BLOCK: tl.constexpr):
     o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x + o, 1.0, mask=o < n)
@@ -279,6 +287,27 @@ def rows(name, r, n, kernel_launch, eager_fn, make_inputs, tol):
 
 def cdiv(a, b):
     return (a + b - 1) // b
+
+
+def bincount(n, bins, skew):
+    """torch.bincount(x, minlength=bins) of i32 values, uniform in [0, bins) or with `skew`
+    percent of them in bin 7 (tkbench_hist.c's inputs), against Triton's tl.histogram with
+    one atomic per bin and program, as samples/bincount.tk does."""
+    x = torch.randint(0, bins, (n,), device=DEV, dtype=torch.int32)
+    if skew:
+        x = torch.where(torch.rand((n,), device=DEV) < skew / 100, 7, x).to(torch.int32)
+    eager = lambda: torch.bincount(x, minlength=bins)  # noqa: E731
+    ref = eager().to(torch.int32)
+    h = torch.zeros(bins, device=DEV, dtype=torch.int32)
+    block = 4096
+    launch = lambda: bincount_kernel[(cdiv(n, block),)](x, h, BLOCK=block, BINS=bins)  # noqa: E731
+    launch()
+    torch.cuda.synchronize()
+    res = {"note": "" if torch.equal(h, ref) else "MISMATCH vs eager",
+           "triton": time_us(launch), "eager": time_us(eager)}
+    comp = try_compile(eager, COMPILE)
+    res["compile"] = time_us(comp) if comp else math.nan
+    return res
 
 
 def launch_add(x, y, z):
@@ -520,6 +549,9 @@ def measure_all():
         for b, s in ((32, 8192), (32, 131072), (1, 131072), (4, 131072)):
             name = f"decode {dn} B{b} Hq32 Hkv8 S{s} D128"
             guard(name, lambda b=b, s=s, dt=dt: decode(b, 32, 8, s, 128, dt))
+
+    guard("bincount i32 2^28 256 bins", lambda: bincount(N28, 256, 0))
+    guard("bincount i32 2^28 256 bins skewed", lambda: bincount(N28, 256, 90))
 
     t = torch.zeros(128, device=DEV)
     tiny_kernel[(1,)](t, 0, BLOCK=128)

@@ -700,6 +700,7 @@ int main(int argc, char **argv) {
     if (!only || strstr(MM_CASES[i].name, only)) run_matmul_case(&b, &MM_CASES[i]);
   tb_attention(&b, only);
   tb_decode(&b, only);
+  tb_bincount(&b, only);
   if (!only) compile_times(&b);
   tk_free(b.ctx, b.flush);
   tk_context_destroy(b.ctx);

@@ -1,6 +1,6 @@
 /* The GPU level's memory ops: shared buffers (smem_alloc) and their swizzled addressing,
  * mbarriers (mbar_alloc, mbar_wait, mbar_arrive, mbar_expect), copies into buffers
- * (tma_load, cp_async and its commit/wait, smem_store) and out of them (smem_load,
+ * (tma_load, cp_async and its commit/wait, smem_store, smem_atomic) and out of them (smem_load,
  * tma_store and its bulk commit/wait), and the barrier and async-proxy fence that order
  * them. docs/ir.md, "GPU level", is the contract
  * each follows. Ops that one thread issues for the CTA run on thread 0, or on the one
@@ -144,6 +144,38 @@ static void emit_smem_load(cg_ctx *c, const ir_op *op) {
       out[j + e] = cg_from_smem(c, w == 1 ? v : LLVMBuildExtractElement(c->b, v, cg_i32(c, e), ""), reg);
   }
   cg_set(c, r, out, l.per);
+}
+
+/* smem_atomic: each element's atomic on slot[index], issued by its owner (a replica would
+ * apply it twice) where the mask holds; a branch around each, which ptxas predicates. */
+static void emit_smem_atomic(cg_ctx *c, const ir_op *op) {
+  const ir_value *buf = op->operands[0], *ix = op->operands[2];
+  LLVMValueRef base = cg_slot_base(c, buf, cg_slot(c, op->operands[1], 0));
+  cg_layout l = cg_layout_of(c, ix->type);
+  cg_val idx = cg_get(c, ix), val = cg_get_in(c, op->operands[3], &l);
+  cg_val mask = op->noperands > 4 ? cg_get_in(c, op->operands[4], &l) : (cg_val){NULL, 0};
+  tk_dtype dt = buf->type->dtype;
+  bool fl = ir_dtype_is_float(dt), sg = ir_dtype_is_signed(dt);
+  LLVMAtomicRMWBinOp rmw = LLVMAtomicRMWBinOpAdd;
+  switch ((ir_atomic_kind)op->attr) {
+  case IR_ATOM_ADD: rmw = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd; break;
+  case IR_ATOM_MAX: rmw = sg ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax; break;
+  case IR_ATOM_MIN: rmw = sg ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin; break;
+  case IR_ATOM_AND: rmw = LLVMAtomicRMWBinOpAnd; break;
+  case IR_ATOM_OR: rmw = LLVMAtomicRMWBinOpOr; break;
+  case IR_ATOM_XOR: rmw = LLVMAtomicRMWBinOpXor; break;
+  case IR_ATOM_XCHG: rmw = LLVMAtomicRMWBinOpXchg; break;
+  }
+  for (int j = 0; j < l.per; j++) {
+    LLVMValueRef own = l.tile ? cg_layout_owner(c, &l, j, -1) : NULL;
+    LLVMValueRef m = mask.n ? mask.v[mask.n == 1 ? 0 : j] : NULL;
+    LLVMValueRef cond = m && own ? LLVMBuildAnd(c->b, m, own, "") : m ? m : own;
+    LLVMValueRef k = idx.v[idx.n == 1 ? 0 : j];
+    LLVMValueRef at = byte_at(c, base, cg_slot_offset(c, buf->type, &k));
+    LLVMBasicBlockRef join = cond ? cg_if_begin(c, cond) : NULL;
+    LLVMBuildAtomicRMW(c->b, rmw, at, val.v[val.n == 1 ? 0 : j], LLVMAtomicOrderingMonotonic, false);
+    if (join) cg_if_end(c, join);
+  }
 }
 
 /* ---- cp.async ---- */
@@ -315,6 +347,7 @@ void cg_emit_async(cg_ctx *c, const ir_op *op) {
   case IR_SMEM_ALLOC: emit_smem_alloc(c, op); return;
   case IR_SMEM_STORE: emit_smem_store(c, op); return;
   case IR_SMEM_LOAD: emit_smem_load(c, op); return;
+  case IR_SMEM_ATOMIC: emit_smem_atomic(c, op); return;
   case IR_MBAR_ALLOC: emit_mbar_alloc(c, op); return;
   case IR_MBAR_WAIT: emit_mbar_wait(c, op); return;
   case IR_MBAR_ARRIVE: emit_mbar_arrive(c, op); return;

@@ -110,7 +110,7 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   case IR_DOT:
     cg_emit_dot(c, op);
     return;
-  case IR_SMEM_ALLOC: case IR_SMEM_STORE: case IR_SMEM_LOAD: case IR_MBAR_ALLOC:
+  case IR_SMEM_ALLOC: case IR_SMEM_STORE: case IR_SMEM_LOAD: case IR_SMEM_ATOMIC: case IR_MBAR_ALLOC:
   case IR_MBAR_WAIT: case IR_MBAR_ARRIVE: case IR_MBAR_EXPECT: case IR_TMA_LOAD:
   case IR_TMA_STORE: case IR_BULK_COMMIT: case IR_BULK_WAIT:
   case IR_CP_ASYNC: case IR_CP_ASYNC_COMMIT: case IR_CP_ASYNC_WAIT: case IR_BARRIER:
@@ -129,6 +129,14 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   case IR_TENSOR_MAP: case IR_GRID_SIZE: case IR_SCRATCH:
     cg_emit_abi_value(c, op);
     return;
+  case IR_HISTOGRAM: {
+    /* the histogram pass lowers it for every GPU compile; a --passes list may leave it out */
+    su_loc loc = {c->src, UINT32_MAX, 0, op->loc.line, op->loc.col};
+    su_error(c->diags, loc, "'histogram' reached the GPU back end unlowered: the 'histogram' pass "
+             "must run after tiling");
+    c->failed = true;
+    return;
+  }
   case IR_PRINT: case IR_ASSERT: {
     char what[64];
     snprintf(what, sizeof what, "'%s'", ir_op_info(op->opc)->name);

@@ -4,7 +4,8 @@
  * masked access, when the mask is provably constant over the group. A masked group is one
  * predicated PTX access (`@p ld.global.v4.b32`, as Triton emits), written as inline asm
  * because LLVM would turn a conditional access into branches; masked-off lanes are never
- * touched and a load yields `other` there. Replicated elements and scalar stores/atomics
+ * touched and a load yields `other` there. An access with a cache or eviction hint is
+ * inline PTX too (`ld.global.cg.v4.b32`, `st.global.L1::evict_first.b32`), masked or not. Replicated elements and scalar stores/atomics
  * are issued by one thread only. Masks, values and results follow the pointer tile's
  * layout (converted when the IR disagrees). */
 #include "cg.h"
@@ -183,34 +184,65 @@ static LLVMValueRef call_asm(cg_ctx *c, LLVMTypeRef ret, LLVMValueRef *args, int
   return r;
 }
 
-/* Slots [j0, j0+w) under the (uniform) predicate a->mask[j0], without a branch. A load's
- * registers start as `other`, so that masked-off lanes keep it; it returns the packed
- * value read. */
-static LLVMValueRef access_predicated(cg_ctx *c, const access *a, int j0, int w, bool store) {
+/* The PTX qualifier of op's hints (docs/language.md, 6.3): a cache operator or an L1
+ * eviction priority (the verifier allows one), "" for none. */
+static const char *hint_qualifier(const ir_op *op) {
+  switch ((ir_cache)op->attr) {
+  case IR_CACHE_NONE: break;
+  case IR_CACHE_CA: return ".ca";
+  case IR_CACHE_CG: return ".cg";
+  case IR_CACHE_CS: return ".cs";
+  case IR_CACHE_LU: return ".lu";
+  case IR_CACHE_CV: return ".cv";
+  case IR_CACHE_WB: return ".wb";
+  case IR_CACHE_WT: return ".wt";
+  }
+  switch ((ir_evict)op->attr2) {
+  case IR_EVICT_NORMAL: return "";
+  case IR_EVICT_FIRST: return ".L1::evict_first";
+  case IR_EVICT_LAST: return ".L1::evict_last";
+  }
+  return "";
+}
+
+/* Slots [j0, j0+w) as one PTX ld.global / st.global with the qualifier q: under the
+ * (uniform) predicate a->mask[j0] when there is a mask, without a branch. A predicated
+ * load's registers start as `other`, so that masked-off lanes keep it. Returns the packed
+ * value a load read. The one place both instructions are written: masked accesses, and
+ * every access with a hint (LLVM's loads and stores have no way to say them). */
+static LLVMValueRef access_asm(cg_ctx *c, const access *a, int j0, int w, bool store, const char *q) {
   lanes L = lanes_of(c, w * a->bytes);
   const char *vec = L.n == 4 ? ".v4" : L.n == 2 ? ".v2" : "";
   const char *rc = lane_constraint(&L);
-  LLVMValueRef args[2 + 4] = {a->ptr[j0], a->mask[j0]};
-  split_lanes(c, pack(c, a, a->val + j0, w), &L, args + 2);
+  bool pred = a->mask != NULL;
+  int na = 0;
+  LLVMValueRef args[2 + 4];
+  args[na++] = a->ptr[j0];
+  if (pred) args[na++] = a->mask[j0];
   su_buf text = {0}, cons = {0};
   if (store) {
-    su_buf_printf(&text, "@$1 st.global%s.%s [$0], ", vec, L.type);
-    reg_list(&text, 2, L.n);
+    split_lanes(c, pack(c, a, a->val + j0, w), &L, args + na);
+    su_buf_printf(&text, "%sst.global%s%s.%s [$0], ", pred ? "@$1 " : "", q, vec, L.type);
+    reg_list(&text, na, L.n);
     su_buf_puts(&text, ";");
-    su_buf_puts(&cons, "l,b");
+    su_buf_puts(&cons, pred ? "l,b" : "l");
     for (int i = 0; i < L.n; i++) su_buf_printf(&cons, ",%s", rc);
-    call_asm(c, LLVMVoidTypeInContext(c->llc), args, 2 + L.n, &text, &cons);
+    call_asm(c, LLVMVoidTypeInContext(c->llc), args, na + L.n, &text, &cons);
     return NULL;
   }
-  su_buf_printf(&text, "@$%d ld.global%s.%s ", L.n + 1, vec, L.type);
+  if (pred) {
+    split_lanes(c, pack(c, a, a->val + j0, w), &L, args + na);
+    su_buf_printf(&text, "@$%d ", L.n + 1);
+  }
+  su_buf_printf(&text, "ld.global%s%s.%s ", q, vec, L.type);
   reg_list(&text, 0, L.n);
   su_buf_printf(&text, ", [$%d];", L.n);
   for (int i = 0; i < L.n; i++) su_buf_printf(&cons, "=%s,", rc);
-  su_buf_puts(&cons, "l,b");
-  for (int i = 0; i < L.n; i++) su_buf_printf(&cons, ",%d", i); /* tied to the outputs */
+  su_buf_puts(&cons, pred ? "l,b" : "l");
+  for (int i = 0; pred && i < L.n; i++) su_buf_printf(&cons, ",%d", i); /* tied to the outputs */
   LLVMTypeRef lt[4] = {L.t, L.t, L.t, L.t};
   LLVMTypeRef ret = L.n == 1 ? L.t : LLVMStructTypeInContext(c->llc, lt, (unsigned)L.n, false);
-  LLVMValueRef r = call_asm(c, ret, args, 2 + L.n, &text, &cons);
+  LLVMValueRef r = call_asm(c, ret, args, pred ? na + L.n : na, &text, &cons);
   LLVMValueRef got[4] = {r};
   for (int i = 0; L.n > 1 && i < L.n; i++) got[i] = LLVMBuildExtractValue(c->b, r, (unsigned)i, "");
   LLVMTypeRef mem = cg_mem_type(c, a->dt);
@@ -222,10 +254,11 @@ static void emit_load_store(cg_ctx *c, const ir_op *op, bool store) {
   cg_layout l = cg_layout_of(c, ptr->type);
   int mask_at = store ? 2 : 1, val_at = store ? 1 : 2;
   access a = gather(c, op, &l, mask_at, val_at, store);
+  const char *hint = hint_qualifier(op);
   int w = cg_access_width(c, op->operands[0], op->noperands > mask_at ? op->operands[mask_at] : NULL, &l, a.bytes);
   LLVMValueRef *out = store ? NULL : cg_slots(c, l.per);
   for (int j0 = 0; j0 < l.per; j0 += w) {
-    LLVMValueRef v = a.mask ? access_predicated(c, &a, j0, w, store) : access_plain(c, &a, j0, w, store);
+    LLVMValueRef v = a.mask || *hint ? access_asm(c, &a, j0, w, store, hint) : access_plain(c, &a, j0, w, store);
     if (!store) unpack(c, &a, v, w, out + j0);
   }
   if (store) return;

@@ -78,7 +78,7 @@ static bool run_inst(ip_exec *x, const ip_inst *in) {
     return ip_run_shape(x, in);
   case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:
     return ip_run_memory(x, in);
-  case IR_REDUCE: case IR_ARGREDUCE: case IR_SCAN: case IR_DOT:
+  case IR_REDUCE: case IR_ARGREDUCE: case IR_SCAN: case IR_DOT: case IR_HISTOGRAM:
     return ip_run_reduce(x, in);
   case IR_PRINT: case IR_ASSERT:
     return ip_run_debug(x, in);

@@ -1,5 +1,5 @@
-/* Ops that combine elements along an axis: reduce, argreduce, scan, and the matrix
- * product (dot.c). All accumulate sequentially, in index order, in the result's type. */
+/* Ops that combine elements along an axis: reduce, argreduce, scan, histogram, and the
+ * matrix product (dot.c). All accumulate sequentially, in index order, in the result's type. */
 #include "internal.h"
 
 #include <math.h>
@@ -70,6 +70,23 @@ static void run_scan(const ir_op *op, ip_val src, ip_val r, geometry g) {
     }
 }
 
+/* histogram: the count of each value in [0, bins) among the elements the mask keeps, in
+ * element order; other values are not counted (docs/language.md, 6.5). */
+static void run_histogram(ip_exec *x, const ip_inst *in, ip_val src, ip_val r) {
+  bool signed_ = ir_dtype_is_signed(ip_elem_dtype(src.type));
+  bool masked = in->op->noperands > 1;
+  ip_val mask = masked ? IP_IN(x, in, 1) : src;
+  int64_t n = ir_type_numel(src.type), bins = r.n;
+  for (int64_t b = 0; b < bins; b++) r.e[b] = ip_int(TK_I32, 0);
+  for (int64_t i = 0; i < n; i++) {
+    if (masked && !mask.e[mask.n == 1 ? 0 : i].u) continue;
+    ip_elem e = src.e[src.n == 1 ? 0 : i];
+    if (signed_ ? e.i < 0 || e.i >= bins : e.u >= (uint64_t)bins) continue;
+    int64_t b = signed_ ? e.i : (int64_t)e.u;
+    r.e[b] = ip_int(TK_I32, r.e[b].u + 1);
+  }
+}
+
 bool ip_run_reduce(ip_exec *x, const ip_inst *in) {
   const ir_op *op = in->op;
   ip_val r = ip_val_out(x, op->results[0]->type);
@@ -89,6 +106,9 @@ bool ip_run_reduce(ip_exec *x, const ip_inst *in) {
       run_scan(op, src, r, g);
     break;
   }
+  case IR_HISTOGRAM:
+    run_histogram(x, in, src, r);
+    break;
   case IR_DOT:
     SU_ASSERT(r.type->kind == IR_TILE && r.type->rank >= 2);
     ip_dot(x->scratch, src, IP_IN(x, in, 1), IP_IN(x, in, 2), r, (ir_dot_precision)op->attr);

@@ -140,6 +140,14 @@ typedef enum {
 /* dot's attr: how f32 operands are multiplied (docs/language.md, "Precision"). tf32 is 0,
  * the default, written as nothing in the text form; other operand types ignore it. */
 typedef enum { IR_DOT_TF32, IR_DOT_IEEE, IR_DOT_TF32X3 } ir_dot_precision;
+/* load's and store's attr: the cache operator (PTX's ld/st .cop; Triton's cache_modifier),
+ * 0 for none. ca, lu and cv are loads' only, wb and wt stores' only, cg and cs both's. */
+typedef enum {
+  IR_CACHE_NONE, IR_CACHE_CA, IR_CACHE_CG, IR_CACHE_CS, IR_CACHE_LU, IR_CACHE_CV, IR_CACHE_WB, IR_CACHE_WT
+} ir_cache;
+/* load's and store's attr2: the L1 eviction priority (PTX's L1::evict_*; Triton's
+ * eviction_policy), 0 for the normal one. PTX takes it or a cache operator, not both. */
+typedef enum { IR_EVICT_NORMAL, IR_EVICT_FIRST, IR_EVICT_LAST } ir_evict;
 
 typedef struct {
   const char *name;
@@ -157,11 +165,17 @@ const char *ir_cmp_name(ir_cmp c);
 const char *ir_reduce_name(ir_reduce_kind k);
 const char *ir_atomic_name(ir_atomic_kind k);
 const char *ir_dot_precision_name(ir_dot_precision p);
+const char *ir_cache_name(ir_cache c);   /* "cg"; NULL for none or out of range */
+const char *ir_evict_name(ir_evict e);   /* "evict_first"; NULL for normal or out of range */
+/* True if op (load or store) takes the cache operator c (IR_CACHE_NONE: always). */
+bool ir_cache_allowed(ir_opcode op, ir_cache c);
 /* The inverse lookups on the n bytes at s; -1 when s names none. */
 int ir_cmp_parse(const char *s, size_t n);
 int ir_reduce_parse(const char *s, size_t n);
 int ir_atomic_parse(const char *s, size_t n);
 int ir_dot_precision_parse(const char *s, size_t n);
+int ir_cache_parse(const char *s, size_t n); /* "ca".."wt" (no leading dot) */
+int ir_evict_parse(const char *s, size_t n); /* "evict_first", "evict_last" */
 
 typedef struct { uint32_t line, col; } ir_loc;
 

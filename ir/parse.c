@@ -419,6 +419,22 @@ static void parse_modifier(parser *p, ir_op *op, ir_modifier mod, irtok *lit) {
     }
     return;
   }
+  if (mod == IR_MOD_CACHE) {
+    int k = p->tok.kind == IRT_IDENT ? ir_cache_parse(p->tok.text, p->tok.len) : -1;
+    if (k >= 0) {
+      op->attr = k;
+      next(p);
+    }
+    k = p->tok.kind == IRT_IDENT ? ir_evict_parse(p->tok.text, p->tok.len) : -1;
+    if (k >= 0) {
+      op->attr2 = k;
+      next(p);
+    }
+    if (p->tok.kind == IRT_IDENT)
+      fail_at(p, p->tok.loc, "expected a cache hint (ca cg cs lu cv wb wt) or an eviction priority "
+              "(evict_first evict_last) after '%s', found %s", ir_op_info(op->opc)->name, describe(&p->tok));
+    return;
+  }
   if (mod == IR_MOD_CONST) {
     if (p->tok.kind != IRT_INT && p->tok.kind != IRT_FLOAT)
       fail_at(p, p->tok.loc, "expected a constant value, found %s", describe(&p->tok));

@@ -97,6 +97,13 @@ static void print_modifier(su_buf *b, const ir_op *op, ir_modifier mod) {
     if (!op->attr) return;
     name = ir_dot_precision_name((ir_dot_precision)op->attr);
     break;
+  case IR_MOD_CACHE:
+    /* an out-of-range hint is printed as its number, for the verifier to name */
+    if (op->attr && ir_cache_name((ir_cache)op->attr)) su_buf_printf(b, " %s", ir_cache_name((ir_cache)op->attr));
+    else if (op->attr) su_buf_printf(b, " cache?%" PRId64, op->attr);
+    if (op->attr2 && ir_evict_name((ir_evict)op->attr2)) su_buf_printf(b, " %s", ir_evict_name((ir_evict)op->attr2));
+    else if (op->attr2) su_buf_printf(b, " evict?%" PRId64, op->attr2);
+    return;
   case IR_MOD_CONST:
     su_buf_puts(b, " ");
     print_cval(b, op);

@@ -8,6 +8,8 @@ static const char *const cmp_names[] = {"eq", "ne", "lt", "le", "gt", "ge"};
 static const char *const reduce_names[] = {"sum", "max", "min"};
 static const char *const atomic_names[] = {"add", "max", "min", "and", "or", "xor", "xchg"};
 static const char *const precision_names[] = {"tf32", "ieee", "tf32x3"};
+static const char *const cache_names[] = {"", "ca", "cg", "cs", "lu", "cv", "wb", "wt"};
+static const char *const evict_names[] = {"", "evict_first", "evict_last"};
 
 const char *ir_cmp_name(ir_cmp c) {
   return c >= 0 && c <= IR_CMP_GE ? cmp_names[c] : NULL;
@@ -25,6 +27,24 @@ const char *ir_dot_precision_name(ir_dot_precision p) {
   return p >= 0 && p <= IR_DOT_TF32X3 ? precision_names[p] : NULL;
 }
 
+const char *ir_cache_name(ir_cache c) {
+  return c > IR_CACHE_NONE && c <= IR_CACHE_WT ? cache_names[c] : NULL;
+}
+
+const char *ir_evict_name(ir_evict e) {
+  return e > IR_EVICT_NORMAL && e <= IR_EVICT_LAST ? evict_names[e] : NULL;
+}
+
+bool ir_cache_allowed(ir_opcode op, ir_cache c) {
+  switch (c) {
+  case IR_CACHE_NONE: return true;
+  case IR_CACHE_CG: case IR_CACHE_CS: return op == IR_LOAD || op == IR_STORE;
+  case IR_CACHE_CA: case IR_CACHE_LU: case IR_CACHE_CV: return op == IR_LOAD;
+  case IR_CACHE_WB: case IR_CACHE_WT: return op == IR_STORE;
+  }
+  return false;
+}
+
 static int lookup(const char *const *names, int n, const char *s, size_t len) {
   for (int i = 0; i < n; i++)
     if (strlen(names[i]) == len && memcmp(names[i], s, len) == 0) return i;
@@ -35,6 +55,9 @@ int ir_cmp_parse(const char *s, size_t n) { return lookup(cmp_names, 6, s, n); }
 int ir_reduce_parse(const char *s, size_t n) { return lookup(reduce_names, 3, s, n); }
 int ir_atomic_parse(const char *s, size_t n) { return lookup(atomic_names, 7, s, n); }
 int ir_dot_precision_parse(const char *s, size_t n) { return lookup(precision_names, 3, s, n); }
+/* index 0 is the empty name of "none", which no text spells */
+int ir_cache_parse(const char *s, size_t n) { return n ? lookup(cache_names, 8, s, n) : -1; }
+int ir_evict_parse(const char *s, size_t n) { return n ? lookup(evict_names, 3, s, n) : -1; }
 
 const char *ir_flag_word(ir_modifier mod) {
   return mod == IR_MOD_WHILE ? "while" : mod == IR_MOD_FTZ ? "ftz" : mod == IR_MOD_LIKELY ? "likely" : NULL;
@@ -64,6 +87,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax accurate = {IR_MOD_ACCURATE, 0, {{0}}};
   static const ir_syntax ftz = {IR_MOD_FTZ, 0, {{0}}};
   static const ir_syntax likely = {IR_MOD_LIKELY, 0, {{0}}};
+  static const ir_syntax cache = {IR_MOD_CACHE, 0, {{0}}};
   static const ir_syntax wspec = {IR_MOD_NONE, 2, {{"producer_warps", IR_SLOT_ATTR}, {"regs", IR_SLOT_INTS}}};
   switch (op) {
   case IR_CONST: return &konst;
@@ -77,7 +101,8 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_REDUCE:
   case IR_ARGREDUCE:
   case IR_SCAN: return &reduce;
-  case IR_ATOMIC: return &atomic;
+  case IR_ATOMIC: case IR_SMEM_ATOMIC: return &atomic;
+  case IR_LOAD: case IR_STORE: return &cache;
   case IR_PRINT: return &prefix;
   case IR_ASSERT: return &msg;
   case IR_TENSOR_MAP: return &tmap;

@@ -16,7 +16,9 @@ typedef enum {
   IR_MOD_PRECISION, /* dot ieee %a ... (attr: ir_dot_precision; nothing written for tf32) */
   IR_MOD_ACCURATE,  /* sin accurate %x (attr 1; nothing written for 0) */
   IR_MOD_FTZ,    /* exp2 ftz %x       (attr 1; nothing written for 0) */
-  IR_MOD_LIKELY  /* if likely %c      (attr 1; nothing written for 0) */
+  IR_MOD_LIKELY, /* if likely %c      (attr 1; nothing written for 0) */
+  IR_MOD_CACHE   /* load cg %p, load evict_last %p (attr: ir_cache, attr2: ir_evict; nothing
+                    written for none/normal) */
 } ir_modifier;
 
 /* Which op field a `{key = value}` attribute fills. */

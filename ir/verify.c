@@ -48,6 +48,7 @@ static bool check_counts(verifier *v, const ir_op *op) {
   int n = op->noperands, lo = info->noperands, hi = info->noperands;
   switch (op->opc) {
   case IR_LOAD: lo = 1, hi = 3; break;
+  case IR_HISTOGRAM: lo = 1, hi = 2; break;
   case IR_STORE:
   case IR_ATOMIC: lo = 2, hi = 3; break;
   case IR_PRINT:
@@ -188,6 +189,29 @@ static void check_access(verifier *v, const ir_op *op, const ir_type *x, int mas
     const ir_type *mk = op->operands[mask_index]->type;
     if (!is_i1(mk) || !same_shape(mk, p)) ir_verr(v, op, "mask must be i1 shaped like %s, is %s", ir_vts(v, p), ir_vts(v, mk));
   }
+}
+
+/* load's and store's hints: a cache operator the access takes, an eviction priority, not
+ * both (PTX has no form with both: ptxas rejects `ld.global.cg.L1::evict_last`). */
+static void check_hints(verifier *v, const ir_op *op) {
+  bool cache_ok = ir_cache_allowed(op->opc, (ir_cache)op->attr) &&
+                  (op->attr == IR_CACHE_NONE || ir_cache_name((ir_cache)op->attr));
+  if (!cache_ok) ir_verr(v, op, "bad cache hint %lld", (long long)op->attr);
+  if (op->attr2 != IR_EVICT_NORMAL && !ir_evict_name((ir_evict)op->attr2))
+    ir_verr(v, op, "bad eviction priority %lld", (long long)op->attr2);
+  if (op->attr && op->attr2) ir_verr(v, op, "a cache hint and an eviction priority cannot be combined");
+}
+
+/* histogram: integers (not i1) of any shape, a mask of their shape, a 1-D i32 result. */
+static void check_histogram(verifier *v, const ir_op *op) {
+  const ir_type *x = op->operands[0]->type, *r = op->results[0]->type;
+  if (x->kind != IR_TILE || !is_int(x) || is_i1(x)) ir_verr(v, op, "operand must be a tile of integers, is %s", ir_vts(v, x));
+  if (op->noperands == 2) {
+    const ir_type *mk = op->operands[1]->type;
+    if (!is_i1(mk) || !same_shape(mk, x)) ir_verr(v, op, "mask must be i1 shaped like %s, is %s", ir_vts(v, x), ir_vts(v, mk));
+  }
+  if (r->kind != IR_TILE || r->rank != 1 || r->dtype != TK_I32 || r->elem->kind != IR_SCALAR)
+    ir_verr(v, op, "result must be a 1-D tile of i32 (one count per bin), is %s", ir_vts(v, r));
 }
 
 static void check_reduce(verifier *v, const ir_op *op) {
@@ -402,9 +426,14 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
   case IR_LOAD:
     check_access(v, op, r, 1);
     if (op->noperands == 3 && op->operands[2]->type != r) ir_verr(v, op, "'other' must have the result type %s", ir_vts(v, r));
+    check_hints(v, op);
     return;
   case IR_STORE:
     check_access(v, op, op->operands[1]->type, 2);
+    check_hints(v, op);
+    return;
+  case IR_HISTOGRAM:
+    check_histogram(v, op);
     return;
   case IR_ATOMIC:
     if (!ir_atomic_name((ir_atomic_kind)op->attr)) ir_verr(v, op, "bad kind %lld", (long long)op->attr);

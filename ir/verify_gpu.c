@@ -18,6 +18,7 @@ bool ir_verify_gpu_counts(const ir_op *op, int *lo, int *hi) {
   case IR_TMA_STORE: *lo = 4, *hi = 3 + IR_MAX_RANK; return true;
   case IR_CP_ASYNC: *lo = 3, *hi = 4; return true;
   case IR_WGMMA: *lo = 4, *hi = 5; return true;
+  case IR_SMEM_ATOMIC: *lo = 4, *hi = 5; return true;
   case IR_WGMMA_WAIT: *lo = 1, *hi = 1 << 30; return true;
   default: return false;
   }
@@ -164,6 +165,32 @@ static void check_mma(verifier *v, const ir_op *op) {
   if (op->results[0]->type != acc) ir_verr(v, op, "result must have the accumulator type %s", ir_vts(v, acc));
 }
 
+/* smem_atomic (buf, slot, index, value[, mask]): a buffer of plain 1-D slots; i32 indices,
+ * values of the slot's element (an integer or f32 for add, integers for the others) and
+ * a mask, all of one tile shape. */
+static void check_smem_atomic(verifier *v, const ir_op *op) {
+  if (!ir_atomic_name((ir_atomic_kind)op->attr)) ir_verr(v, op, "bad kind %lld", (long long)op->attr);
+  if (!want_kind(v, op, 0, IR_SMEM, "a shared buffer")) return;
+  want_i32(v, op, 1, "the slot");
+  const ir_type *buf = op->operands[0]->type, *ix = op->operands[2]->type, *val = op->operands[3]->type;
+  if (buf->rank != 2 || buf->layout->swizzle != 0) ir_verr(v, op, "buffer %s must have plain 1-D slots", ir_vts(v, buf));
+  tk_dtype e = buf->dtype;
+  bool elem_ok = (ir_dtype_is_int(e) && e != TK_I1 && ir_dtype_bytes(e) >= 4) ||
+                 (e == TK_F32 && op->attr == IR_ATOM_ADD);
+  if (!elem_ok) ir_verr(v, op, "no shared-memory atomic '%s' on %s", ir_atomic_name((ir_atomic_kind)op->attr) ? ir_atomic_name((ir_atomic_kind)op->attr) : "?", ir_dtype_name(e));
+  if (ix->kind != IR_TILE || ix->dtype != TK_I32 || ix->elem->kind != IR_SCALAR)
+    ir_verr(v, op, "index must be a tile of i32, is %s", ir_vts(v, ix));
+  if (val->kind != IR_TILE || val->dtype != e || val->elem->kind != IR_SCALAR || val->rank != ix->rank ||
+      memcmp(val->shape, ix->shape, sizeof(int) * (size_t)ix->rank))
+    ir_verr(v, op, "value must be a tile of %s shaped like %s, is %s", ir_dtype_name(e), ir_vts(v, ix), ir_vts(v, val));
+  if (op->noperands == 5) {
+    const ir_type *mk = op->operands[4]->type;
+    if (mk->kind != IR_TILE || mk->dtype != TK_I1 || mk->rank != ix->rank ||
+        memcmp(mk->shape, ix->shape, sizeof(int) * (size_t)ix->rank))
+      ir_verr(v, op, "mask must be i1 shaped like %s", ir_vts(v, ix));
+  }
+}
+
 /* The producer of a warp_spec runs on one thread: scalars, control flow and the ops that
  * one thread issues for all (copies, expects, waits). */
 static void check_producer(verifier *v, const ir_block *blk) {
@@ -173,7 +200,7 @@ static void check_producer(verifier *v, const ir_block *blk) {
         ir_verr(v, op, "the producer of a warp_spec runs on one thread and holds no tiles");
     switch (op->opc) {
     case IR_BARRIER: case IR_WGMMA: case IR_MMA: case IR_MBAR_ARRIVE: case IR_CP_ASYNC: case IR_TMA_STORE:
-    case IR_SMEM_LOAD: case IR_SMEM_STORE: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:
+    case IR_SMEM_LOAD: case IR_SMEM_STORE: case IR_SMEM_ATOMIC: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:
       ir_verr(v, op, "cannot stand in the producer of a warp_spec (one thread)");
       break;
     default: break;
@@ -257,6 +284,9 @@ bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
     if (!slot_matches(buf, t, false)) ir_verr(v, op, "tile %s is not a slot of %s", ir_vts(v, t), ir_vts(v, buf));
     return true;
   }
+  case IR_SMEM_ATOMIC:
+    check_smem_atomic(v, op);
+    return true;
   case IR_WGMMA:
     check_wgmma(v, op);
     return true;

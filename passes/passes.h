@@ -109,6 +109,11 @@ bool pass_warpspec(ir_module *m, ir_func *f);
 /* Moves pure ops computed before a loop that does not use them down to their first user
  * (sink.c). */
 bool pass_sink(ir_module *m, ir_func *f);
+/* histogram (GPU targets): each histogram op becomes the program's counts in a shared
+ * buffer, zeroed, filled by shared-memory atomics (values outside [0, bins) and masked-off
+ * elements not counted) and read back as the tile, between barriers (docs/passes.md).
+ * Runs after tiling, and at -O0 (codegen reads only the lowered form). */
+bool pass_histogram(ir_module *m, ir_func *f);
 
 /* The tiling pass's anchor layout for a tile of the given shape (rank 1..IR_MAX_RANK),
  * written to *out (not interned): `vec` contiguous elements per thread along the last

@@ -19,7 +19,7 @@ typedef struct {
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
   X(constfold) X(simplify) X(cse) X(dce) X(licm) X(fuse) X(materialize) X(tiling) X(persist) X(swpipe) \
-  X(lower_dot) X(rotate) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract)
+  X(lower_dot) X(rotate) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract) X(histogram)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -45,11 +45,13 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * persist wraps a dot kernel in its tile loop
  * before swpipe threads its ring counter through it; lower_dot reads the slots swpipe
  * made; rotate overlaps the second product of a loop with the next iteration's first;
- * tmastore turns the epilogue's store into a TMA copy; warpspec splits the single stream that results; a last canonicalize folds the
+ * tmastore turns the epilogue's store into a TMA copy; histogram (right after tiling, whose
+ * layouts its shared-memory ops take, and alone at -O0) builds each program's counts with
+ * shared-memory atomics; warpspec splits the single stream that results; a last canonicalize folds the
  * constants the lowering repeated and sweeps what it left dead (the loads' address
  * computations); sink then moves what the epilogue computes before the loop past it. */
 static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "fuse"};
-static const char *const target_pipeline[] = {"tiling",   "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
+static const char *const target_pipeline[] = {"tiling",   "histogram", "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
                                               "rotate",   "tmastore", "warpspec", "canonicalize", "sink"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],
@@ -208,7 +210,12 @@ bool pass_run(ir_module *m, const pass_options *o, su_diags *d) {
   if (o->only) norder = read_list(scratch, o->only, "--passes", &order, d);
   /* Both lists are checked before anything runs, so a typo costs no work. */
   if (nprinted < 0 || norder < 0) r.ok = false;
-  else if (!o->only && o->opt_level <= 0) norder = 0;
+  else if (!o->only && o->opt_level <= 0) {
+    /* -O0 optimizes nothing, but a GPU target still needs the lowerings its back end reads
+     * instead of the user's op (codegen has no histogram of its own) */
+    norder = 0;
+    if (m->arch) order[norder++] = pass_index("histogram", 9);
+  }
 
   m->remarks = o->remarks;
   m->remark_passes = o->remark_passes;

@@ -493,6 +493,7 @@ static const ir_layout *wanted(tiler *t, ir_op *op, int k) {
     return lay_of(t, op->operands[0]);
   case IR_EXPAND_DIMS: return slice(t, res, (int)op->attr2);
   case IR_DOT: return k == 2 ? res : NULL; /* a and b are staged through shared memory */
+  case IR_HISTOGRAM: return k == 1 ? lay_of(t, op->operands[0]) : NULL; /* the mask follows x */
   case IR_REDUCE: case IR_ARGREDUCE: case IR_RESHAPE: case IR_CONVERT_LAYOUT: case IR_SLICE: case IR_JOIN: case IR_GATHER: return NULL;
   case IR_FOR: return k >= 3 ? lay_of(t, op->regions[0]->args[k - 2]) : NULL;
   case IR_YIELD: {

@@ -18,6 +18,7 @@ static bool numeric(const ir_type *t) {
 /* Is a string allowed as argument i of b? */
 static bool string_arg(const sema_builtin *b, int i) {
   return (b->kind == B_DEVICE_PRINT && i == 0) || (b->kind == B_DOT && i == 3) ||
+         ((b->kind == B_LOAD || b->kind == B_STORE) && i >= 3) ||
          ((b->kind == B_STATIC_ASSERT || b->kind == B_DEVICE_ASSERT) && i == 1);
 }
 
@@ -392,6 +393,82 @@ static const ir_type *check_shape_op(sema_ctx *c, ast_node *e, sema_call *cl) {
   }
 }
 
+/* A hint's string: "" (none), or one of the n names, written with or without Triton's
+ * leading dot (".cg"); the index of the name + 1, 0 for none, -1 for anything else. */
+static int hint_index(const ast_node *a, const char *const *names, int n) {
+  if (a->kind != AST_STRING) return -1;
+  const char *s = a->str[0] == '.' ? a->str + 1 : a->str;
+  if (!a->str[0]) return 0;
+  for (int i = 0; i < n; i++)
+    if (strcmp(s, names[i]) == 0) return i + 1;
+  return -1;
+}
+
+/* load's and store's cache and eviction hints (Triton's cache_modifier and
+ * eviction_policy): string literals, recorded in cl->numerics as ir_cache | ir_evict << 8.
+ * PTX's ld and st take a cache operator or an L1 eviction priority, not both. */
+static bool check_hints(sema_ctx *c, ast_node *e, sema_call *cl) {
+  bool load = cl->builtin->kind == B_LOAD;
+  ast_node *ca = cl->argc > 3 ? cl->argv[3] : NULL, *ev = cl->argc > 4 ? cl->argv[4] : NULL;
+  static const char *const load_names[] = {"ca", "cg", "cs", "lu", "cv"};
+  static const char *const store_names[] = {"wb", "cg", "cs", "wt"};
+  static const ir_cache load_kinds[] = {IR_CACHE_CA, IR_CACHE_CG, IR_CACHE_CS, IR_CACHE_LU, IR_CACHE_CV};
+  static const ir_cache store_kinds[] = {IR_CACHE_WB, IR_CACHE_CG, IR_CACHE_CS, IR_CACHE_WT};
+  static const char *const evict_names[] = {"evict_first", "evict_last", "evict_normal"};
+  static const ir_evict evict_kinds[] = {IR_EVICT_FIRST, IR_EVICT_LAST, IR_EVICT_NORMAL};
+  ir_cache cache = IR_CACHE_NONE;
+  ir_evict evict = IR_EVICT_NORMAL;
+  if (ca) {
+    int k = hint_index(ca, load ? load_names : store_names, load ? 5 : 4);
+    if (k < 0) {
+      su_error(c->d, ca->loc, "cache of '%s' must be %s", e->name,
+               load ? "\"ca\", \"cg\", \"cs\", \"lu\" or \"cv\"" : "\"wb\", \"cg\", \"cs\" or \"wt\"");
+      su_note(c->d, ca->loc, "the PTX cache operators of '%s' (Triton's cache_modifier; a leading '.' "
+              "may be written)", load ? "ld" : "st");
+      return false;
+    }
+    if (k) cache = (load ? load_kinds : store_kinds)[k - 1];
+  }
+  if (ev) {
+    int k = hint_index(ev, evict_names, 3);
+    if (k < 0 || (ev->kind == AST_STRING && ev->str[0] == '.')) {
+      su_error(c->d, ev->loc, "eviction of '%s' must be \"evict_first\", \"evict_last\" or "
+               "\"evict_normal\"", e->name);
+      return false;
+    }
+    if (k) evict = evict_kinds[k - 1];
+  }
+  if (cache != IR_CACHE_NONE && evict != IR_EVICT_NORMAL) {
+    su_error(c->d, ev->loc, "'%s' takes a cache hint or an eviction priority, not both", e->name);
+    su_note(c->d, ca->loc, "PTX has no %s with both (ptxas rejects '%s.global.%s.L1::%s')", load ? "load" : "store",
+            load ? "ld" : "st", ir_cache_name(cache), ir_evict_name(evict));
+    return false;
+  }
+  cl->numerics = (int64_t)cache | (int64_t)evict << 8;
+  return true;
+}
+
+/* histogram(x, bins[, mask]): integers, a compile-time power-of-two bin count, a mask
+ * broadcast to x's shape; one i32 count per bin. */
+static const ir_type *check_histogram(sema_ctx *c, ast_node *e, sema_call *cl) {
+  const ir_type *t = cl->argv[0]->sema_type;
+  if (t->kind != IR_TILE || !ir_dtype_is_int(sema_elem(t)->dtype) || sema_elem(t)->kind != IR_SCALAR ||
+      sema_elem(t)->dtype == TK_I1) {
+    su_error(c->d, cl->argv[0]->loc, "'histogram' needs a tile of integers, got %s", tstr(c, t));
+    return NULL;
+  }
+  int64_t bins;
+  if (!sema_const_int(c, cl->argv[1], "bins of 'histogram'", &bins)) return NULL;
+  if (bins < 1 || bins > SEMA_MAX_BINS || !sema_is_pow2(bins)) {
+    su_error(c->d, cl->argv[1]->loc, "bins of 'histogram' must be a power of two from 1 to %d, got %lld",
+             SEMA_MAX_BINS, (long long)bins);
+    return NULL;
+  }
+  if (!mask_arg(c, e, cl->argc > 2 ? cl->argv[2] : NULL, t)) return NULL;
+  int n = (int)bins;
+  return ir_type_tile(c->m, scalar(c, TK_I32), 1, &n);
+}
+
 static const ir_type *check_memory(sema_ctx *c, ast_node *e, sema_call *cl) {
   ast_node *p = cl->argv[0];
   const ir_type *elem = pointee_of(c, e, p);
@@ -405,7 +482,7 @@ static const ir_type *check_memory(sema_ctx *c, ast_node *e, sema_call *cl) {
     if (o && (!value_for(c, e, o, o->sema_type, elem, "other") ||
               !to_shape(c, o, o->sema_type, pt, "other")))
       return NULL;
-    return res;
+    return check_hints(c, e, cl) ? res : NULL;
   }
   case B_STORE:
   case B_ATOMIC: {
@@ -418,7 +495,8 @@ static const ir_type *check_memory(sema_ctx *c, ast_node *e, sema_call *cl) {
     if (!value_for(c, e, v, v->sema_type, elem, "value") || !to_shape(c, v, v->sema_type, pt, "value") ||
         !mask_arg(c, e, cl->argc > 2 ? cl->argv[2] : NULL, pt))
       return NULL;
-    return cl->builtin->kind == B_STORE ? SEMA_VOID : res;
+    if (cl->builtin->kind == B_STORE) return check_hints(c, e, cl) ? SEMA_VOID : NULL;
+    return res;
   }
   case B_ATOMIC_CAS:
     for (int i = 1; i < 3; i++) {
@@ -646,6 +724,7 @@ const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
   case B_SPLIT: return check_split(c, cl);
   case B_GATHER: return check_gather(c, e, cl);
   case B_SORT: return check_sort(c, e, cl);
+  case B_HISTOGRAM: return check_histogram(c, e, cl);
   case B_STATIC_ASSERT: case B_DEVICE_ASSERT: return check_static_assert(c, e, cl);
   case B_DEVICE_PRINT:
     if (v[0]->kind != AST_STRING) {

@@ -111,7 +111,7 @@ const ir_type *sema_check_call(sema_ctx *c, ast_node *e) {
     }
   }
   int nnames = 0;
-  while (nnames < 4 && b->params[nnames]) nnames++;
+  while (nnames < SEMA_MAX_PARAMS && b->params[nnames]) nnames++;
   if (!sort_args(c, e, b->params, nnames, b->min_args, b->max_args, cl)) return NULL;
   return sema_check_builtin(c, e, cl);
 }

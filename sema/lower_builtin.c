@@ -197,8 +197,13 @@ static ir_value *lower_memory(sema_lowerer *l, ast_node *e, sema_call *cl) {
   if (kind == B_LOAD && mask && cl->argc > 2 && cl->argv[2]) ops[n++] = sema_lower_as(l, cl->argv[2], vt);
   sema_lower_at(l, e);
   switch (kind) {
-  case B_LOAD: return ir_build1(&l->b, IR_LOAD, vt, n, ops);
-  case B_STORE: ir_build(&l->b, IR_STORE, n, ops, 0, NULL); return NULL;
+  case B_LOAD: return build(l, IR_LOAD, vt, n, ops, cl->numerics & 0xff, cl->numerics >> 8);
+  case B_STORE: {
+    ir_op *st = ir_build(&l->b, IR_STORE, n, ops, 0, NULL);
+    st->attr = cl->numerics & 0xff; /* the hints: ir_cache, ir_evict */
+    st->attr2 = cl->numerics >> 8;
+    return NULL;
+  }
   case B_ATOMIC: return build(l, IR_ATOMIC, vt, n, ops, cl->builtin->sub, 0);
   default: return ir_build1(&l->b, IR_ATOMIC_CAS, vt, n, ops);
   }
@@ -293,6 +298,13 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     return lower_shape(l, e, cl);
   case B_JOIN: return lower_join(l, e, cl);
   case B_SORT: return lower_sort(l, e, cl);
+  case B_HISTOGRAM: {
+    int n = 1;
+    ops[0] = sema_lower_expr(l, v[0]);
+    if (cl->argc > 2 && v[2]) ops[n++] = sema_lower_as(l, v[2], ir_type_like(l->m, ops[0]->type, ir_type_scalar(l->m, TK_I1)));
+    sema_lower_at(l, e);
+    return ir_build1(&l->b, IR_HISTOGRAM, t, n, ops);
+  }
   case B_GATHER: {
     ops[0] = sema_lower_expr(l, v[0]);
     ops[1] = sema_lower_expr(l, v[1]);

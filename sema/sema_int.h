@@ -75,17 +75,20 @@ typedef enum {
   B_REDUCE, B_ARGREDUCE, B_CUMSUM, B_DOT,
   B_RESHAPE, B_TRANS, B_BROADCAST_TO, B_EXPAND_DIMS,
   B_CDIV, B_STATIC_ASSERT, B_DEVICE_PRINT, B_DEVICE_ASSERT,
-  B_JOIN, B_SPLIT, B_GATHER, B_SORT,
+  B_JOIN, B_SPLIT, B_GATHER, B_SORT, B_HISTOGRAM,
   B_RANGE, B_STATIC_RANGE
 } sema_builtin_kind;
 
-enum { SEMA_VARIADIC = -1, SEMA_MAX_STATIC_ITERS = 4096, SEMA_MAX_SORT = 1024 };
+/* SEMA_MAX_BINS: histogram's bins live in shared memory on the GPU (4 bytes each); 16384
+ * is 64 KB. SEMA_MAX_PARAMS: the named parameters a builtin may have. */
+enum { SEMA_VARIADIC = -1, SEMA_MAX_STATIC_ITERS = 4096, SEMA_MAX_SORT = 1024, SEMA_MAX_BINS = 16384,
+       SEMA_MAX_PARAMS = 6 };
 
 typedef struct {
   const char *name;
   sema_builtin_kind kind;
   int min_args, max_args;        /* max SEMA_VARIADIC: any number */
-  const char *params[4];         /* names for named arguments (fixed-arity builtins) */
+  const char *params[SEMA_MAX_PARAMS]; /* names for named arguments (fixed-arity builtins) */
   bool type_arg;                 /* accepts <T> */
   int sub;                       /* ir_opcode (math), ir_reduce_kind, ir_atomic_kind,
                                     sema_fclass, sema_random */
@@ -116,7 +119,8 @@ typedef struct {
   const ir_type **rets;        /* a helper returning a tuple: its element types */
   int nrets;
   /* What the checker resolved from the call and the compile options: dot's input
-   * precision (ir_dot_precision), or 1 for an accurate sin, cos, exp, exp2, sigmoid. */
+   * precision (ir_dot_precision), 1 for an accurate sin, cos, exp, exp2, sigmoid, or a
+   * load's or store's hints (ir_cache | ir_evict << 8). */
   int64_t numerics;
 } sema_call;
 

@@ -21,6 +21,8 @@ const ck_case ck_cases[] = {
      {{{3}}, {{256}}, {{1000}}}, {{{1 << 20}}, {{100003}}}, 1, ck_run_gelu},
     {"dropout", "dropout.tk", "dropout", {{"BLOCK", "256"}}, 1, CK_1D,
      {{{1}}, {{256}}, {{3001}}}, {{{1 << 20}}, {{1000003}}}, 0, ck_run_dropout},
+    {"bincount", "bincount.tk", "bincount", {{"BLOCK", "512"}}, 1, CK_1D,
+     {{{1}}, {{512}}, {{3001}}}, {{{1 << 20}}, {{1000003}}}, 0, ck_run_histogram},
     {"softmax", "softmax.tk", "softmax", {{0}}, 0, CK_ROWS,
      {{{4, 1024, 1024}}, {{7, 1000, 1003}}, {{3, 1, 1}}},
      {{{4096, 1024, 1024}}, {{1000, 777, 800}}}, 0, ck_run_softmax},

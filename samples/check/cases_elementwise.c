@@ -1,4 +1,5 @@
-/* cases_elementwise.c — the 1-D elementwise samples (vadd, coscos, gelu, dropout): one
+/* cases_elementwise.c — the 1-D elementwise samples (vadd, coscos, gelu, dropout) and the
+ * histogram (1-D in, BINS counts out): one
  * program per BLOCK elements, the tail masked. The block size is the case's BLOCK define. */
 #include <math.h>
 #include <stdlib.h>
@@ -84,4 +85,22 @@ void ck_run_dropout(ck_job *job) {
   for (long i = 0; i < n; i++) same += (y2[i] != 0) == (y[i] != 0);
   if (!ck_failed(job) && n >= 256 && same == n)
     ck_close(job, "dropout: another seed, elements masked alike", 0, (double)same, n * 0.58, 0, 0);
+}
+
+/* Values in [-3, BINS + 3): the out-of-range ones are not counted; the counts are exact
+ * (integer atomics), against a C count. */
+void ck_run_histogram(ck_job *job) {
+  enum { BINS = 256 };
+  long n = job->size.d[0];
+  int32_t *x = ck_host(job, n, 4), *h = ck_host(job, BINS, 4);
+  long want[BINS] = {0};
+  for (long i = 0; i < n; i++) {
+    x[i] = (int32_t)floor(ck_uniform(job, -3, BINS + 3));
+    if (x[i] >= 0 && x[i] < BINS) want[x[i]]++;
+  }
+  tk_devptr dx = ck_upload(job, x, n * 4), dh = ck_upload(job, h, BINS * 4);
+  tk_arg a[] = {tk_arg_ptr(dx), tk_arg_ptr(dh), tk_arg_i32((int32_t)n)};
+  ck_launch(job, (tk_grid){ck_cdiv(n, block_of(job)), 1, 1}, a, 3);
+  ck_download(job, h, dh, BINS * 4);
+  for (long b = 0; b < BINS && !ck_failed(job); b++) ck_close(job, "bincount", b, h[b], (double)want[b], 0, 0);
 }

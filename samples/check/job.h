@@ -83,6 +83,7 @@ void ck_run_vadd(ck_job *job);
 void ck_run_coscos(ck_job *job);
 void ck_run_gelu(ck_job *job);
 void ck_run_dropout(ck_job *job);
+void ck_run_histogram(ck_job *job);
 void ck_run_softmax(ck_job *job);
 void ck_run_row_sum(ck_job *job);
 void ck_run_norm(ck_job *job);

@@ -475,6 +475,66 @@ static void test_sort_topk(void **state) {
   tk_module_destroy(m);
 }
 
+/* ---- histogram --------------------------------------------------------------------------- */
+
+/* HIST over 1000 elements in 4 programs, against counts made in C. */
+static void test_histogram(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(HIST, NULL, "hist", &m);
+  enum { N = 1000, P = 1024, H = 8 + 16 + 4 + 32 + 1024 };
+  int32_t x[P], h[H], want[H] = {0};
+  uint8_t b[P];
+  for (int i = 0; i < P; i++) x[i] = (i * 37 + 11) % 23 - 9; /* [-9, 13]: some out of every range */
+  for (int i = 0; i < P; i++) b[i] = (uint8_t)((i * 13) % 7);
+  for (int i = 0; i < P; i++) {
+    int v = i < N ? x[i] : 0;
+    if (i < N && v >= 0 && v < 8) want[v]++;
+    if (v + 4 >= 0 && v + 4 < 16) want[8 + v + 4]++;
+    if (i < N && b[i] < 4) want[24 + b[i]]++;
+    for (int r = 0; r < 4; r++)
+      if (2 * v + r >= 0 && 2 * v + r < 32) want[28 + 2 * v + r]++;
+    if (i < N && v * 64 + 512 >= 0 && v * 64 + 512 < 1024) want[60 + v * 64 + 512]++;
+  }
+  tk_devptr dx = upload(x, sizeof x), db = upload(b, sizeof b), dh = upload(NULL, sizeof h);
+  memset(h, 0, sizeof h);
+  ok(tk_memcpy_htod(ctx, dh, h, sizeof h));
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(db), tk_arg_ptr(dh), tk_arg_i32(N)};
+  ok(tk_launch(k, (tk_grid){4, 1, 1}, NULL, args, 4));
+  ok(tk_memcpy_dtoh(ctx, h, dh, sizeof h));
+  for (int i = 0; i < H; i++)
+    if (h[i] != want[i]) fail_msg("bin %d: %d, want %d", i, h[i], want[i]);
+  tk_free(ctx, dx);
+  tk_free(ctx, db);
+  tk_free(ctx, dh);
+  tk_module_destroy(m);
+}
+
+/* ---- load and store hints ------------------------------------------------------------------ */
+
+/* HINTS over 300 elements in 3 programs: the hints change nothing the interpreter computes. */
+static void test_hints_ignored(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(HINTS, NULL, "hints", &m);
+  enum { N = 300 };
+  float x[N], y[4 * N];
+  for (int i = 0; i < N; i++) x[i] = (float)(i % 17) * 0.25f - 2;
+  tk_devptr dx = upload(x, sizeof x), dy = upload(NULL, sizeof y);
+  tk_arg args[] = {tk_arg_ptr(dx), tk_arg_ptr(dy), tk_arg_i32(N)};
+  ok(tk_launch(k, (tk_grid){3, 1, 1}, NULL, args, 3));
+  ok(tk_memcpy_dtoh(ctx, y, dy, sizeof y));
+  for (int i = 0; i < N; i++) {
+    assert_true(y[i] == x[i] + x[i]);
+    assert_true(y[N + i] == x[i] * x[i]);
+    assert_true(y[2 * N + i] == (x[i] - x[i]) + x[i]);
+    assert_true(y[3 * N + i] == (i == 0 ? x[0] : 2 * (x[i] + x[i])));
+  }
+  tk_free(ctx, dx);
+  tk_free(ctx, dy);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -489,6 +549,8 @@ int main(void) {
       cmocka_unit_test(test_join_split_cat),
       cmocka_unit_test(test_gather),
       cmocka_unit_test(test_sort_topk),
+      cmocka_unit_test(test_histogram),
+      cmocka_unit_test(test_hints_ignored),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

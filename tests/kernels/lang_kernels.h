@@ -71,4 +71,39 @@ static const char SLICES[] =
     "    store(y + 896 + reshape(arange(0, 16), 4, 2, 2), p);\n"
     "}\n";
 
+/* histogram: masked and not, values out of range (negatives, >= bins) not counted, u8
+ * input, a 2-D input, one in a loop, bins fewer and more than the CTA's threads; every
+ * program adds its counts to h with one atomic per bin. h holds 8 + 16 + 4 + 32 + 1024. */
+static const char HIST[] =
+    "kernel hist(x: *i32, b: *u8, h: *i32, n: i32) {\n"
+    "    let offs = program_id(0) * 256 + arange(0, 256);\n"
+    "    let m = offs < n;\n"
+    "    let v = load(x + offs, m, 0);\n"
+    "    atomic_add(h + arange(0, 8), histogram(v, 8, m));\n"
+    "    atomic_add(h + 8 + arange(0, 16), histogram(v + 4, 16));\n"
+    "    atomic_add(h + 24 + arange(0, 4), histogram(load(b + offs, m), 4, mask = m));\n"
+    "    var acc = zeros<i32>(32);\n"
+    "    for i in range(0, 4) {\n"
+    "        acc += histogram(reshape(v, 16, 16) * 2 + i, 32);\n"
+    "    }\n"
+    "    atomic_add(h + 28 + arange(0, 32), acc);\n"
+    "    atomic_add(h + 60 + arange(0, 1024), histogram(v * 64 + 512, 1024, m));\n"
+    "}\n";
+
+/* load and store hints: every cache operator and eviction priority, masked and not; they
+ * change nothing but the caches (the interpreter ignores them). y holds 4 x 300. */
+static const char HINTS[] =
+    "kernel hints(x: *f32, y: *f32, n: i32) {\n"
+    "    let o = program_id(0) * 128 + arange(0, 128);\n"
+    "    let m = o < n;\n"
+    "    let a = load(x + o, m, 1.0, cache = \".cg\") + load(x + o, m, 0.0, cache = \"ca\");\n"
+    "    let b = load(x + o, m, 0.0, eviction = \"evict_last\") * load(x + o, m, 0.0, cache = \"cs\");\n"
+    "    let c = load(x + o, m, 0.0, cache = \"lu\") - load(x + o, m, 0.0, cache = \"cv\", eviction = \"evict_normal\");\n"
+    "    store(y + o, a, m, cache = \"wb\");\n"
+    "    store(y + n + o, b, m, cache = \"wt\");\n"
+    "    store(y + 2 * n + o, c + load(x + o, m, 0.0, eviction = \"evict_first\"), m, cache = \"cg\");\n"
+    "    store(y + 3 * n + o, a * 2.0, m, cache = \".cs\");\n"
+    "    if program_id(0) == 0 { store(y + 3 * n, load(x, eviction = \"evict_first\"), eviction = \"evict_last\"); }\n"
+    "}\n";
+
 #endif
