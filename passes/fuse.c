@@ -706,11 +706,15 @@ static bool analyze(stripper *s, int nvalues) {
   if (w.why || !w.n) return false;
   s->n = w.n;
   int64_t chunk = threads * SM_CHUNK_PER_THREAD / w.rows;
-  if (chunk < 1 || chunk * w.rows != threads * SM_CHUNK_PER_THREAD || s->n % chunk != 0 ||
-      chunk >= s->n) {
+  if (chunk < 1) {
+    pass_remark_missed(s->m, "fuse", s->f->loc, "kernel '%s' left unfused: its wide tiles have %d "
+                       "rows, more than a chunk of %d values per thread holds with one lane each",
+                       s->f->name, w.rows, SM_CHUNK_PER_THREAD);
+    return false;
+  }
+  if (chunk * w.rows != threads * SM_CHUNK_PER_THREAD || s->n % chunk != 0 || chunk >= s->n) {
     pass_remark_missed(s->m, "fuse", s->f->loc, "kernel '%s' left unfused: its wide length %d is "
-                       "not a multiple of a chunk of %d values per thread over %d rows", s->f->name,
-                       s->n, SM_CHUNK_PER_THREAD, w.rows);
+                       "not a multiple of the chunk %lld", s->f->name, s->n, (long long)chunk);
     return false;
   }
   s->chunk = (int)chunk;
@@ -729,7 +733,8 @@ static bool analyze(stripper *s, int nvalues) {
   read_blocks(s, s->f->body);
   int ngroups = 0;
   for (int i = 0; i < s->nblocks; i++) ngroups += s->blocks[i].ngroups;
-  return ngroups > 0 && memory_order_ok(s, nvalues);
+  /* the order check also says when a wide load feeds nothing (no group at all) */
+  return memory_order_ok(s, nvalues) && ngroups > 0;
 }
 
 bool pass_fuse(ir_module *m, ir_func *f) {
