@@ -183,17 +183,33 @@ static bool along_last(const ir_op *op) {
 }
 
 /* An op producing a wide tile that the loops can rebuild chunk by chunk: a cumsum along
- * the wide axis (with a carried total) included. */
+ * the wide axis (with a carried total) included, and any reduction, argreduce or scan
+ * along the rows of a block (axis 0 of [R, N]), which combines within each column and so
+ * within each chunk. */
 static bool rebuildable(const stripper *s, const ir_op *op) {
   switch (op->opc) {
   case IR_ARANGE: case IR_CONST: case IR_SPLAT: case IR_LOAD: case IR_BROADCAST: return true;
   case IR_EXPAND_DIMS: return op->attr2 == 0; /* [N] -> [1, N] */
+  case IR_REDUCE: case IR_ARGREDUCE:
+    return is_wide(s, op->operands[0]->type) && !along_last(op);
   case IR_SCAN:
-    return is_wide(s, op->operands[0]->type) && along_last(op) &&
-           op->results[0]->type->dtype == op->operands[0]->type->dtype &&
+    if (!is_wide(s, op->operands[0]->type)) return false;
+    if (!along_last(op)) return true;
+    return op->results[0]->type->dtype == op->operands[0]->type->dtype &&
            op->operands[0]->type->dtype != TK_I1;
   default: return (ir_op_info(op->opc)->traits & IR_ELEM) != 0;
   }
+}
+
+/* A scan along the wide axis: it carries a total from chunk to chunk. */
+static bool carried_scan(const ir_op *op) {
+  return op->opc == IR_SCAN && along_last(op);
+}
+
+/* A reduction along the wide axis: a root, whose loop carries an accumulator (one along
+ * the rows of a block is a chunk-local op, rebuilt like an elementwise one). */
+static bool is_reduction(const ir_op *op) {
+  return (op->opc == IR_REDUCE || op->opc == IR_ARGREDUCE) && along_last(op);
 }
 
 /* An op consuming wide tiles into no wide result: a store, a reduction along the last
@@ -202,14 +218,10 @@ static bool rebuildable(const stripper *s, const ir_op *op) {
  * index per lane). */
 static bool is_root_kind(const ir_op *op) {
   if (op->opc == IR_STORE) return true;
-  if (op->opc != IR_ARGREDUCE && op->opc != IR_REDUCE) return false;
+  if (!is_reduction(op)) return false;
   const ir_type *x = op->operands[0]->type, *r = op->results[0]->type;
-  if (!along_last(op) || x->dtype == TK_I1) return false;
+  if (x->dtype == TK_I1) return false;
   return op->opc == IR_ARGREDUCE || r->dtype == x->dtype;
-}
-
-static bool is_reduction(const ir_op *op) {
-  return op->opc == IR_REDUCE || op->opc == IR_ARGREDUCE;
 }
 
 typedef struct {
@@ -240,9 +252,7 @@ static void check_op(ir_op *op, void *ctx) {
   if (op->nregions || op->opc == IR_YIELD)
     why = "a wide tile carried by a loop or an if";
   else if (res && !(op->nresults == 1 && rebuildable(c->s, op)))
-    why = op->opc == IR_REDUCE || op->opc == IR_SCAN || op->opc == IR_ARGREDUCE
-              ? "this op combines along an axis other than the wide last one, or changes the type"
-              : "this op has no chunked form";
+    why = "this op has no chunked form";
   else if (!res && !is_root_kind(op))
     why = "a wide tile used by an op other than a store, a sum/max/min/argmax/argmin along the "
           "last axis, or a cumsum";
@@ -516,14 +526,14 @@ static ir_value *chunk_of(stripper *s, ir_value *v) {
     return s->var[id] = ir_binary(&s->inner, IR_ADD, lanes, s->base[id]);
   }
   ir_value **opnds = SU_NEW_ARRAY(s->a, ir_value *, op->noperands);
-  bool variant = op->opc == IR_LOAD || op->opc == IR_SCAN; /* memory, a carried total */
+  bool variant = op->opc == IR_LOAD || carried_scan(op); /* memory, a carried total */
   for (int k = 0; k < op->noperands; k++) {
     opnds[k] = chunk_of(s, op->operands[k]);
     variant |= in_loop(s, opnds[k]);
   }
   if (!variant) return s->inv[id] = copy_op(&s->outer, op, opnds, t);
   s->var_of[id] = s->cur;
-  return s->var[id] = op->opc == IR_SCAN ? chunk_scan(s, op, opnds[0]) : copy_op(&s->inner, op, opnds, t);
+  return s->var[id] = carried_scan(op) ? chunk_scan(s, op, opnds[0]) : copy_op(&s->inner, op, opnds, t);
 }
 
 /* Whether lane value v beats the running best b of an argmax (max) or argmin: the first
@@ -582,7 +592,7 @@ typedef struct {
 static void find_scans(scan_find *q, const ir_value *v) {
   if (!is_wide(q->s, v->type) || q->seen[v->id] == q->tag) return;
   q->seen[v->id] = q->tag;
-  if (v->def->opc == IR_SCAN) q->scans[q->nscans++] = v->def;
+  if (carried_scan(v->def)) q->scans[q->nscans++] = v->def;
   for (int k = 0; k < v->def->noperands; k++) find_scans(q, v->def->operands[k]);
 }
 

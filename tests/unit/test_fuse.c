@@ -555,6 +555,41 @@ static void test_rows_softmax_arg_scan(void **st) {
   check_kernel(src, 2048, 3, &cases[0][0], NN, 7, (tk_grid){2, 1, 1}, 1e-6);
 }
 
+/* Reductions, argreduces and scans along the rows of a block (axis 0 of [4, BLOCK]): each
+ * combines within a column, so within a chunk; next to a row sum along axis 1 that feeds
+ * a second loop. Exact: the same additions in the same order. */
+static void test_rows_column_ops(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, cs: *f32, cm: *i32, sc: *f32, d: *f32, n: i32) {\n"
+      "  let r = arange(0, 4);\n"
+      "  let c = arange(0, BLOCK);\n"
+      "  let m = r[:, None] < 4 && c[None, :] < n;\n"
+      "  let offs = r[:, None] * BLOCK + c[None, :];\n"
+      "  let v = load(x + offs, m, 0.0);\n"
+      "  let rs = sum(v, 1);\n"
+      "  store(d + offs, v - rs[:, None], m);\n"
+      "  store(cs + c, sum(v, 0) + max(v, 0), c < n);\n"
+      "  store(cm + c, argmax(floor(v), 0), c < n);\n"
+      "  store(sc + offs, cumsum(v, 0), m);\n"
+      "}\n";
+  enum { N = 2048 };
+  const int ns[] = {1, 127, 129, 2000, N};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][6];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, 4 * N, -3, 3};
+    cases[k][1] = (arg_spec){BUF_F32, N, 0, 1};
+    cases[k][2] = (arg_spec){BUF_I32, N, 0, 1};
+    cases[k][3] = (arg_spec){BUF_F32, 4 * N, 0, 1};
+    cases[k][4] = (arg_spec){BUF_F32, 4 * N, 0, 1};
+    cases[k][5] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+  /* the row sums; the difference and the column ops in the second loop */
+  check_kernel_ex(src, N, 2, &cases[0][0], NN, 6, (tk_grid){1, 1, 1}, 0, false);
+}
+
 /* Wide tiles in the body of a user loop (softmax of each of m rows, the column arange
  * hoisted out by licm and rebuilt in the chunk loops) and in both branches of an if. */
 static void test_in_loop_and_if(void **st) {
@@ -606,12 +641,19 @@ static void check_unchanged(const char *src, int block) {
 
 static void test_unsupported_ops(void **st) {
   (void)st;
-  /* A wide block reduced along its first axis: the result is a wide row, not a root. */
+  /* An atomic on wide tiles: its old values have no chunked form. */
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32) {\n"
+                  "  let c = arange(0, BLOCK);\n"
+                  "  store(x + c, atomic_add(y + c, load(x + c)));\n"
+                  "}\n",
+                  2048);
+  /* A reshape of a block into one long row. */
   check_unchanged("@launch(warps = 1)\n"
                   "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32) {\n"
                   "  let r = arange(0, 2);\n"
                   "  let c = arange(0, BLOCK);\n"
-                  "  store(y + c, sum(load(x + r[:, None] * BLOCK + c[None, :]), 0));\n"
+                  "  store(y, sum(load(x + r[:, None] * BLOCK + c[None, :])));\n"
                   "}\n",
                   2048);
   /* The wide length along the first axis (a column of a tall block). */
@@ -743,6 +785,7 @@ int main(void) {
       cmocka_unit_test(test_rows_layernorm),
       cmocka_unit_test(test_rows_softmax_arg_scan),
       cmocka_unit_test(test_in_loop_and_if),
+      cmocka_unit_test(test_rows_column_ops),
       cmocka_unit_test(test_unsupported_ops),
       cmocka_unit_test(test_reload_after_store),
       cmocka_unit_test(test_small_tiles),
