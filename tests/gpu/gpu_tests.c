@@ -111,11 +111,12 @@ static const char CUMSUM_TK[] =
   "}\n";
 
 /* A [2, BLOCK] block of rows fused along its last axis: argmax and argmin per row (ties
- * and NaNs), softmax per row, and a cumsum per row (one carried total each). */
+ * and NaNs), softmax per row, a cumsum per row (one carried total each), and a sum and an
+ * argmax per column (along axis 0: within each chunk), one row of them per program. */
 static const char ROWS2D_TK[] =
   "@launch(warps = 8)\n"
-  "kernel rows2d<BLOCK: i32 = 8192>(x: *f32, y: *f32, c: *f32, am: *i32, stride: i64, n: i32,\n"
-  "                                 nrows: i32) {\n"
+  "kernel rows2d<BLOCK: i32 = 8192>(x: *f32, y: *f32, c: *f32, am: *i32, cs: *f32, ca: *i32,\n"
+  "                                 stride: i64, n: i32, nrows: i32) {\n"
   "    let rows = program_id(0) * 2 + arange(0, 2);\n"
   "    let cols = arange(0, BLOCK);\n"
   "    let mask = rows[:, None] < nrows && cols[None, :] < n;\n"
@@ -127,6 +128,9 @@ static const char ROWS2D_TK[] =
   "    let e = exp(v - max(v, 1)[:, None]);\n"
   "    store(y + offs, e / sum(e, 1)[:, None], mask);\n"
   "    store(c + offs, cumsum(where(mask, v, 0.0), 1), mask);\n"
+  "    let po = (program_id(0) as i64) * stride + cols;\n"
+  "    store(cs + po, sum(where(mask, v, 0.0), 0), cols < n);\n"
+  "    store(ca + po, argmax(w, 0), cols < n);\n"
   "    store(am + rows * 2, a, rows < nrows);\n"
   "    store(am + rows * 2 + 1, b, rows < nrows);\n"
   "}\n";
@@ -200,9 +204,10 @@ static const gpu_case cases[] = {
   {"cumsum_rows", NULL, CUMSUM_TK, "cumsum_rows", true, false, 8192, 6,
    {{IN, F32, SZ_MAT}, {IN, TK_I32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, TK_I32, SZ_MAT},
     {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, true},
-  {"rows2d", NULL, ROWS2D_TK, "rows2d", true, false, 8192, 7,
+  {"rows2d", NULL, ROWS2D_TK, "rows2d", true, false, 8192, 9,
    {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, TK_I32, SZ_ROWS2},
-    {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}, {S_ROWS, TK_I32, 0}}, 2, true},
+    {OUT, F32, SZ_MAT}, {OUT, TK_I32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0},
+    {S_ROWS, TK_I32, 0}}, 2, true},
   {"loop_rows", NULL, LOOP_ROWS_TK, "loop_rows", true, false, 8192, 6,
    {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0},
     {S_N, TK_I32, 0}, {S_ROWS, TK_I32, 0}}, 2, true},
