@@ -107,6 +107,8 @@ typedef struct {
   int cur;         /* the number of the loop being emitted (from 1, unique in the kernel) */
   ir_value **accs; /* the values the current loop yields */
   ir_builder outer, inner;
+  const ir_block *src; /* the body of a user loop being copied into the chunk loop, or NULL */
+  ir_builder copy;     /* where its copy goes */
 } stripper;
 
 static bool is_wide(const stripper *s, const ir_type *t) {
@@ -224,6 +226,34 @@ static bool is_root_kind(const ir_op *op) {
   return op->opc == IR_ARGREDUCE || r->dtype == x->dtype;
 }
 
+/* A user `for` (not a while) that carries only wide tiles, whose body has no branch, loop,
+ * store, atomic, print or assert, no load of a scalar, and whose wide tiles are
+ * chunk-local (no reduction or scan along the wide axis): each lane of what it carries
+ * depends on that lane alone, so the chunk loop can run the whole user loop on one chunk
+ * at a time (loop interchange), its carried tiles shrunk to chunks. Where the body is
+ * otherwise in the class is check_op's to say. */
+static bool interchangeable(const stripper *s, const ir_op *op) {
+  if (op->opc != IR_FOR || op->attr != 0 || op->nresults == 0) return false;
+  for (int i = 0; i < op->nresults; i++)
+    if (!is_wide(s, op->results[i]->type)) return false;
+  for (const ir_op *b = op->regions[0]->first; b; b = b->next) {
+    if (b->nregions) return false;
+    if (ir_op_info(b->opc)->traits & IR_MEM)
+      if (b->opc != IR_LOAD || !has_wide_result(s, b)) return false;
+    if ((b->opc == IR_REDUCE || b->opc == IR_ARGREDUCE || carried_scan(b)) &&
+        is_wide(s, b->operands[0]->type) && along_last(b))
+      return false;
+    if (b->opc != IR_YIELD && b->nresults != 1) return false;
+  }
+  return true;
+}
+
+/* Whether op lies directly in the body of an interchangeable loop. */
+static bool in_interchanged(const stripper *s, const ir_op *op) {
+  const ir_op *p = op->parent->parent;
+  return p && interchangeable(s, p);
+}
+
 typedef struct {
   const stripper *s;
   bool ok;
@@ -236,7 +266,7 @@ typedef struct {
 static bool pure_tree(class_check *c, const ir_value *v) {
   if (!is_wide(c->s, v->type)) return true;
   if (c->pure[v->id]) return c->pure[v->id] == 1;
-  bool ok = v->def && v->def->opc != IR_LOAD;
+  bool ok = v->def && v->def->opc != IR_LOAD && v->def->opc != IR_FOR;
   for (int k = 0; ok && k < v->def->noperands; k++) ok = pure_tree(c, v->def->operands[k]);
   c->pure[v->id] = ok ? 1 : 2;
   return ok;
@@ -249,8 +279,12 @@ static void check_op(ir_op *op, void *ctx) {
     for (int i = 0; i < op->regions[r]->nargs; i++) res |= is_wide(c->s, op->regions[r]->args[i]->type);
   if (!res && !opnd) return;
   const char *why = NULL;
-  if (op->nregions || op->opc == IR_YIELD)
-    why = "a wide tile carried by a loop or an if";
+  bool swapped = interchangeable(c->s, op) || (op->opc == IR_YIELD && in_interchanged(c->s, op));
+  if ((op->nregions || op->opc == IR_YIELD) && !swapped)
+    why = "a wide tile carried by a loop or an if (a loop only when it carries wide tiles alone, "
+          "lane by lane, and only loads them)";
+  else if (swapped)
+    ;
   else if (res && !(op->nresults == 1 && rebuildable(c->s, op)))
     why = "this op has no chunked form";
   else if (!res && !is_root_kind(op))
@@ -358,10 +392,17 @@ typedef struct {
  * its place and the group's loop, other than the group's own. */
 static void check_tree(mem_check *c, const ir_value *v) {
   const stripper *s = c->s;
-  if (!is_wide(s, v->type) || c->seen[v->id] == c->tag) return;
+  if (!is_wide(s, v->type) || !v->def || c->seen[v->id] == c->tag) return; /* !def: carried */
   c->seen[v->id] = c->tag;
   ir_op *op = v->def;
-  if (op->opc == IR_LOAD) {
+  if (op->opc == IR_FOR) {
+    /* a user loop re-run in the chunk loop: its loads run there; its body stores nothing */
+    const ir_op *y = op->regions[0]->last;
+    for (int k = 0; k < y->noperands; k++) check_tree(c, y->operands[k]);
+  }
+  if (op->opc == IR_LOAD && op->parent != c->b->blk) {
+    c->loaded[v->id] = true; /* in an interchanged loop's body: checked at the loop */
+  } else if (op->opc == IR_LOAD || op->opc == IR_FOR) {
     c->loaded[v->id] = true;
     for (int q = s->pos[v->id] + 1; q < c->b->groups[c->g].at; q++)
       if (c->b->writes[q] && c->b->group_of[q] != c->g) {
@@ -506,16 +547,61 @@ static ir_value *chunk_scan(stripper *s, const ir_op *op, ir_value *x) {
   return y;
 }
 
-/* The chunk of wide value v at the current loop's c0 (v itself when not wide), built on
- * first use: before the loops when it does not depend on c0, else in the loop body. */
-static ir_value *chunk_of(stripper *s, ir_value *v) {
-  if (!is_wide(s, v->type)) return v;
-  int id = v->id;
-  if (s->inv[id]) return s->inv[id];
-  if (s->var_of[id] == s->cur) return s->var[id];
+static ir_value *chunk_of(stripper *s, ir_value *v);
+
+/* The chunk loop's copy of an interchanged user loop (interchangeable): the same bounds,
+ * its carried tiles' chunks as the inits, its body copied with chunk types (s->src and
+ * s->copy route the body's values, scalars included, into the copy). Returns the copy of
+ * result v. */
+static ir_value *chunk_user_loop(stripper *s, ir_value *v) {
   ir_op *op = v->def;
-  const ir_type *t = chunk_type(s, v->type);
-  if (op->opc == IR_ARANGE) {
+  int nc = op->nresults;
+  ir_value **inits = SU_NEW_ARRAY(s->a, ir_value *, nc);
+  for (int k = 0; k < nc; k++) inits[k] = chunk_of(s, op->operands[3 + k]);
+  ir_builder at = s->inner;
+  at.loc = op->loc;
+  ir_op *loop = ir_build_for(&at, op->operands[0], op->operands[1], op->operands[2], nc, inits);
+  ir_op_copy_attrs(loop, op);
+  const ir_block *src = op->regions[0];
+  ir_block *dst = loop->regions[0];
+  for (int i = 0; i < src->nargs; i++) {
+    s->var[src->args[i]->id] = dst->args[i];
+    s->var_of[src->args[i]->id] = s->cur;
+  }
+  const ir_block *saved_src = s->src;
+  ir_builder saved_copy = s->copy, saved_inner = s->inner;
+  s->src = src;
+  s->copy = (ir_builder){s->m, dst, NULL, op->loc};
+  s->inner.before = loop; /* what the copy needs from the chunk loop's body goes before it */
+  const ir_op *y = src->last;
+  ir_value **ys = SU_NEW_ARRAY(s->a, ir_value *, y->noperands);
+  for (int k = 0; k < y->noperands; k++) ys[k] = chunk_of(s, y->operands[k]);
+  s->copy.loc = y->loc;
+  ir_build(&s->copy, IR_YIELD, y->noperands, ys, 0, NULL);
+  s->src = saved_src;
+  s->copy = saved_copy;
+  s->inner = saved_inner;
+  for (int k = 0; k < nc; k++) {
+    s->var[op->results[k]->id] = loop->results[k];
+    s->var_of[op->results[k]->id] = s->cur;
+  }
+  return s->var[v->id];
+}
+
+/* The chunk of wide value v at the current loop's c0 (v itself when not wide), built on
+ * first use: before the loops when it does not depend on c0, else in the loop body; in
+ * the copy of an interchanged user loop's body for the values of that body. */
+static ir_value *chunk_of(stripper *s, ir_value *v) {
+  int id = v->id;
+  bool local = s->src && (v->def ? v->def->parent : v->owner) == s->src;
+  if (!local && !is_wide(s, v->type)) return v;
+  if (s->var_of[id] == s->cur) return s->var[id];
+  if (!local && s->inv[id]) return s->inv[id];
+  ir_op *op = v->def;
+  SU_ASSERT(op); /* the carried values of a copied body are mapped before */
+  if (op->opc == IR_FOR) return chunk_user_loop(s, v);
+  const ir_type *t = is_wide(s, v->type) ? chunk_type(s, v->type) : v->type;
+  if (op->opc == IR_ARANGE && is_wide(s, v->type)) {
     if (!s->base[id]) {
       s->base[id] = copy_op(&s->outer, op, NULL, t);
       s->base[id]->def->attr2 = op->attr + s->chunk;
@@ -530,6 +616,10 @@ static ir_value *chunk_of(stripper *s, ir_value *v) {
   for (int k = 0; k < op->noperands; k++) {
     opnds[k] = chunk_of(s, op->operands[k]);
     variant |= in_loop(s, opnds[k]);
+  }
+  if (local) {
+    s->var_of[id] = s->cur;
+    return s->var[id] = copy_op(&s->copy, op, opnds, t);
   }
   if (!variant) return s->inv[id] = copy_op(&s->outer, op, opnds, t);
   s->var_of[id] = s->cur;

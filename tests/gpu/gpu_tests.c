@@ -208,6 +208,9 @@ static const gpu_case cases[] = {
    {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, TK_I32, SZ_ROWS2},
     {OUT, F32, SZ_MAT}, {OUT, TK_I32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0},
     {S_ROWS, TK_I32, 0}}, 2, true},
+  /* the user's chunk loop carrying a wide accumulator: interchanged with fusion's */
+  {"row_sum_chunked_wide", "row_sum_chunked.tk", NULL, "row_sum_chunked", true, true, 16384, 4,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, true},
   {"loop_rows", NULL, LOOP_ROWS_TK, "loop_rows", true, false, 8192, 6,
    {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0},
     {S_N, TK_I32, 0}, {S_ROWS, TK_I32, 0}}, 2, true},
@@ -227,8 +230,9 @@ static const shape shapes_rows[] = {{1, 1, 0}, {1000, 7, 0}, {1024, 3, 0}, {777,
                                     {4, 5, 1}};
 static const shape shapes_long_rows[] = {{3 * 512 + 5, 5, 0}, {4096, 2, 3}};
 /* For wide_rows: rows over several chunks of a fused kernel, ragged ones included (cut
- * to BLOCK). */
-static const shape shapes_wide_rows[] = {{2 * 2048 + 5, 3, 1}, {8192 + 1, 5, 0}, {16384, 4, 0}};
+ * to BLOCK unless any_n). */
+static const shape shapes_wide_rows[] = {{2 * 2048 + 5, 3, 1}, {8192 + 1, 5, 0}, {16384, 4, 0},
+                                         {40000, 2, 1}};
 
 /* ---- global test state --------------------------------------------------------------- */
 
@@ -420,7 +424,7 @@ static void run_case(const gpu_case *c, bool no_fuse) {
   if (c->wide_rows)
     for (size_t i = 0; i < sizeof shapes_wide_rows / sizeof *shapes_wide_rows; i++) {
       shape sh = shapes_wide_rows[i];
-      if (sh.n > c->block) sh.n = c->block;
+      if (!c->any_n && sh.n > c->block) sh.n = c->block;
       run_shape(c, kc, ki, &sh);
     }
 }

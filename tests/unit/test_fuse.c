@@ -590,6 +590,47 @@ static void test_rows_column_ops(void **st) {
   check_kernel_ex(src, N, 2, &cases[0][0], NN, 6, (tk_grid){1, 1, 1}, 0, false);
 }
 
+/* A user loop carrying wide tiles lane by lane (row_sum_chunked's accumulator, a running
+ * max, a [2, BLOCK] block): interchanged, the chunk loop outside running the user loop on
+ * one chunk of what it carries; the result feeds a reduction and a store. Ragged row
+ * lengths over several of the user's steps; exact (each lane adds in the same order, and
+ * the final sum of a whole-number tile is exact). */
+static void test_interchange(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, out: *f32, y: *f32, z: *f32, n: i32) {\n"
+      "  var acc = zeros<f32>(BLOCK);\n"
+      "  var hi = full<f32>(-inf, BLOCK);\n"
+      "  var blk = zeros<f32>(2, BLOCK);\n"
+      "  for start in range(0, n, BLOCK) {\n"
+      "    let cols = start + arange(0, BLOCK);\n"
+      "    let v = floor(load(x + cols, cols < n, 0.0));\n"
+      "    acc += v;\n"
+      "    hi = maximum(hi, where(cols < n, v, -inf));\n"
+      "    blk = blk + v[None, :] * (arange(0, 2) + 1)[:, None];\n"
+      "  }\n"
+      "  let c = arange(0, BLOCK);\n"
+      "  store(y + c, hi);\n"
+      "  store(z + arange(0, 2)[:, None] * BLOCK + c[None, :], blk);\n"
+      "  store(out, sum(acc, 0));\n"
+      "}\n";
+  enum { B = 2048, X = 4 * B };
+  const int ns[] = {1, 700, 2048, 2049, 5000, X};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][5];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, X, -50, 50};
+    cases[k][1] = (arg_spec){BUF_F32, 1, 0, 1};
+    cases[k][2] = (arg_spec){BUF_F32, B, 0, 1};
+    cases[k][3] = (arg_spec){BUF_F32, 2 * B, 0, 1};
+    cases[k][4] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+  /* one chunk loop for both stores and the sum, the copy of the user's loop inside it in
+   * place of the original: one loop more */
+  check_kernel_ex(src, B, 1, &cases[0][0], NN, 5, (tk_grid){1, 1, 1}, 0, true);
+}
+
 /* Wide tiles in the body of a user loop (softmax of each of m rows, the column arange
  * hoisted out by licm and rebuilt in the chunk loops) and in both branches of an if. */
 static void test_in_loop_and_if(void **st) {
@@ -663,13 +704,26 @@ static void test_unsupported_ops(void **st) {
                   "  store(y + r, sum(load(x + r[:, None] * 2 + arange(0, 2)[None, :]), 1));\n"
                   "}\n",
                   2048);
-  /* A wide tile carried by a user loop. */
+  /* A wide tile carried by a user loop that also stores (interchanging the loops would
+   * reorder its stores), or that reduces it along the wide axis (not lane by lane). */
   check_unchanged("@launch(warps = 1)\n"
                   "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, n: i32) {\n"
                   "  let c = arange(0, BLOCK);\n"
                   "  var acc = zeros<f32>(BLOCK);\n"
                   "  for i in range(0, n) {\n"
                   "    acc = acc + load(x + i * BLOCK + c);\n"
+                  "    store(y + i * BLOCK + c, acc);\n"
+                  "  }\n"
+                  "  store(y + c, acc);\n"
+                  "}\n",
+                  2048);
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, n: i32) {\n"
+                  "  let c = arange(0, BLOCK);\n"
+                  "  var acc = zeros<f32>(BLOCK);\n"
+                  "  for i in range(0, n) {\n"
+                  "    let v = load(x + i * BLOCK + c);\n"
+                  "    acc = acc + v - max(v, 0);\n"
                   "  }\n"
                   "  store(y + c, acc);\n"
                   "}\n",
@@ -786,6 +840,7 @@ int main(void) {
       cmocka_unit_test(test_rows_softmax_arg_scan),
       cmocka_unit_test(test_in_loop_and_if),
       cmocka_unit_test(test_rows_column_ops),
+      cmocka_unit_test(test_interchange),
       cmocka_unit_test(test_unsupported_ops),
       cmocka_unit_test(test_reload_after_store),
       cmocka_unit_test(test_small_tiles),
