@@ -11,14 +11,17 @@
  * length N: 1-D tiles [N] and 2-D blocks [R, N] (rows kept whole, the last axis chunked,
  * as layernorm_rows writes them). Any block of the kernel (its body, a loop body, a
  * branch) computes them with arange, const, splat, elementwise ops, loads, expand_dims
- * [N] -> [1, N], broadcasts to [R, N] and cumsum along the last axis, and consumes them
- * with stores, sum/max/min and argmax/argmin along the last axis (to a scalar, or a [R]
- * tile of rows). A wide value may be used in a block nested in the one that makes it when
- * it is pure (no load in its tree: licm hoists the arange and splats out of user loops),
- * since it is rebuilt there. Anything else touching a wide tile (another shape op, a
- * reduction along another axis, dot, an atomic, print, a loop or branch that carries one)
- * leaves the kernel unchanged: correct, possibly spilling, and said with a remark at the
- * op that stops it (-Rpass-missed=fuse, pass_remark_missed).
+ * [N] -> [1, N], broadcasts to [R, N], cumsum along the last axis and reductions and scans
+ * along the first (within a column, so within a chunk), and consumes them with stores,
+ * sum/max/min and argmax/argmin along the last axis (to a scalar, or a [R] tile of rows).
+ * A wide value may be used in a block nested in the one that makes it when it is pure (no
+ * load in its tree: licm hoists the arange and splats out of user loops), since it is
+ * rebuilt there. A user loop that carries wide tiles lane by lane and only loads is
+ * interchanged: the chunk loop runs a copy of it on chunks of what it carries
+ * (interchangeable). Anything else touching a wide tile (another shape op, dot, an atomic,
+ * print, another loop or a branch that carries one) leaves the kernel unchanged: correct,
+ * possibly spilling, and said with a remark at the op that stops it (-Rpass-missed=fuse,
+ * pass_remark_missed).
  *
  * Groups. Per block, reductions and wide stores are the roots. Walking the block in
  * order, roots join one group until an op needs a result of the group's reductions (the
