@@ -240,6 +240,9 @@ LLVMValueRef cg_asm_pure(cg_ctx *c, LLVMTypeRef ret, const char *text, const cha
                          LLVMValueRef *args, int nargs);
 /* x / y by div.full.f32: within 2 ulp of the quotient over the whole f32 range. */
 LLVMValueRef cg_ptx_div_full(cg_ctx *c, LLVMValueRef x, LLVMValueRef y);
+/* cvt.rz.f32 of x (a 32- or 64-bit integer of dtype from, or an f64): rounded toward zero,
+ * which LLVM has no instruction for (it folds llvm.nvvm.i2f.rz into a sitofp). */
+LLVMValueRef cg_ptx_cvt_rz_f32(cg_ctx *c, LLVMValueRef x, tk_dtype from);
 /* cvt.f64.f32 of x: exact, and opaque to LLVM's load folding. */
 LLVMValueRef cg_ptx_cvt_f64_f32(cg_ctx *c, LLVMValueRef x);
 /* The f32 values hi and lo rounded to the half dtype dt (f16 or bf16) by one

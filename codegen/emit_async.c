@@ -173,23 +173,27 @@ static void emit_cp_async(cg_ctx *c, const ir_op *op) {
       cg_intrinsic(c, name, NULL, 0, args, 3);
       continue;
     }
-    /* Narrower than cp.async can copy: a synchronous (masked) load and store, done before
-     * the wait that makes the slot visible anyway. */
+    /* Narrower than cp.async can copy: a synchronous (masked) load and store of the w
+     * elements (one access: cg_access_width made them contiguous, aligned and alike in
+     * mask), done before the wait that makes the slot visible anyway. */
+    LLVMTypeRef vt = w == 1 ? et : LLVMVectorType(et, (unsigned)w);
     LLVMValueRef v;
     if (m) {
       LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b);
       LLVMBasicBlockRef join = cg_if_begin(c, m);
-      LLVMValueRef got = LLVMBuildLoad2(c->b, et, src, "");
+      LLVMValueRef got = LLVMBuildLoad2(c->b, vt, src, "");
+      LLVMSetAlignment(got, (unsigned)bytes);
       LLVMBasicBlockRef got_bb = LLVMGetInsertBlock(c->b);
       cg_if_end(c, join);
-      v = LLVMBuildPhi(c->b, et, "");
-      LLVMValueRef vals[2] = {got, LLVMConstNull(et)};
+      v = LLVMBuildPhi(c->b, vt, "");
+      LLVMValueRef vals[2] = {got, LLVMConstNull(vt)};
       LLVMBasicBlockRef bbs[2] = {got_bb, from};
       LLVMAddIncoming(v, vals, bbs, 2);
     } else {
-      v = LLVMBuildLoad2(c->b, et, src, "");
+      v = LLVMBuildLoad2(c->b, vt, src, "");
+      LLVMSetAlignment(v, (unsigned)bytes);
     }
-    LLVMBuildStore(c->b, v, dst);
+    LLVMSetAlignment(LLVMBuildStore(c->b, v, dst), (unsigned)bytes);
   }
 }
 

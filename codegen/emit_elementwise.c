@@ -11,6 +11,33 @@ static bool is_unsigned(tk_dtype dt) { return ir_dtype_is_int(dt) && !ir_dtype_i
 
 static LLVMTypeRef f32(cg_ctx *c) { return LLVMFloatTypeInContext(c->llc); }
 
+/* Whether x of dtype from reaches bf16 in one rounding only through f32_odd: 32- and
+ * 64-bit integers and f64. Two roundings to nearest, the way LLVM goes through f32, are
+ * wrong for values such as 2^24 + 2^16 + 1 (tkdiff seed 3005140: i64
+ * into bf16 math). f16 needs none of this: an integer too wide for f32 is far past f16's
+ * range, and f64 -> f16 is one cvt. */
+static bool bf16_needs_odd(tk_dtype from) {
+  return from == TK_F64 || (ir_dtype_is_int(from) && ir_dtype_bits(from) >= 32);
+}
+
+/* x rounded to f32 toward zero with "inexact" ORed into its last bit (round to odd):
+ * rounding that to bf16 to nearest gives the correctly rounded bf16 of x, since f32 has
+ * more than bf16's 8 + 2 bits. */
+static LLVMValueRef f32_odd(cg_ctx *c, LLVMValueRef x, tk_dtype from) {
+  LLVMBuilderRef b = c->b;
+  bool sg = ir_dtype_is_signed(from);
+  LLVMValueRef y = cg_ptx_cvt_rz_f32(c, x, from), inexact;
+  if (from == TK_F64) { /* a NaN stays one with its last bit set */
+    inexact = LLVMBuildFCmp(b, LLVMRealUNE, LLVMBuildFPExt(b, y, LLVMTypeOf(x), ""), x, "");
+  } else { /* y is x truncated, so back in x's type exactly */
+    LLVMValueRef back = sg ? LLVMBuildFPToSI(b, y, LLVMTypeOf(x), "") : LLVMBuildFPToUI(b, y, LLVMTypeOf(x), "");
+    inexact = LLVMBuildICmp(b, LLVMIntNE, back, x, "");
+  }
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c->llc);
+  LLVMValueRef bits = LLVMBuildOr(b, LLVMBuildBitCast(b, y, i32, ""), LLVMBuildZExt(b, inexact, i32, ""), "");
+  return LLVMBuildBitCast(b, bits, f32(c), "");
+}
+
 LLVMValueRef cg_convert(cg_ctx *c, LLVMValueRef x, tk_dtype from, tk_dtype to) {
   if (from == to || (from == TK_PTR && to == TK_PTR)) return x;
   LLVMTypeRef t = cg_dtype_type(c, to);
@@ -26,6 +53,7 @@ LLVMValueRef cg_convert(cg_ctx *c, LLVMValueRef x, tk_dtype from, tk_dtype to) {
     if (fb > tb) return LLVMBuildTrunc(b, x, t, "");
     return ir_dtype_is_signed(from) ? LLVMBuildSExt(b, x, t, "") : LLVMBuildZExt(b, x, t, "");
   }
+  if (to == TK_BF16 && bf16_needs_odd(from)) return LLVMBuildFPTrunc(b, f32_odd(c, x, from), t, "");
   if (ir_dtype_is_int(from)) { /* → float; 16-bit floats through f32 */
     LLVMTypeRef mid = is_half(to) ? f32(c) : t;
     LLVMValueRef y = ir_dtype_is_signed(from) ? LLVMBuildSIToFP(b, x, mid, "")
@@ -175,7 +203,8 @@ static LLVMValueRef addptr(cg_ctx *c, const ir_op *op, LLVMValueRef p, LLVMValue
 
 /* Whether op's result is a 16-bit float that element() leaves in f32, for
  * cg_emit_elementwise to round two slots at a time: half arithmetic, and casts to a half
- * from f32, a half or an integer (the same single rounding as cg_convert's). */
+ * from f32, a half or an integer (the same single rounding as cg_convert's: wide integers
+ * reach bf16 through f32_odd). */
 static bool rounds_later(const ir_op *op) {
   tk_dtype in = ir_type_elem(op->operands[0]->type)->dtype;
   tk_dtype out = ir_type_elem(op->results[0]->type)->dtype;
@@ -191,7 +220,9 @@ static LLVMValueRef element(cg_ctx *c, const ir_op *op, LLVMValueRef *a) {
   tk_dtype out = ir_type_elem(op->results[0]->type)->dtype;
   bool defer = rounds_later(op);
   switch (op->opc) {
-  case IR_CAST: return cg_convert(c, a[0], in, defer ? TK_F32 : out);
+  case IR_CAST:
+    if (defer && out == TK_BF16 && bf16_needs_odd(in)) return f32_odd(c, a[0], in);
+    return cg_convert(c, a[0], in, defer ? TK_F32 : out);
   case IR_SELECT: return LLVMBuildSelect(c->b, a[0], a[1], a[2], "");
   case IR_ADDPTR: return addptr(c, op, a[0], a[1]);
   default: break;

@@ -12,7 +12,8 @@
 
 static LLVMValueRef identity(cg_ctx *c, ir_reduce_kind k, tk_dtype dt) {
   LLVMTypeRef t = cg_dtype_type(c, dt);
-  if (k == IR_RED_SUM) return LLVMConstNull(t);
+  /* -0.0, not 0.0: the identity of IEEE addition (-0 + -0 is -0; 0 + -0 would be 0) */
+  if (k == IR_RED_SUM) return ir_dtype_is_float(dt) ? LLVMConstReal(t, -0.0) : LLVMConstNull(t);
   bool max = k == IR_RED_MAX;
   if (ir_dtype_is_float(dt)) return LLVMConstReal(t, max ? -INFINITY : INFINITY);
   if (dt == TK_I1 || !ir_dtype_is_signed(dt)) return max ? LLVMConstNull(t) : LLVMConstAllOnes(t);

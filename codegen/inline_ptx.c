@@ -41,6 +41,15 @@ LLVMValueRef cg_ptx_cvt_f64_f32(cg_ctx *c, LLVMValueRef x) {
   return cg_asm_pure(c, LLVMDoubleTypeInContext(c->llc), "cvt.f64.f32 $0, $1;", "=d,f", &x, 1);
 }
 
+LLVMValueRef cg_ptx_cvt_rz_f32(cg_ctx *c, LLVMValueRef x, tk_dtype from) {
+  static const char *TEXT[] = {"cvt.rz.f32.s32 $0, $1;", "cvt.rz.f32.u32 $0, $1;", "cvt.rz.f32.s64 $0, $1;",
+                               "cvt.rz.f32.u64 $0, $1;", "cvt.rz.f32.f64 $0, $1;"};
+  static const char *CONS[] = {"=f,r", "=f,r", "=f,l", "=f,l", "=f,d"};
+  int k = from == TK_F64 ? 4 : (ir_dtype_bits(from) == 64 ? 2 : 0) + !ir_dtype_is_signed(from);
+  SU_ASSERT(from == TK_F64 || (ir_dtype_is_int(from) && ir_dtype_bits(from) >= 32));
+  return cg_asm_pure(c, LLVMFloatTypeInContext(c->llc), TEXT[k], CONS[k], &x, 1);
+}
+
 LLVMValueRef cg_ptx_div_full(cg_ctx *c, LLVMValueRef x, LLVMValueRef y) {
   LLVMValueRef args[2] = {x, y};
   return cg_asm_pure(c, LLVMTypeOf(x), "div.full.f32 $0, $1, $2;", "=f,f,f", args, 2);

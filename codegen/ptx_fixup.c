@@ -12,7 +12,9 @@
  * - neg.s32 and neg.s64 feeding a chain of max/min: ptxas folds the negations into its
  *   three-input VIMNMX3 and drops every other one (seeds 1012222, 1009129: `max(-x, 1)`
  *   came out as the max of half the elements negated and half not). `sub.u32 d, 0, a`
- *   (and .u64) is kept as its own instruction. */
+ *   is not enough where a is itself a sum (seed 3003365: -(offs) into an unsigned max
+ *   reduction, `IADD3 RZ, -a, -b` for some elements and the plain sum for others), so
+ *   the negation is written as its definition, `not` then `add 1`, which ptxas keeps. */
 #include "cg.h"
 
 #include <string.h>
@@ -60,8 +62,11 @@ void cg_ptx_fixup(su_buf *out, const char *ptx, size_t len) {
       continue;
     }
     su_buf_put(out, p, (size_t)(hit - p));
-    if (hit[0] == 'n') {
-      su_buf_printf(out, "sub.u%.2s \t%.*s, 0, %.*s;", hit + 5, (int)dn, d, (int)an, a);
+    if (hit[0] == 'n' && hit[5] == '1') {
+      su_buf_printf(out, "sub.u16 \t%.*s, 0, %.*s;", (int)dn, d, (int)an, a);
+    } else if (hit[0] == 'n') {
+      su_buf_printf(out, "not.b%.2s \t%.*s, %.*s; add.u%.2s \t%.*s, %.*s, 1;", hit + 5, (int)dn, d, (int)an, a,
+                    hit + 5, (int)dn, d, (int)dn, d);
     } else {
       su_buf_printf(out, "{ .reg .b16 %%tk_neg; sub.u16 \t%%tk_neg, 0, %.*s; max.s16 \t%.*s, %.*s, %%tk_neg; }",
                     (int)an, a, (int)dn, d, (int)an, a);

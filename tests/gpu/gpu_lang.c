@@ -205,6 +205,66 @@ static const char NEG_MAX[] =
     "    store(out + pid * 4 + rows[:, None], expand_dims(max((-t), 1), 1));\n"
     "}\n";
 
+/* The negation of a sum into an unsigned max reduction (tkdiff seed 3003365): ptxas fed
+ * some elements' plain sums to VIMNMX3.U32 until codegen/ptx_fixup.c spelled -x as ~x + 1. */
+static const char NEG_UMAX[] =
+    "kernel neg_umax(out: *u32) {\n"
+    "    let pid = program_id(0);\n"
+    "    let rows = arange(0, 32);\n"
+    "    let cols = arange(0, 32);\n"
+    "    let offs = pid * 1024 + rows[:, None] * 32 + cols[None, :];\n"
+    "    store(out + pid * 32 + rows[:, None], ~max(-(offs as u32), 1)[:, None]);\n"
+    "}\n";
+
+/* -0.0 is the identity of a float sum (tkdiff seeds 3007322, 3017373): a reduction of
+ * -0.0 values is -0.0 in registers, across warps, over an axis of one, and in fuse's
+ * chunk loop over a long row; copysign makes the sign visible. */
+static const char NEG_ZERO[] =
+    "kernel neg_zero(x: *f32, out: *f32) {\n"
+    "    let rows = arange(0, 4);\n"
+    "    let v = load(x + rows[:, None] * 2 + arange(0, 2)[None, :]);\n"
+    "    store(out + rows, copysign(1.5, sum(copysign(0.0, -abs(v)), 1)));\n"
+    "    store(out + 4 + rows, copysign(1.5, sum(copysign(0.0, v), 1)));\n"
+    "    let one = load(x + rows[:, None] + arange(0, 1)[None, :]);\n"
+    "    store(out + 8 + rows, copysign(1.5, sum(copysign(0.0, -abs(one)), 1)));\n"
+    "    let w = load(x + arange(0, 65536) % 8);\n"
+    "    store(out + 12 + arange(0, 1), full(copysign(1.5, sum(copysign(0.0, -abs(w)), 0)), 1));\n"
+    "    store(out + 13 + arange(0, 1), full(copysign(1.5, sum(copysign(0.0, w), 0)), 1));\n"
+    "}\n";
+
+/* Wide integers and f64 into bf16, rounded once (tkdiff seed 3005140): through
+ * f32 to nearest twice, 2^24 + 2^16 + 1 became 2^24 instead of 2^24 + 2^17. */
+static const char BF16_ROUND[] =
+    "kernel bf16_round(x: *i32, out: *bf16) {\n"
+    "    let offs = arange(0, 64);\n"
+    "    let a = (16842752 + (load(x + offs) & 1)) * (1 + offs % 4);\n"
+    "    store(out + offs, a as bf16);\n"
+    "    store(out + 64 + offs, (-a) as bf16);\n"
+    "    store(out + 128 + offs, (a as u32) as bf16);\n"
+    "    store(out + 192 + offs, ((a as i64) << 30) as bf16);\n"
+    "    store(out + 256 + offs, ((a as u64) << 39) as bf16);\n"
+    "    store(out + 320 + offs, (a as f64) as bf16);\n"
+    "    store(out + 384 + offs, (a + load(x + offs) * 40000) as bf16);\n"
+    "}\n";
+
+/* An i8 dot in a cp.async ring whose b rows give each thread two bytes, less than
+ * cp.async copies (tkdiff seed 3005720 and 12 others: the synchronous fallback copied the
+ * first byte of each pair only). */
+static const char I8_RING[] =
+    "@launch(warps = 4, stages = 3)\n"
+    "kernel i8_ring(a: *i8, b: *i8, out: *i32, n: i32) {\n"
+    "    let pid = program_id(0);\n"
+    "    let rows = arange(0, 32);\n"
+    "    let cols = arange(0, 16);\n"
+    "    var acc = zeros<i32>(32, 16);\n"
+    "    for kk in range(0, n) {\n"
+    "        let ta = load(a + pid * 1536 + rows[:, None] * 48 + (kk * 16 + arange(0, 16))[None, :]);\n"
+    "        let tb = load(b + (kk * 16 + arange(0, 16))[:, None] * 16 + cols[None, :]);\n"
+    "        acc = dot(ta, tb, acc);\n"
+    "    }\n"
+    "    store(out + pid * 512 + rows[:, None] * 16 + cols[None, :], acc);\n"
+    "}\n";
+
 /* clamp is minimum(maximum(x, lo), hi) on every backend: lo > hi gives hi, a NaN
  * operand gives NaN (compared as NaN or not: its bits are the backend's), -0 is below +0,
  * and integers clamp in their common type (i8 with i32 and u8: i32). */
@@ -257,6 +317,14 @@ static const lc_case CASES[] = {
      1, 1, {0}, 0, 2, 0},
     {"clamp_edges", "clamps", CLAMPS, {NULL}, {BUF(TK_F32, 64), BUF(TK_I32, 64)},
      {BUF(TK_F32, 256), BUF(TK_I32, 64), BUF(TK_I64, 64)}, 2, 3, {0}, 0, 1, 0},
+    {"neg_into_umax_reduction", "neg_umax", NEG_UMAX, {NULL}, {{0}}, {BUF(TK_U32, 64)}, 0, 1, {0}, 0,
+     2, 0},
+    {"negative_zero_sums", "neg_zero", NEG_ZERO, {NULL}, {BUF(TK_F32, 8)}, {BUF(TK_F32, 14)}, 1, 1,
+     {0}, 0, 1, 0},
+    {"bf16_rounded_once", "bf16_round", BF16_ROUND, {NULL}, {BUF(TK_I32, 64)}, {BUF(TK_BF16, 448)},
+     1, 1, {0}, 0, 1, 0},
+    {"i8_dot_narrow_ring", "i8_ring", I8_RING, {NULL}, {BUF(TK_I8, 3 * 1536), BUF(TK_I8, 768)},
+     {BUF(TK_I32, 3 * 512)}, 2, 1, {3}, 1, 3, 0},
     {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
      {5}, 1, 1, 0},
 };

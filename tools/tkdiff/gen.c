@@ -368,7 +368,9 @@ static ex full_leaf(gen *g) {
   /* full converts the value to d: a float value to an int d needs exactness, which a
    * leaf has */
   const char *dims = g->R ? su_fmt(g->a, "%d, %d", g->R, g->C) : su_fmt(g->a, "%d", g->C);
-  double mag = isf(d) ? v.mag : fmin(int_max(d), v.mag + 1);
+  /* a negative signed value wraps to an unsigned d's top (seed 3004905: full<u16>(s1) of
+   * a negative s1 is near 65535, and the error model bounded it by |s1|) */
+  double mag = isf(d) ? v.mag : wraps_to(d, &v) ? int_max(d) : fmin(int_max(d), v.mag + 1);
   if (isf(d) && !isf(v.dt) && v.mag > td_mag_limit(d)) mag = INFINITY;
   return mk(g, su_fmt(g->a, "full<%s>(%s, %s)", dn(d), v.t, dims), d, full_rank(g), sh, mag, 0);
 }

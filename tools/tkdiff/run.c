@@ -55,6 +55,19 @@ td_runner *td_runner_new(td_run_options *o) {
   return r;
 }
 
+/* A fault leaves the CUDA context dead (sticky): the next kernels get a new one rather
+ * than all failing with it (seed 5005542's misaligned access rejected the 17 kernels of
+ * its job after it). Without a device any more, the GPU comparison stops. */
+static void restart_cuda(td_runner *r) {
+  tk_context_destroy(r->cuda);
+  tk_context_options co = {.backend = TK_BACKEND_CUDA};
+  if (tk_context_create(&r->cuda, &co) != TK_OK) {
+    fprintf(stderr, "tkdiff: the CUDA context could not be made again (%s): the GPU comparison stops\n",
+            tk_last_error(NULL));
+    r->cuda = NULL;
+  }
+}
+
 void td_runner_free(td_runner *r) {
   if (!r) return;
   for (int i = 0; i < r->nbatch; i++) free(r->srcs[i]), free(r->names[i]);
@@ -306,7 +319,10 @@ td_result td_run(td_runner *r, const td_kernel *k, bool ptx, su_buf *detail) {
     }
   }
   if (r->cuda) {
-    if (!run_api(r->cuda, k, &gpu, detail, &res, "the CUDA backend")) goto done;
+    if (!run_api(r->cuda, k, &gpu, detail, &res, "the CUDA backend")) {
+      if (res == TD_RUNTIME) restart_cuda(r);
+      goto done;
+    }
     if (!compare_all(k, &ref, &gpu, -1, "GPU against the interpreter", detail)) {
       res = TD_MISMATCH;
       goto done;
