@@ -56,6 +56,8 @@ typedef struct {
   int block;          /* BLOCK, set with a define to keep the interpreter quick */
   int nparams;
   param_spec p[10];
+  int rows_per_prog;  /* per_row with blocks of rows: grid (cdiv(rows, rows_per_prog)) */
+  bool wide_rows;     /* also runs rows long enough for several of fusion's chunks */
 } gpu_case;
 
 static const char IOPS_TK[] =
@@ -94,44 +96,124 @@ static const char ARGMAX_TK[] =
   "    store(out + 2 * row + 1, argmin(load(x + row * stride + s, s < n, inf), 0));\n"
   "}\n";
 
+/* cumsum over a wide row (8192 over 4 warps: a chunk loop carrying the running total),
+ * f32 and i32; the f32 inputs are multiples of 2^-8, so every prefix is exact in any
+ * order and the scans must agree bit for bit. */
+static const char CUMSUM_TK[] =
+  "@launch(warps = 4)\n"
+  "kernel cumsum_rows<BLOCK: i32 = 8192>(x: *f32, xi: *i32, y: *f32, yi: *i32, stride: i64,\n"
+  "                                       n: i32) {\n"
+  "    let row = program_id(0) as i64;\n"
+  "    let c = arange(0, BLOCK);\n"
+  "    let m = c < n;\n"
+  "    store(y + row * stride + c, cumsum(load(x + row * stride + c, m, 0.0), 0), m);\n"
+  "    store(yi + row * stride + c, cumsum(load(xi + row * stride + c, m, 0), 0), m);\n"
+  "}\n";
+
+/* A [2, BLOCK] block of rows fused along its last axis: argmax and argmin per row (ties
+ * and NaNs), softmax per row, a cumsum per row (one carried total each), and a sum and an
+ * argmax per column (along axis 0: within each chunk), one row of them per program. */
+static const char ROWS2D_TK[] =
+  "@launch(warps = 8)\n"
+  "kernel rows2d<BLOCK: i32 = 8192>(x: *f32, y: *f32, c: *f32, am: *i32, cs: *f32, ca: *i32,\n"
+  "                                 stride: i64, n: i32, nrows: i32) {\n"
+  "    let rows = program_id(0) * 2 + arange(0, 2);\n"
+  "    let cols = arange(0, BLOCK);\n"
+  "    let mask = rows[:, None] < nrows && cols[None, :] < n;\n"
+  "    let offs = (rows as i64)[:, None] * stride + cols[None, :];\n"
+  "    let v = load(x + offs, mask, -inf);\n"
+  "    let w = where(v > 1.9, (v - v) / (v - v), floor(v));\n"
+  "    let a = argmax(w, 1);\n"
+  "    let b = argmin(where(mask, w, inf), 1);\n"
+  "    let e = exp(v - max(v, 1)[:, None]);\n"
+  "    store(y + offs, e / sum(e, 1)[:, None], mask);\n"
+  "    store(c + offs, cumsum(where(mask, v, 0.0), 1), mask);\n"
+  "    let po = (program_id(0) as i64) * stride + cols;\n"
+  "    store(cs + po, sum(where(mask, v, 0.0), 0), cols < n);\n"
+  "    store(ca + po, argmax(w, 0), cols < n);\n"
+  "    store(am + rows * 2, a, rows < nrows);\n"
+  "    store(am + rows * 2 + 1, b, rows < nrows);\n"
+  "}\n";
+
+/* Wide tiles inside a user loop and an if: each program takes two rows, fused in the
+ * branch's body (softmax, and a cumsum in the normalizing loop). */
+static const char LOOP_ROWS_TK[] =
+  "@launch(warps = 4)\n"
+  "kernel loop_rows<BLOCK: i32 = 8192>(x: *f32, y: *f32, z: *f32, stride: i64, n: i32,\n"
+  "                                    nrows: i32) {\n"
+  "    let cols = arange(0, BLOCK);\n"
+  "    let mask = cols < n;\n"
+  "    for j in range(0, 2) {\n"
+  "        let row = program_id(0) * 2 + j;\n"
+  "        if row < nrows {\n"
+  "            let base = (row as i64) * stride;\n"
+  "            let v = load(x + base + cols, mask, -inf);\n"
+  "            let e = exp(v - max(v, 0));\n"
+  "            store(y + base + cols, e / sum(e, 0), mask);\n"
+  "            store(z + base + cols, cumsum(where(mask, v, 0.0), 0), mask);\n"
+  "        }\n"
+  "    }\n"
+  "}\n";
+
 #define F32 TK_F32
 #define F16 TK_F16
 static const gpu_case cases[] = {
   {"vadd", "vadd.tk", NULL, "vadd", false, false, 1024, 4,
-   {{IN, F32, SZ_N}, {IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I32, 0}}},
+   {{IN, F32, SZ_N}, {IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I32, 0}}, 0, false},
   {"coscos", "coscos.tk", NULL, "coscos", false, false, 4096, 3,
-   {{IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I64, 0}}},
+   {{IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I64, 0}}, 0, false},
   {"gelu_tanh", "gelu.tk", NULL, "gelu_tanh", false, false, 2048, 3,
-   {{IN, F16, SZ_N}, {OUT, F16, SZ_N}, {S_N, TK_I32, 0}}},
+   {{IN, F16, SZ_N}, {OUT, F16, SZ_N}, {S_N, TK_I32, 0}}, 0, false},
   {"gelu_erf", "gelu.tk", NULL, "gelu_erf", false, false, 2048, 3,
-   {{IN, F16, SZ_N}, {OUT, F16, SZ_N}, {S_N, TK_I32, 0}}},
+   {{IN, F16, SZ_N}, {OUT, F16, SZ_N}, {S_N, TK_I32, 0}}, 0, false},
   {"softmax", "softmax.tk", NULL, "softmax", true, false, 1024, 4,
-   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}},
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, false},
   {"softmax_online", "softmax_online.tk", NULL, "softmax_online", true, true, 512, 4,
-   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}},
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, false},
   {"row_sum_chunked", "row_sum_chunked.tk", NULL, "row_sum_chunked", true, true, 256, 4,
-   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}},
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, false},
   {"layernorm", "layernorm.tk", NULL, "layernorm", true, false, 1024, 9,
    {{IN, F16, SZ_MAT}, {OUT, F16, SZ_MAT}, {IN, F16, SZ_N}, {IN, F16, SZ_N},
     {OUT, F32, SZ_ROWS}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0},
-    {S_EPS, F32, 0}}},
+    {S_EPS, F32, 0}}, 0, false},
   {"rmsnorm", "rmsnorm.tk", NULL, "rmsnorm", true, false, 1024, 7,
    {{IN, F16, SZ_MAT}, {OUT, F16, SZ_MAT}, {IN, F16, SZ_N}, {OUT, F32, SZ_ROWS},
-    {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}, {S_EPS, F32, 0}}},
+    {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}, {S_EPS, F32, 0}}, 0, false},
   {"cross_entropy_i64", "cross_entropy.tk", NULL, "cross_entropy_i64", true, false, 1024, 5,
    {{IN, F32, SZ_MAT}, {TGT, TK_I64, SZ_ROWS}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0},
-    {S_N, TK_I32, 0}}},
+    {S_N, TK_I32, 0}}, 0, false},
   {"cross_entropy_i32", "cross_entropy.tk", NULL, "cross_entropy_i32", true, false, 1024, 5,
    {{IN, F32, SZ_MAT}, {TGT, TK_I32, SZ_ROWS}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0},
-    {S_N, TK_I32, 0}}},
+    {S_N, TK_I32, 0}}, 0, false},
   {"iops", NULL, IOPS_TK, "iops", false, false, 256, 4,
-   {{IN, TK_I32, SZ_N}, {IN, TK_I32, SZ_N}, {OUT, TK_I32, SZ_N}, {S_N, TK_I32, 0}}},
+   {{IN, TK_I32, SZ_N}, {IN, TK_I32, SZ_N}, {OUT, TK_I32, SZ_N}, {S_N, TK_I32, 0}}, 0, false},
   {"hist_atomic", NULL, HIST_TK, "hist", false, false, 256, 3,
-   {{IN, TK_I32, SZ_N}, {ZERO, TK_I32, SZ_16}, {S_N, TK_I32, 0}}},
+   {{IN, TK_I32, SZ_N}, {ZERO, TK_I32, SZ_16}, {S_N, TK_I32, 0}}, 0, false},
   {"masked_other", NULL, OTHER_TK, "masked_other", false, false, 256, 3,
-   {{IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I32, 0}}},
+   {{IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I32, 0}}, 0, false},
   {"argmax_rows", NULL, ARGMAX_TK, "argmax_rows", true, false, 8192, 4,
-   {{IN, F32, SZ_MAT}, {OUT, TK_I32, SZ_ROWS2}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}},
+   {{IN, F32, SZ_MAT}, {OUT, TK_I32, SZ_ROWS2}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, false},
+  /* fusion beyond 1-D rows at the top level: blocks of rows, cumsum, loops and ifs */
+  {"layernorm_rows", "layernorm_rows.tk", NULL, "layernorm_rows", true, false, 16384, 10,
+   {{IN, F16, SZ_MAT}, {OUT, F16, SZ_MAT}, {IN, F16, SZ_N}, {IN, F16, SZ_N},
+    {OUT, F32, SZ_ROWS}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0},
+    {S_ROWS, TK_I32, 0}, {S_EPS, F32, 0}}, 2, true},
+  {"softmax_rows", "softmax_rows.tk", NULL, "softmax_rows", true, false, 8192, 5,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0},
+    {S_ROWS, TK_I32, 0}}, 4, true},
+  {"cumsum_rows", NULL, CUMSUM_TK, "cumsum_rows", true, false, 8192, 6,
+   {{IN, F32, SZ_MAT}, {IN, TK_I32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, TK_I32, SZ_MAT},
+    {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, true},
+  {"rows2d", NULL, ROWS2D_TK, "rows2d", true, false, 8192, 9,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, TK_I32, SZ_ROWS2},
+    {OUT, F32, SZ_MAT}, {OUT, TK_I32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0},
+    {S_ROWS, TK_I32, 0}}, 2, true},
+  /* the user's chunk loop carrying a wide accumulator: interchanged with fusion's */
+  {"row_sum_chunked_wide", "row_sum_chunked.tk", NULL, "row_sum_chunked", true, true, 16384, 4,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, true},
+  {"loop_rows", NULL, LOOP_ROWS_TK, "loop_rows", true, false, 8192, 6,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0},
+    {S_N, TK_I32, 0}, {S_ROWS, TK_I32, 0}}, 2, true},
 };
 
 /* The shapes every case runs at: 1-D kernels use n only; row kernels rows x n with the
@@ -147,6 +229,10 @@ static const shape shapes_1d[] = {{1, 1, 0}, {1000, 1, 0}, {3 * 4096 + 17, 1, 0}
 static const shape shapes_rows[] = {{1, 1, 0}, {1000, 7, 0}, {1024, 3, 0}, {777, 64, 3},
                                     {4, 5, 1}};
 static const shape shapes_long_rows[] = {{3 * 512 + 5, 5, 0}, {4096, 2, 3}};
+/* For wide_rows: rows over several chunks of a fused kernel, ragged ones included (cut
+ * to BLOCK unless any_n). */
+static const shape shapes_wide_rows[] = {{2 * 2048 + 5, 3, 1}, {8192 + 1, 5, 0}, {16384, 4, 0},
+                                         {40000, 2, 1}};
 
 /* ---- global test state --------------------------------------------------------------- */
 
@@ -275,8 +361,9 @@ static void run_on(tk_context *ctx, tk_kernel *k, const gpu_case *c, const shape
     assert_int_equal(tk_memcpy_htod(ctx, dev[i], host[i], bytes), TK_OK);
     args[i] = tk_arg_ptr(dev[i]);
   }
-  unsigned grid = c->per_row ? (unsigned)sh->rows
-                             : (unsigned)((sh->n + c->block - 1) / c->block);
+  unsigned grid = c->per_row && c->rows_per_prog ? (unsigned)gh_cdiv(sh->rows, c->rows_per_prog)
+                 : c->per_row ? (unsigned)sh->rows
+                              : (unsigned)((sh->n + c->block - 1) / c->block);
   tk_status s = tk_launch(k, (tk_grid){grid, 1, 1}, NULL, args, c->nparams);
   if (s == TK_OK) s = tk_synchronize(ctx);
   if (s != TK_OK)
@@ -334,6 +421,12 @@ static void run_case(const gpu_case *c, bool no_fuse) {
   if (c->any_n)
     for (size_t i = 0; i < sizeof shapes_long_rows / sizeof *shapes_long_rows; i++)
       run_shape(c, kc, ki, &shapes_long_rows[i]);
+  if (c->wide_rows)
+    for (size_t i = 0; i < sizeof shapes_wide_rows / sizeof *shapes_wide_rows; i++) {
+      shape sh = shapes_wide_rows[i];
+      if (!c->any_n && sh.n > c->block) sh.n = c->block;
+      run_shape(c, kc, ki, &sh);
+    }
 }
 
 static void test_case(void **state) { run_case(*state, false); }

@@ -1,5 +1,6 @@
 #!/bin/sh
-# The benchmarked kernels, compiled at their benchmarked sizes, must not spill: ptxas -v
+# The benchmarked kernels, compiled at their benchmarked sizes, must not spill (and the
+# blocks of rows that fusion cuts along their last axis, at widths that spill unfused): ptxas -v
 # must report 0 bytes of spill stores and loads for each (a stack frame alone, e.g. from
 # libdevice's argument reduction, is reported but allowed), both unspecialized (tkc's
 # default) and with --specialize=all (what the JIT runs for aligned, divisible arguments).
@@ -24,6 +25,9 @@ softmax_online.tk softmax_online -D BLOCK=4096
 layernorm.tk layernorm -D BLOCK=4096
 layernorm_f32.tk layernorm_f32 -D BLOCK=4096
 rmsnorm.tk rmsnorm -D BLOCK=4096
+layernorm_rows.tk layernorm_rows -D BLOCK=16384
+layernorm_rows.tk layernorm_rows -D BLOCK=65536
+softmax_rows.tk softmax_rows -D BLOCK=16384
 attention_decode.tk decode_split
 attention_decode.tk decode_split -D T=bf16
 attention_decode.tk decode_split -D stages=4

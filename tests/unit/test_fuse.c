@@ -176,13 +176,6 @@ static void compare_bufs(run_result *a, run_result *b, const arg_spec *specs, in
   su_buf_free(&err);
 }
 
-static void compare(run_result *a, run_result *b, const arg_spec *specs, int nargs, double atol,
-                    const char *what) {
-  compare_bufs(a, b, specs, nargs, atol, false, what);
-  ip_memory_free(a->mem);
-  ip_memory_free(b->mem);
-}
-
 /* The -fno-fuse build of src has scratch stores and, run over each argument list of
  * cases, writes what the build without fusion writes, bit for bit (the same ops on the
  * same values, through memory), and what the fused one writes within atol; for a kernel
@@ -211,25 +204,32 @@ static void check_baseline(const char *src, int block, const arg_spec *cases, in
   su_arena_free(a);
 }
 
-/* Compiles src both ways, checks the fused one has `loops` loops and no tile wider
- * than a chunk, then runs both over each argument list of cases (nargs each) and compares
- * what they wrote (floats within atol, see close_enough). */
-static void check_kernel(const char *src, int block, int loops, const arg_spec *cases, int ncases,
-                         int nargs, tk_grid grid, double atol) {
+/* Compiles src both ways, checks the fused one has `loops` loops more than the unfused
+ * one (the user's own loops are in both) and no tile wider than a chunk, then runs both
+ * over each argument list of cases (nargs each) and compares what they wrote: floats
+ * within atol (see close_enough), or bit for bit when exact. */
+static void check_kernel_ex(const char *src, int block, int loops, const arg_spec *cases, int ncases,
+                            int nargs, tk_grid grid, double atol, bool exact) {
   su_arena *a = su_arena_new();
   ir_module *with = compile(a, src, block, WITH);
   ir_module *without = compile(a, src, block, WITHOUT);
   census c = count(with, IR_FOR);
-  assert_int_equal(c.n, loops);
+  assert_int_equal(c.n - count(without, IR_FOR).n, loops);
   assert_true(c.widest <= CHUNK);
-  assert_int_equal(count(without, IR_FOR).n, 0);
   for (int k = 0; k < ncases; k++) {
     run_result r1 = run(with, cases + k * nargs, nargs, grid, 1234u + (uint64_t)k);
     run_result r2 = run(without, cases + k * nargs, nargs, grid, 1234u + (uint64_t)k);
-    compare(&r1, &r2, cases + k * nargs, nargs, atol, su_fmt(a, "fused vs unfused, case %d", k));
+    compare_bufs(&r1, &r2, cases + k * nargs, nargs, atol, exact, su_fmt(a, "fused vs unfused, case %d", k));
+    ip_memory_free(r1.mem);
+    ip_memory_free(r2.mem);
   }
   su_arena_free(a);
   check_baseline(src, block, cases, ncases, nargs, grid, atol);
+}
+
+static void check_kernel(const char *src, int block, int loops, const arg_spec *cases, int ncases,
+                         int nargs, tk_grid grid, double atol) {
+  check_kernel_ex(src, block, loops, cases, ncases, nargs, grid, atol, false);
 }
 
 /* ---- kernels in the class ------------------------------------------------------------------ */
@@ -425,6 +425,250 @@ static void test_argmax_argmin(void **st) {
   check_kernel(src, N, 1, &cases[0][0], NN, 4, (tk_grid){1, 1, 1}, 0);
 }
 
+/* cumsum over a long row: each loop carries the running total, joined to a chunk's
+ * first lane before its scan, so every prefix is summed in the unchunked order: bit for
+ * bit. Masked loads, ragged lengths; a sum of the scan in the first loop, and a second
+ * that recomputes the scan (its own carried total) next to an i32 scan (wrapping). */
+static void test_cumsum(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, xi: *i32, y: *f32, yi: *i32, z: *f32, out: *f32, n: i32) {\n"
+      "  let c = arange(0, BLOCK);\n"
+      "  let m = c < n;\n"
+      "  let v = load(x + c, m, 0.0);\n"
+      "  let cs = cumsum(v, 0);\n"
+      "  let t = sum(cs, 0) + 1.0;\n"
+      "  store(y + c, cs, m);\n"
+      "  store(yi + c, cumsum(load(xi + c, m, 7) * 65537, 0), m);\n"
+      "  store(z + c, cs / t, m);\n"
+      "  store(out, t);\n"
+      "}\n";
+  enum { N = 2048 };
+  const int ns[] = {1, 300, 511, 512, 513, 1999, N};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][7];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, N, -3, 5};
+    cases[k][1] = (arg_spec){BUF_I32, N, -2e9, 2e9};
+    cases[k][2] = (arg_spec){BUF_F32, N, 0, 1};
+    cases[k][3] = (arg_spec){BUF_I32, N, 0, 1};
+    cases[k][4] = (arg_spec){BUF_F32, N, 0, 1};
+    cases[k][5] = (arg_spec){BUF_F32, 1, 0, 1};
+    cases[k][6] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+  /* z divides by the reassociated sum: within rounding; the scans themselves exact. */
+  check_kernel(src, N, 2, &cases[0][0], NN, 7, (tk_grid){1, 1, 1}, 1e-6);
+  const char *exact =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, n: i32) {\n"
+      "  let c = arange(0, BLOCK);\n"
+      "  store(y + c, cumsum(load(x + c, c < n, -0.0), 0), c < n);\n"
+      "}\n";
+  arg_spec ecases[3][3] = {{{BUF_F32, N, -1e3, 1e3}, {BUF_F32, N, 0, 1}, {VAL_I32, 0, 1, 0}},
+                           {{BUF_F32, N, -1e3, 1e3}, {BUF_F32, N, 0, 1}, {VAL_I32, 0, 1537, 0}},
+                           {{BUF_F32, N, 1e-3, 1e7}, {BUF_F32, N, 0, 1}, {VAL_I32, 0, N, 0}}};
+  check_kernel_ex(exact, N, 1, &ecases[0][0], 3, 3, (tk_grid){1, 1, 1}, 0, true);
+}
+
+/* layernorm_rows: a [4, BLOCK] block of rows reduced along axis 1, the weight and bias
+ * 1-D. Rows stay whole, the last axis is cut into chunks of 512 / 4 = 128; three loops.
+ * Ragged row lengths and a last program whose rows are partly past nrows. */
+static void test_rows_layernorm(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel ln<BLOCK: i32 = 1>(x: *f32, y: *f32, w: *f32, b: *f32, mean: *f32, rstd: *f32,\n"
+      "                      stride: i64, n: i32, nrows: i32, eps: f32) {\n"
+      "  let rows = program_id(0) * 4 + arange(0, 4);\n"
+      "  let cols = arange(0, BLOCK);\n"
+      "  let rmask = rows < nrows;\n"
+      "  let cmask = cols < n;\n"
+      "  let mask = rmask[:, None] && cmask[None, :];\n"
+      "  let offs = (rows as i64)[:, None] * stride + cols[None, :];\n"
+      "  let v = load(x + offs, mask, 0.0);\n"
+      "  let mu = sum(v, 1) / (n as f32);\n"
+      "  let d = where(mask, v - mu[:, None], 0.0);\n"
+      "  let r = rsqrt(sum(d * d, 1) / (n as f32) + eps);\n"
+      "  let wv = load(w + cols, cmask);\n"
+      "  let bv = load(b + cols, cmask);\n"
+      "  store(y + offs, d * r[:, None] * wv[None, :] + bv[None, :], mask);\n"
+      "  store(mean + rows, mu, rmask);\n"
+      "  store(rstd + rows, r, rmask);\n"
+      "}\n";
+  enum { NROWS = 7, STRIDE = 2048 };
+  const int ns[] = {5, 127, 129, 1500, 2048};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][10];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, 8 * STRIDE, -3, 5};
+    cases[k][1] = (arg_spec){BUF_F32, 8 * STRIDE, 0, 1};
+    cases[k][2] = (arg_spec){BUF_F32, STRIDE, 0.5, 1.5};
+    cases[k][3] = (arg_spec){BUF_F32, STRIDE, -1, 1};
+    cases[k][4] = (arg_spec){BUF_F32, 8, 0, 1};
+    cases[k][5] = (arg_spec){BUF_F32, 8, 0, 1};
+    cases[k][6] = (arg_spec){VAL_I64, 0, STRIDE, 0};
+    cases[k][7] = (arg_spec){VAL_I32, 0, ns[k], 0};
+    cases[k][8] = (arg_spec){VAL_I32, 0, NROWS, 0};
+    cases[k][9] = (arg_spec){VAL_F32, 0, 1e-5, 0};
+  }
+  check_kernel(src, 2048, 3, &cases[0][0], NN, 10, (tk_grid){2, 1, 1}, 1e-5);
+}
+
+/* softmax_rows ([2, BLOCK], masked lanes read -inf), a 2-D argmax and argmin along axis 1
+ * (ties and NaNs as the 1-D one) and a 2-D cumsum (one total per row): every reduction
+ * along the last axis of a block of rows. */
+static void test_rows_softmax_arg_scan(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, c: *f32, am: *i32, stride: i64, n: i32, nrows: i32) {\n"
+      "  let rows = program_id(0) * 2 + arange(0, 2);\n"
+      "  let cols = arange(0, BLOCK);\n"
+      "  let mask = rows[:, None] < nrows && cols[None, :] < n;\n"
+      "  let offs = (rows as i64)[:, None] * stride + cols[None, :];\n"
+      "  let v = load(x + offs, mask, -inf);\n"
+      "  let w = where(v > 1.9, (v - v) / (v - v), floor(v));\n"
+      "  let a = argmax(w, 1);\n"
+      "  let b = argmin(where(mask, w, inf), 1);\n"
+      "  let e = exp(v - max(v, 1)[:, None]);\n"
+      "  store(y + offs, e / sum(e, 1)[:, None], mask);\n"
+      "  store(c + offs, cumsum(where(mask, floor(v), 0.0), 1), mask);\n"
+      "  store(am + rows * 2, a, rows < nrows);\n"
+      "  store(am + rows * 2 + 1, b, rows < nrows);\n"
+      "}\n";
+  enum { NROWS = 3, STRIDE = 2048 };
+  const int ns[] = {1, 255, 257, 2000, 2048};
+  const double his[] = {2, 2, 1.8, 2, 1.8};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][7];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, 4 * STRIDE, -2, his[k]};
+    cases[k][1] = (arg_spec){BUF_F32, 4 * STRIDE, 0, 1};
+    cases[k][2] = (arg_spec){BUF_F32, 4 * STRIDE, 0, 1};
+    cases[k][3] = (arg_spec){BUF_I32, 8, 0, 1};
+    cases[k][4] = (arg_spec){VAL_I64, 0, STRIDE, 0};
+    cases[k][5] = (arg_spec){VAL_I32, 0, ns[k], 0};
+    cases[k][6] = (arg_spec){VAL_I32, 0, NROWS, 0};
+  }
+  /* max and both argreduces; sum; normalize and scan */
+  check_kernel(src, 2048, 3, &cases[0][0], NN, 7, (tk_grid){2, 1, 1}, 1e-6);
+}
+
+/* Reductions, argreduces and scans along the rows of a block (axis 0 of [4, BLOCK]): each
+ * combines within a column, so within a chunk; next to a row sum along axis 1 that feeds
+ * a second loop. Exact: the same additions in the same order. */
+static void test_rows_column_ops(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, cs: *f32, cm: *i32, sc: *f32, d: *f32, n: i32) {\n"
+      "  let r = arange(0, 4);\n"
+      "  let c = arange(0, BLOCK);\n"
+      "  let m = r[:, None] < 4 && c[None, :] < n;\n"
+      "  let offs = r[:, None] * BLOCK + c[None, :];\n"
+      "  let v = load(x + offs, m, 0.0);\n"
+      "  let rs = sum(v, 1);\n"
+      "  store(d + offs, v - rs[:, None], m);\n"
+      "  store(cs + c, sum(v, 0) + max(v, 0), c < n);\n"
+      "  store(cm + c, argmax(floor(v), 0), c < n);\n"
+      "  store(sc + offs, cumsum(v, 0), m);\n"
+      "}\n";
+  enum { N = 2048 };
+  const int ns[] = {1, 127, 129, 2000, N};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][6];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, 4 * N, -3, 3};
+    cases[k][1] = (arg_spec){BUF_F32, N, 0, 1};
+    cases[k][2] = (arg_spec){BUF_I32, N, 0, 1};
+    cases[k][3] = (arg_spec){BUF_F32, 4 * N, 0, 1};
+    cases[k][4] = (arg_spec){BUF_F32, 4 * N, 0, 1};
+    cases[k][5] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+  /* the row sums; the difference and the column ops in the second loop */
+  check_kernel_ex(src, N, 2, &cases[0][0], NN, 6, (tk_grid){1, 1, 1}, 0, false);
+}
+
+/* A user loop carrying wide tiles lane by lane (row_sum_chunked's accumulator, a running
+ * max, a [2, BLOCK] block): interchanged, the chunk loop outside running the user loop on
+ * one chunk of what it carries; the result feeds a reduction and a store. Ragged row
+ * lengths over several of the user's steps; exact (each lane adds in the same order, and
+ * the final sum of a whole-number tile is exact). */
+static void test_interchange(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, out: *f32, y: *f32, z: *f32, n: i32) {\n"
+      "  var acc = zeros<f32>(BLOCK);\n"
+      "  var hi = full<f32>(-inf, BLOCK);\n"
+      "  var blk = zeros<f32>(2, BLOCK);\n"
+      "  for start in range(0, n, BLOCK) {\n"
+      "    let cols = start + arange(0, BLOCK);\n"
+      "    let v = floor(load(x + cols, cols < n, 0.0));\n"
+      "    acc += v;\n"
+      "    hi = maximum(hi, where(cols < n, v, -inf));\n"
+      "    blk = blk + v[None, :] * (arange(0, 2) + 1)[:, None];\n"
+      "  }\n"
+      "  let c = arange(0, BLOCK);\n"
+      "  store(y + c, hi);\n"
+      "  store(z + arange(0, 2)[:, None] * BLOCK + c[None, :], blk);\n"
+      "  store(out, sum(acc, 0));\n"
+      "}\n";
+  enum { B = 2048, X = 4 * B };
+  const int ns[] = {1, 700, 2048, 2049, 5000, X};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][5];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, X, -50, 50};
+    cases[k][1] = (arg_spec){BUF_F32, 1, 0, 1};
+    cases[k][2] = (arg_spec){BUF_F32, B, 0, 1};
+    cases[k][3] = (arg_spec){BUF_F32, 2 * B, 0, 1};
+    cases[k][4] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+  /* one chunk loop for both stores and the sum, the copy of the user's loop inside it in
+   * place of the original: one loop more */
+  check_kernel_ex(src, B, 1, &cases[0][0], NN, 5, (tk_grid){1, 1, 1}, 0, true);
+}
+
+/* Wide tiles in the body of a user loop (softmax of each of m rows, the column arange
+ * hoisted out by licm and rebuilt in the chunk loops) and in both branches of an if. */
+static void test_in_loop_and_if(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, z: *f32, stride: i64, n: i32, m: i32) {\n"
+      "  let cols = arange(0, BLOCK);\n"
+      "  let mask = cols < n;\n"
+      "  for j in range(0, m) {\n"
+      "    let base = (j as i64) * stride;\n"
+      "    let v = load(x + base + cols, mask, -inf);\n"
+      "    let e = exp(v - max(v, 0));\n"
+      "    store(y + base + cols, e / sum(e, 0), mask);\n"
+      "  }\n"
+      "  if n > 700 {\n"
+      "    store(z + cols, cumsum(load(x + cols, mask, 0.0), 0), mask);\n"
+      "  } else {\n"
+      "    let v = load(x + cols, mask, 0.0);\n"
+      "    store(z + cols, v - sum(v, 0), mask);\n"
+      "  }\n"
+      "}\n";
+  enum { STRIDE = 2048, M = 3 };
+  const int ns[] = {3, 600, 1025, 2048};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][6];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, M * STRIDE, -8, 8};
+    cases[k][1] = (arg_spec){BUF_F32, M * STRIDE, 0, 1};
+    cases[k][2] = (arg_spec){BUF_F32, STRIDE, 0, 1};
+    cases[k][3] = (arg_spec){VAL_I64, 0, STRIDE, 0};
+    cases[k][4] = (arg_spec){VAL_I32, 0, ns[k], 0};
+    cases[k][5] = (arg_spec){VAL_I32, 0, k == 0 ? 0 : M, 0};
+  }
+  /* three in the user loop, one in the then branch, two in the else branch */
+  check_kernel(src, 2048, 6, &cases[0][0], NN, 6, (tk_grid){1, 1, 1}, 1e-6);
+}
+
 /* ---- kernels left alone -------------------------------------------------------------------- */
 
 /* src compiles to the same IR with and without fuse. */
@@ -438,19 +682,60 @@ static void check_unchanged(const char *src, int block) {
 
 static void test_unsupported_ops(void **st) {
   (void)st;
-  /* cumsum has no chunked form here. */
+  /* An atomic on wide tiles: its old values have no chunked form. */
   check_unchanged("@launch(warps = 1)\n"
                   "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32) {\n"
                   "  let c = arange(0, BLOCK);\n"
-                  "  store(y + c, cumsum(load(x + c), 0));\n"
+                  "  store(x + c, atomic_add(y + c, load(x + c)));\n"
                   "}\n",
                   2048);
-  /* A 2-D wide tile. */
+  /* A reshape of a block into one long row. */
   check_unchanged("@launch(warps = 1)\n"
-                  "kernel k<BLOCK: i32 = 1>(x: *f32, out: *f32) {\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32) {\n"
                   "  let r = arange(0, 2);\n"
                   "  let c = arange(0, BLOCK);\n"
-                  "  store(out, sum(sum(load(x + r[:, None] * BLOCK + c[None, :]), 1), 0));\n"
+                  "  store(y, sum(load(x + r[:, None] * BLOCK + c[None, :])));\n"
+                  "}\n",
+                  2048);
+  /* The wide length along the first axis (a column of a tall block). */
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32) {\n"
+                  "  let r = arange(0, BLOCK);\n"
+                  "  store(y + r, sum(load(x + r[:, None] * 2 + arange(0, 2)[None, :]), 1));\n"
+                  "}\n",
+                  2048);
+  /* A wide tile carried by a user loop that also stores (interchanging the loops would
+   * reorder its stores), or that reduces it along the wide axis (not lane by lane). */
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, n: i32) {\n"
+                  "  let c = arange(0, BLOCK);\n"
+                  "  var acc = zeros<f32>(BLOCK);\n"
+                  "  for i in range(0, n) {\n"
+                  "    acc = acc + load(x + i * BLOCK + c);\n"
+                  "    store(y + i * BLOCK + c, acc);\n"
+                  "  }\n"
+                  "  store(y + c, acc);\n"
+                  "}\n",
+                  2048);
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, n: i32) {\n"
+                  "  let c = arange(0, BLOCK);\n"
+                  "  var acc = zeros<f32>(BLOCK);\n"
+                  "  for i in range(0, n) {\n"
+                  "    let v = load(x + i * BLOCK + c);\n"
+                  "    acc = acc + v - max(v, 0);\n"
+                  "  }\n"
+                  "  store(y + c, acc);\n"
+                  "}\n",
+                  2048);
+  /* A wide load outside the loop that uses it: a reload there would see its stores. */
+  check_unchanged("@launch(warps = 1)\n"
+                  "kernel k<BLOCK: i32 = 1>(x: *f32, y: *f32, n: i32) {\n"
+                  "  let c = arange(0, BLOCK);\n"
+                  "  let v = load(x + c);\n"
+                  "  for i in range(0, n) {\n"
+                  "    store(y + i * BLOCK + c, v * 2.0);\n"
+                  "  }\n"
                   "}\n",
                   2048);
 }
@@ -550,6 +835,12 @@ int main(void) {
       cmocka_unit_test(test_layernorm),
       cmocka_unit_test(test_integer_reductions),
       cmocka_unit_test(test_argmax_argmin),
+      cmocka_unit_test(test_cumsum),
+      cmocka_unit_test(test_rows_layernorm),
+      cmocka_unit_test(test_rows_softmax_arg_scan),
+      cmocka_unit_test(test_in_loop_and_if),
+      cmocka_unit_test(test_rows_column_ops),
+      cmocka_unit_test(test_interchange),
       cmocka_unit_test(test_unsupported_ops),
       cmocka_unit_test(test_reload_after_store),
       cmocka_unit_test(test_small_tiles),
