@@ -149,7 +149,7 @@ PyObject *tp_tune(PyObject *unused, PyObject *a) {
         defines_of(defs, (tk_define **)&tc[i].defines, &tc[i].ndefines) < 0)
       goto done;
   }
-  if (tp_args_prepare(k, args, &A) < 0) goto done;
+  if (tp_args_prepare(k, PySequence_Fast_ITEMS(args), PyTuple_GET_SIZE(args), &A) < 0) goto done;
   prepared = true;
   tp_context *ctx = k->module->ctx;
   void *stream = NULL;
