@@ -172,6 +172,28 @@ class FakeCuda(unittest.TestCase):
             self.vadd[1](Cai(0xa00000, "<f2"), y, out, 16)
         self.assertIn("'x' (parameter 0, *f32): expected elements of f32, got f16", str(e.exception))
 
+    def test_math_option_reaches_the_ptx(self):
+        src = """kernel s(x: *f32) { let o = arange(0, 128); store(x + o, sin(load(x + o))); }"""
+        self.lib.fake_cuda_last_ptx.restype = ctypes.c_char_p
+        ptx = {}
+        for math in ("fast", "accurate"):
+            tilek.compile(src, backend="cuda", cache=False, math=math)
+            ptx[math] = self.lib.fake_cuda_last_ptx().decode()
+        self.assertIn("sin.approx.f32", ptx["fast"])
+        self.assertNotIn("sin.approx.f32", ptx["accurate"])
+
+    def test_unfused_launch_takes_scratch(self):
+        # -fno-fuse's kernels go through a global scratch buffer the launch allocates
+        x, y, out = self.f32
+        allocs = self.lib.fake_cuda_live_allocs
+        fused = tilek.compile(VADD, backend="cuda", cache=False).vadd
+        before = allocs()
+        fused[4](x, y, out, 1024)
+        self.assertEqual(allocs(), before)
+        unfused = tilek.compile(VADD, backend="cuda", cache=False, fuse=False).vadd
+        unfused[4](x, y, out, 1024)
+        self.assertEqual(allocs(), before + 1)
+
     def test_empty_grid_checks_only(self):
         x, y, out = self.f32
         self.vadd[(4,)](x, y, out, 16)
