@@ -38,8 +38,11 @@ static struct {
   PyObject *get_stream;  /* torch._C._cuda_getCurrentRawStream(device) -> int, or NULL */
   PyCFunction get_stream_fn;      /* its C function when it is a METH_O builtin */
   PyObject *get_stream_self;
-  PyObject *cuda;        /* torch.cuda, for current_stream() when get_stream is missing */
-} torch;
+  PyObject *cuda;        /* torch.cuda: device_count(), and current_stream() when
+                            get_stream is missing */
+  int ncuda;             /* torch.cuda.device_count(), read at the first CUDA launch; -1:
+                            not yet, or unknown */
+} torch = {.ncuda = -1};
 
 static PyObject *s_data_ptr, *s_dtype, *s_is_cuda, *s_get_device, *s_cai, *s_dlpack,
     *s_dlpack_device, *s_aai, *s_cuda_stream, *s_size, *s_stride, *s_element_size, *s_torch,
@@ -132,11 +135,22 @@ static void torch_probe(void) {
     torch.get_stream_fn = PyCFunction_GET_FUNCTION(torch.get_stream);
     torch.get_stream_self = PyCFunction_GET_SELF(torch.get_stream);
   }
-  torch.cuda = torch.get_stream ? NULL : PyObject_GetAttrString(mod, "cuda");
+  torch.cuda = PyObject_GetAttrString(mod, "cuda");
   PyErr_Clear();
   torch.tensor = (PyTypeObject *)tensor;
   torch.ready = true;
   Py_DECREF(mod);
+}
+
+/* torch.cuda.device_count() into torch.ncuda, once; at a CUDA launch, so that an
+ * interpreter user with torch loaded never has torch look for devices. Any failure leaves
+ * the count unknown (0), which checks every tensor's device. */
+static void torch_count_devices(void) {
+  PyObject *n = torch.cuda ? PyObject_CallMethod(torch.cuda, "device_count", NULL) : NULL;
+  long v = n ? PyLong_AsLong(n) : 0;
+  Py_XDECREF(n);
+  PyErr_Clear();
+  torch.ncuda = v > 0 ? (int)v : 0;
 }
 
 static bool is_tensor(PyObject *o) {
@@ -513,11 +527,15 @@ static int tensor_fast(launch *L, int i, PyObject *o, tk_arg *out) {
   ok = v == Py_True;
   Py_DECREF(v);
   if (!ok) return 0;
-  if (!(v = torch.get_device(o, NULL))) return -1;
-  long dev = PyLong_AsLong(v);
-  Py_DECREF(v);
-  if (dev == -1 && PyErr_Occurred()) return -1;
-  if (dev != L->device) return 0;
+  /* with one CUDA device (torch's count, the same process's driver as ours), a CUDA tensor
+   * is on cuda:0 and reading its index is a call saved per tensor */
+  if (torch.ncuda != 1 || L->device != 0) {
+    if (!(v = torch.get_device(o, NULL))) return -1;
+    long dev = PyLong_AsLong(v);
+    Py_DECREF(v);
+    if (dev == -1 && PyErr_Occurred()) return -1;
+    if (dev != L->device) return 0;
+  }
   if (!(v = torch.data_ptr(o, NULL))) return -1;
   uint64_t ptr = PyLong_AsUnsignedLongLong(v);
   Py_DECREF(v);
@@ -651,7 +669,7 @@ static int resolve_stream(launch *L, PyObject *stream_obj, void **out) {
                               : PyObject_CallOneArg(torch.get_stream, dev);
     Py_XDECREF(dev);
     if (!h) return -1;
-  } else if (torch.ready && torch.cuda) {
+  } else if (torch.ready && torch.cuda && !torch.get_stream) {
     PyObject *s = PyObject_CallMethod(torch.cuda, "current_stream", "i", L->device);
     h = s ? PyObject_GetAttr(s, s_cuda_stream) : NULL;
     Py_XDECREF(s);
@@ -713,6 +731,7 @@ int tp_args_prepare(tp_kernel *k, PyObject *const *args, Py_ssize_t got, tp_args
     }
   }
   launch L = {k, ctx->backend == TK_BACKEND_CUDA, ctx->device, A->spans, 0};
+  if (L.cuda && torch.ready && torch.ncuda == -1) torch_count_devices();
   for (int i = 0; i < n; i++) {
     PyObject *o = args[i];
     const tp_param *p = &k->plan[i];

@@ -7,7 +7,8 @@
  * `dtype` and an `is_cuda` getset descriptor and `data_ptr()`, `get_device()` METH_NOARGS
  * methods, as torch's TensorBase has them; dtype objects `float32`, `float16`, ... that
  * print as torch's do; and `_C._cuda_getCurrentRawStream(device)`, a METH_O builtin
- * returning the stream set with `_set_stream(handle)` (0 until then). A tensor is made as
+ * returning the stream set with `_set_stream(handle)` (0 until then); and
+ * `cuda.device_count()`, 1 until `_set_device_count(n)`. A tensor is made as
  * `Tensor(data_ptr, dtype, device)` with device -1 for host memory; it owns nothing.
  */
 #define PY_SSIZE_T_CLEAN
@@ -126,6 +127,25 @@ static PyObject *set_stream(PyObject *self, PyObject *h) {
   Py_RETURN_NONE;
 }
 
+static long device_count = 1;
+
+static PyObject *get_device_count(PyObject *self, PyObject *unused) {
+  (void)self, (void)unused;
+  return PyLong_FromLong(device_count);
+}
+
+static PyObject *set_device_count(PyObject *self, PyObject *n) {
+  (void)self;
+  device_count = PyLong_AsLong(n);
+  if (device_count == -1 && PyErr_Occurred()) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef cuda_methods[] = {
+  {"device_count", get_device_count, METH_NOARGS, NULL},
+  {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef c_methods[] = {
   {"_cuda_getCurrentRawStream", get_current_raw_stream, METH_O, NULL},
   {NULL, NULL, 0, NULL},
@@ -133,10 +153,12 @@ static PyMethodDef c_methods[] = {
 
 static PyMethodDef methods[] = {
   {"_set_stream", set_stream, METH_O, "the handle _C._cuda_getCurrentRawStream returns"},
+  {"_set_device_count", set_device_count, METH_O, "what cuda.device_count() returns"},
   {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef c_def = {PyModuleDef_HEAD_INIT, "torch._C", NULL, -1, c_methods};
+static struct PyModuleDef cuda_def = {PyModuleDef_HEAD_INIT, "torch.cuda", NULL, -1, cuda_methods};
 static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "_tilek_fake_torch", NULL, -1, methods};
 
 static fdtype dtypes[] = {
@@ -153,12 +175,15 @@ PyMODINIT_FUNC PyInit__tilek_fake_torch(void) {
   current_stream = PyLong_FromLong(0);
   PyObject *m = PyModule_Create(&def);
   PyObject *c = m ? PyModule_Create(&c_def) : NULL;
-  if (!c || PyModule_AddObjectRef(m, "_C", c) < 0 ||
+  PyObject *cuda = c ? PyModule_Create(&cuda_def) : NULL;
+  if (!cuda || PyModule_AddObjectRef(m, "_C", c) < 0 || PyModule_AddObjectRef(m, "cuda", cuda) < 0 ||
       PyModule_AddObjectRef(m, "Tensor", (PyObject *)&tensor_type) < 0) {
+    Py_XDECREF(cuda);
     Py_XDECREF(c);
     Py_XDECREF(m);
     return NULL;
   }
+  Py_DECREF(cuda);
   Py_DECREF(c);
   for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
     if (PyModule_AddObjectRef(m, dtypes[i].name, (PyObject *)&dtypes[i]) < 0) {

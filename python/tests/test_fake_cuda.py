@@ -15,6 +15,10 @@ if FAKE:
     os.environ["TK_LIBCUDA"] = FAKE  # before the first CUDA context
     import _tilek_fake_torch as torch
     sys.modules["torch"] = torch
+    if __name__ == "__main__":
+        # two devices, so that every tensor's device is read and checked (ONE_DEVICE
+        # below runs a process with one)
+        torch._set_device_count(2)
 
 import tilek  # noqa: E402
 
@@ -23,6 +27,29 @@ class Launch(ctypes.Structure):
     _fields_ = [("fn", ctypes.c_void_p), ("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
                 ("params", ctypes.POINTER(ctypes.c_void_p)), ("stream", ctypes.c_void_p)]
 
+
+# With one CUDA device a tensor's index is not read (it can only be 0), but the rest is.
+ONE_DEVICE = """
+import ctypes, os, sys
+import test_fake_cuda as t
+torch = t.torch
+import tilek
+k = tilek.compile(t.VADD, backend="cuda").vadd
+x = torch.Tensor(0x100000, torch.float32, 0)
+k[1](x, x, x, 16)
+lib = ctypes.CDLL(t.FAKE)
+lib.fake_cuda_last_launch.restype = ctypes.POINTER(t.Launch)
+p = lib.fake_cuda_last_launch().contents.params
+assert ctypes.cast(p[0], ctypes.POINTER(ctypes.c_uint64)).contents.value == 0x100000
+for bad, text in [(torch.Tensor(0x100000, torch.float32, -1), "is in host memory"),
+                  (torch.Tensor(0x100000, torch.float16, 0), "got dtype torch.float16")]:
+    try:
+        k[1](x, bad, x, 16)
+        sys.exit("no error")
+    except (TypeError, ValueError) as e:
+        assert "'y' (parameter 1, *f32)" in str(e) and text in str(e), str(e)
+print("one device: ok")
+"""
 
 SCALARS = """
 kernel sc(x: *f32, a: f32, n: i32, m: u8, big: u64, flag: i1, w: *i8) {
@@ -193,6 +220,12 @@ class FakeCuda(unittest.TestCase):
         unfused = tilek.compile(VADD, backend="cuda", cache=False, fuse=False).vadd
         unfused[4](x, y, out, 1024)
         self.assertEqual(allocs(), before + 1)
+
+    def test_one_device(self):
+        import subprocess
+        r = subprocess.run([sys.executable, "-c", ONE_DEVICE], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("one device: ok", r.stdout)
 
     def test_empty_grid_checks_only(self):
         x, y, out = self.f32
