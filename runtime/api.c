@@ -563,13 +563,18 @@ static bool type_accepts(const rt_kernel *k, tk_dtype want, tk_dtype got) {
          got != TK_I1 && ir_dtype_bits(want) == ir_dtype_bits(got);
 }
 
-/* True if an integer argument's value is representable in its type. */
+/* True if an integer argument's value is representable in its type (a switch the
+ * compiler keeps inline: this runs per argument of every launch). */
 static bool fits(const tk_arg *a) {
-  int bits = ir_dtype_bits(a->type);
-  if (!ir_dtype_is_int(a->type) || a->type == TK_I1 || bits >= 64) return true;
-  if (ir_dtype_is_signed(a->type))
-    return a->v.i >= -(INT64_C(1) << (bits - 1)) && a->v.i < (INT64_C(1) << (bits - 1));
-  return a->v.u < (UINT64_C(1) << bits);
+  switch (a->type) {
+  case TK_I8: return a->v.i >= INT8_MIN && a->v.i <= INT8_MAX;
+  case TK_I16: return a->v.i >= INT16_MIN && a->v.i <= INT16_MAX;
+  case TK_I32: return a->v.i >= INT32_MIN && a->v.i <= INT32_MAX;
+  case TK_U8: return a->v.u <= UINT8_MAX;
+  case TK_U16: return a->v.u <= UINT16_MAX;
+  case TK_U32: return a->v.u <= UINT32_MAX;
+  default: return true; /* i1 (any value is 0 or not), 64-bit integers, floats, pointers */
+  }
 }
 
 tk_status rt_check_args(rt_context *ctx, const rt_kernel *k, const tk_arg *args, int nargs) {

@@ -23,6 +23,7 @@
  *    configuring functions, launching.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,9 @@ typedef struct cuda_state {
 /* Every live CUDA tk context, so that an address of another one is recognised. */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static cuda_state *live;
+/* How many there are (changed under live_lock): with one, a launch's pointers cannot be
+ * another's, and it takes no lock to know that. */
+static _Atomic int nlive;
 
 /* A module's driver state: its CUmodules (the one loaded with it, then one per variant
  * compiled at launch) and what compiling another variant needs. */
@@ -216,6 +220,7 @@ static tk_status cuda_init(rt_context *ctx, int device) {
       pthread_mutex_lock(&live_lock);
       st->next_live = live;
       live = st;
+      atomic_fetch_add_explicit(&nlive, 1, memory_order_release);
       pthread_mutex_unlock(&live_lock);
       return TK_OK;
     }
@@ -246,6 +251,7 @@ static void cuda_shutdown(rt_context *ctx) {
   for (cuda_state **p = &live; *p; p = &(*p)->next_live)
     if (*p == st) {
       *p = st->next_live;
+      atomic_fetch_sub_explicit(&nlive, 1, memory_order_release);
       break;
     }
   pthread_mutex_unlock(&live_lock);
@@ -549,7 +555,10 @@ static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *
                              const tk_arg *args, int nargs) {
   rt_jit_kernel *jk = k->handle;
   ALIVE(ctx);
-  for (int i = 0; i < nargs; i++) {
+  /* a buffer of a context made on another thread reaches this thread only through some
+   * synchronization with it, which makes that context's count visible here too */
+  bool others = atomic_load_explicit(&nlive, memory_order_acquire) > 1;
+  for (int i = 0; others && i < nargs; i++) {
     if (args[i].type != TK_PTR || !args[i].v.p) continue;
     if (find_alloc(state(ctx), args[i].v.p, true) < 0 &&
         of_another_context(state(ctx), args[i].v.p))

@@ -16,21 +16,41 @@
 
 /* ---- torch, when the caller has imported it ------------------------------------------ */
 
+/* torch's own C accessors of torch.Tensor (TensorBase's getset and METH_NOARGS method
+ * descriptors), called directly for a tensor whose type resolves these names to them —
+ * torch.Tensor and every subclass that does not override them, such as nn.Parameter — as
+ * torch's own operators read a tensor: no attribute lookup, no bound method, no argument
+ * tuple. Anything else goes through ordinary attribute access. */
+typedef struct {
+  getter get;
+  void *closure;
+} tp_getter;
+
 static struct {
   bool ready;
-  PyTypeObject *tensor;  /* torch.Tensor */
-  PyObject *dtypes;      /* torch.dtype -> tk_dtype (int) */
+  PyTypeObject *tensor;           /* torch.Tensor */
+  PyObject *dtype_of[TK_NDTYPE];  /* tk dtype -> the torch.dtype object (NULL: none) */
+  bool direct;                    /* the four accessors below were found */
+  PyObject *descr[4];             /* their descriptors, as torch.Tensor resolves them */
+  tp_getter dtype, is_cuda;
+  PyCFunction data_ptr, get_device;
+  PyTypeObject *direct_sub;       /* the last subclass found to share them (strong) */
   PyObject *get_stream;  /* torch._C._cuda_getCurrentRawStream(device) -> int, or NULL */
-  PyObject *cuda;        /* torch.cuda, for current_stream() when get_stream is missing */
-} torch;
+  PyCFunction get_stream_fn;      /* its C function when it is a METH_O builtin */
+  PyObject *get_stream_self;
+  PyObject *cuda;        /* torch.cuda: device_count(), and current_stream() when
+                            get_stream is missing */
+  int ncuda;             /* torch.cuda.device_count(), read at the first CUDA launch; -1:
+                            not yet, or unknown */
+} torch = {.ncuda = -1};
 
 static PyObject *s_data_ptr, *s_dtype, *s_is_cuda, *s_get_device, *s_cai, *s_dlpack,
-    *s_dlpack_device, *s_aai, *s_cuda_stream, *s_size, *s_stride, *s_element_size;
+    *s_dlpack_device, *s_aai, *s_cuda_stream, *s_size, *s_stride, *s_element_size, *s_torch,
+    *s_data, *s_typestr;
 
 static int intern_names(void) {
   if (s_data_ptr) return 0;
 #define I(var, text) if (!(var = PyUnicode_InternFromString(text))) return -1
-  I(s_data_ptr, "data_ptr");
   I(s_dtype, "dtype");
   I(s_is_cuda, "is_cuda");
   I(s_get_device, "get_device");
@@ -42,24 +62,58 @@ static int intern_names(void) {
   I(s_size, "size");
   I(s_stride, "stride");
   I(s_element_size, "element_size");
+  I(s_torch, "torch");
+  I(s_data, "data");
+  I(s_typestr, "typestr");
+  I(s_data_ptr, "data_ptr"); /* last: it says the others are there */
 #undef I
   return 0;
+}
+
+/* Finds torch.Tensor's C accessors; false (no exception) when one is not what it was. */
+static bool find_accessors(PyTypeObject *tensor) {
+  PyObject *names[4] = {s_dtype, s_is_cuda, s_data_ptr, s_get_device};
+  for (int i = 0; i < 4; i++) {
+    PyObject *d = PyObject_GetAttr((PyObject *)tensor, names[i]); /* the descriptor itself */
+    if (!d) {
+      PyErr_Clear();
+      return false;
+    }
+    torch.descr[i] = d;
+  }
+  for (int i = 0; i < 2; i++) {
+    if (!Py_IS_TYPE(torch.descr[i], &PyGetSetDescr_Type)) return false;
+    PyGetSetDef *g = ((PyGetSetDescrObject *)torch.descr[i])->d_getset;
+    if (!g->get) return false;
+    *(i == 0 ? &torch.dtype : &torch.is_cuda) = (tp_getter){g->get, g->closure};
+  }
+  for (int i = 2; i < 4; i++) {
+    if (!Py_IS_TYPE(torch.descr[i], &PyMethodDescr_Type)) return false;
+    PyMethodDef *m = ((PyMethodDescrObject *)torch.descr[i])->d_method;
+    if ((m->ml_flags & (METH_VARARGS | METH_KEYWORDS | METH_NOARGS | METH_O | METH_FASTCALL)) !=
+        METH_NOARGS)
+      return false;
+    *(i == 2 ? &torch.data_ptr : &torch.get_device) = m->ml_meth;
+  }
+  return true;
 }
 
 /* Looks torch up in sys.modules (never imports it); once it is there and initialized,
  * caches what the launch path reads. A failure leaves torch unrecognized, no exception. */
 static void torch_probe(void) {
   if (torch.ready) return;
-  PyObject *name = PyUnicode_FromString("torch");
-  PyObject *mod = name ? PyImport_GetModule(name) : NULL;
-  Py_XDECREF(name);
+  PyObject *mod = PyImport_GetModule(s_torch);
   if (!mod) {
     PyErr_Clear();
     return;
   }
   PyObject *tensor = PyObject_GetAttrString(mod, "Tensor");
-  PyObject *dtypes = PyDict_New();
-  if (!tensor || !PyType_Check(tensor) || !dtypes) goto fail;
+  if (!tensor || !PyType_Check(tensor)) {
+    PyErr_Clear();
+    Py_XDECREF(tensor);
+    Py_DECREF(mod);
+    return;
+  }
   static const struct { const char *name; tk_dtype t; } map[] = {
     {"float32", TK_F32}, {"float16", TK_F16}, {"bfloat16", TK_BF16}, {"float64", TK_F64},
     {"int8", TK_I8}, {"int16", TK_I16}, {"int32", TK_I32}, {"int64", TK_I64},
@@ -67,38 +121,67 @@ static void torch_probe(void) {
     {"bool", TK_I1},
   };
   for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
-    PyObject *dt = PyObject_GetAttrString(mod, map[i].name);
-    if (!dt) { /* an older torch without this dtype */
-      PyErr_Clear();
-      continue;
-    }
-    PyObject *code = PyLong_FromLong(map[i].t);
-    int rc = code ? PyDict_SetItem(dtypes, dt, code) : -1;
-    Py_XDECREF(code);
-    Py_DECREF(dt);
-    if (rc < 0) goto fail;
+    torch.dtype_of[map[i].t] = PyObject_GetAttrString(mod, map[i].name);
+    if (!torch.dtype_of[map[i].t]) PyErr_Clear(); /* an older torch without this dtype */
   }
+  torch.direct = find_accessors((PyTypeObject *)tensor);
   /* Triton reads the current stream the same way: one C call, no Stream object. */
   PyObject *c = PyObject_GetAttrString(mod, "_C");
   torch.get_stream = c ? PyObject_GetAttrString(c, "_cuda_getCurrentRawStream") : NULL;
   Py_XDECREF(c);
   PyErr_Clear();
-  torch.cuda = torch.get_stream ? NULL : PyObject_GetAttrString(mod, "cuda");
+  if (torch.get_stream && PyCFunction_Check(torch.get_stream) &&
+      (PyCFunction_GET_FLAGS(torch.get_stream) & ~METH_COEXIST) == METH_O) {
+    torch.get_stream_fn = PyCFunction_GET_FUNCTION(torch.get_stream);
+    torch.get_stream_self = PyCFunction_GET_SELF(torch.get_stream);
+  }
+  torch.cuda = PyObject_GetAttrString(mod, "cuda");
   PyErr_Clear();
   torch.tensor = (PyTypeObject *)tensor;
-  torch.dtypes = dtypes;
   torch.ready = true;
   Py_DECREF(mod);
-  return;
-fail:
+}
+
+/* torch.cuda.device_count() into torch.ncuda, once; at a CUDA launch, so that an
+ * interpreter user with torch loaded never has torch look for devices. Any failure leaves
+ * the count unknown (0), which checks every tensor's device. */
+static void torch_count_devices(void) {
+  PyObject *n = torch.cuda ? PyObject_CallMethod(torch.cuda, "device_count", NULL) : NULL;
+  long v = n ? PyLong_AsLong(n) : 0;
+  Py_XDECREF(n);
   PyErr_Clear();
-  Py_XDECREF(tensor);
-  Py_XDECREF(dtypes);
-  Py_DECREF(mod);
+  torch.ncuda = v > 0 ? (int)v : 0;
 }
 
 static bool is_tensor(PyObject *o) {
   return torch.ready && PyObject_TypeCheck(o, torch.tensor);
+}
+
+/* True when tensor type t resolves dtype, is_cuda, data_ptr and get_device to torch's own
+ * accessors (one subclass remembered, so a model's nn.Parameter checks once). */
+static bool direct_type(PyTypeObject *t) {
+  if (t == torch.tensor || t == torch.direct_sub) return torch.direct;
+  if (!torch.direct) return false;
+  PyObject *names[4] = {s_dtype, s_is_cuda, s_data_ptr, s_get_device};
+  for (int i = 0; i < 4; i++) {
+    PyObject *d = PyObject_GetAttr((PyObject *)t, names[i]);
+    bool same = d == torch.descr[i];
+    Py_XDECREF(d);
+    if (!same) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  Py_INCREF(t);
+  Py_XSETREF(torch.direct_sub, t);
+  return true;
+}
+
+/* The tk element type of a torch.dtype object; TK_NDTYPE when tk has none. */
+static tk_dtype torch_dtype(PyObject *dt) {
+  for (int t = 0; t < TK_NDTYPE; t++)
+    if (torch.dtype_of[t] && torch.dtype_of[t] == dt) return (tk_dtype)t;
+  return TK_NDTYPE;
 }
 
 /* ---- messages ------------------------------------------------------------------------ */
@@ -233,10 +316,8 @@ static int from_tensor(launch *L, int i, PyObject *o, pointer *p) {
   tp_kernel *k = L->k;
   PyObject *dt = PyObject_GetAttr(o, s_dtype);
   if (!dt) return -1;
-  PyObject *code = PyDict_GetItemWithError(torch.dtypes, dt);
-  p->dtype = code ? (tk_dtype)PyLong_AsLong(code) : TK_NDTYPE;
-  if (!code) {
-    PyErr_Clear();
+  p->dtype = torch_dtype(dt);
+  if (p->dtype == TK_NDTYPE) {
     PyObject *s = PyObject_Str(dt);
     arg_error(PyExc_TypeError, k, i, "tk has no element type for a tensor of dtype %s",
               s ? PyUnicode_AsUTF8(s) : "?");
@@ -300,8 +381,9 @@ static int from_tensor(launch *L, int i, PyObject *o, pointer *p) {
 static int from_cai(launch *L, int i, PyObject *cai, pointer *p) {
   if (!PyDict_Check(cai))
     return arg_error(PyExc_TypeError, L->k, i, "__cuda_array_interface__ is not a dict");
-  PyObject *data = PyDict_GetItemString(cai, "data");
-  PyObject *ts = PyDict_GetItemString(cai, "typestr");
+  PyObject *data = PyDict_GetItemWithError(cai, s_data);
+  PyObject *ts = data ? PyDict_GetItemWithError(cai, s_typestr) : NULL;
+  if (PyErr_Occurred()) return -1;
   if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1 || !ts || !PyUnicode_Check(ts))
     return arg_error(PyExc_TypeError, L->k, i, "__cuda_array_interface__ lacks data or typestr");
   p->ptr = (uintptr_t)PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
@@ -431,6 +513,38 @@ static int add_span(launch *L, int i, pointer *p, int *index) {
   return 0;
 }
 
+/* A CUDA launch's torch tensor through torch's own accessors (direct_type): 1 when it is
+ * a tensor of the parameter's dtype on the context's device (*out set), 0 when it is not
+ * (from_tensor then says why, reading it again), -1 with an exception. */
+static int tensor_fast(launch *L, int i, PyObject *o, tk_arg *out) {
+  tk_dtype want = L->k->plan[i].pointee;
+  PyObject *v = torch.dtype.get(o, torch.dtype.closure);
+  if (!v) return -1;
+  bool ok = want != TK_NDTYPE ? v == torch.dtype_of[want] : torch_dtype(v) != TK_NDTYPE;
+  Py_DECREF(v);
+  if (!ok) return 0;
+  if (!(v = torch.is_cuda.get(o, torch.is_cuda.closure))) return -1;
+  ok = v == Py_True;
+  Py_DECREF(v);
+  if (!ok) return 0;
+  /* with one CUDA device (torch's count, the same process's driver as ours), a CUDA tensor
+   * is on cuda:0 and reading its index is a call saved per tensor */
+  if (torch.ncuda != 1 || L->device != 0) {
+    if (!(v = torch.get_device(o, NULL))) return -1;
+    long dev = PyLong_AsLong(v);
+    Py_DECREF(v);
+    if (dev == -1 && PyErr_Occurred()) return -1;
+    if (dev != L->device) return 0;
+  }
+  if (!(v = torch.data_ptr(o, NULL))) return -1;
+  uint64_t ptr = PyLong_AsUnsignedLongLong(v);
+  Py_DECREF(v);
+  if (ptr == (uint64_t)-1 && PyErr_Occurred()) return -1;
+  out->type = TK_PTR;
+  out->v.p = ptr;
+  return 1;
+}
+
 static int convert_pointer(launch *L, int i, PyObject *o, tk_arg *out, int *span_of) {
   tp_kernel *k = L->k;
   pointer p = {0};
@@ -438,6 +552,8 @@ static int convert_pointer(launch *L, int i, PyObject *o, tk_arg *out, int *span
   int rc;
   PyObject *proto = NULL;
   if (is_tensor(o)) {
+    if (L->cuda && direct_type(Py_TYPE(o)) && (rc = tensor_fast(L, i, o, out)) != 0)
+      return rc < 0 ? -1 : 0;
     rc = from_tensor(L, i, o, &p);
   } else if (L->cuda && (proto = PyObject_GetAttr(o, s_cai))) {
     rc = from_cai(L, i, proto, &p);
@@ -526,18 +642,7 @@ static int convert_scalar(launch *L, int i, PyObject *o, tk_arg *out) {
     return -1;
   }
   Py_DECREF(n);
-  long long lo, hi;
-  switch (t) {
-  case TK_I1: lo = 0, hi = 1; break;
-  case TK_I8: lo = INT8_MIN, hi = INT8_MAX; break;
-  case TK_I16: lo = INT16_MIN, hi = INT16_MAX; break;
-  case TK_I32: lo = INT32_MIN, hi = INT32_MAX; break;
-  case TK_U8: lo = 0, hi = UINT8_MAX; break;
-  case TK_U16: lo = 0, hi = UINT16_MAX; break;
-  case TK_U32: lo = 0, hi = UINT32_MAX; break;
-  case TK_U64: lo = 0, hi = INT64_MAX; break;
-  default: lo = INT64_MIN, hi = INT64_MAX; break;
-  }
+  long long lo = k->plan[i].lo, hi = k->plan[i].hi;
   if (v < lo || v > hi)
     return arg_error(PyExc_OverflowError, k, i, "%lld does not fit in %s", v, tp_dtype_name(t));
   out->v.i = v;
@@ -559,10 +664,12 @@ static int resolve_stream(launch *L, PyObject *stream_obj, void **out) {
     }
   } else if (torch.ready && torch.get_stream) {
     PyObject *dev = PyLong_FromLong(L->device);
-    h = dev ? PyObject_CallOneArg(torch.get_stream, dev) : NULL;
+    h = !dev                 ? NULL
+        : torch.get_stream_fn ? torch.get_stream_fn(torch.get_stream_self, dev)
+                              : PyObject_CallOneArg(torch.get_stream, dev);
     Py_XDECREF(dev);
     if (!h) return -1;
-  } else if (torch.ready && torch.cuda) {
+  } else if (torch.ready && torch.cuda && !torch.get_stream) {
     PyObject *s = PyObject_CallMethod(torch.cuda, "current_stream", "i", L->device);
     h = s ? PyObject_GetAttr(s, s_cuda_stream) : NULL;
     Py_XDECREF(s);
@@ -592,19 +699,21 @@ static tk_status upload(tp_args *A, tk_context *ctx) {
   return s;
 }
 
-int tp_args_prepare(tp_kernel *k, PyObject *args, tp_args *A) {
-  memset(A, 0, sizeof *A);
+int tp_args_prepare(tp_kernel *k, PyObject *const *args, Py_ssize_t got, tp_args *A) {
+  /* not a memset of A: its stack arrays are for the arguments there are */
+  A->ctx = k->module->ctx->ctx;
+  A->n = 0;
+  A->args = NULL;
+  A->nspans = A->uploaded = 0;
   if (intern_names() < 0) return -1;
   torch_probe();
   int n = k->nparams;
-  Py_ssize_t got = PyTuple_GET_SIZE(args);
   if (got != n) {
     PyErr_Format(PyExc_TypeError, "kernel '%U' takes %d argument%s, got %zd", k->name, n,
                  n == 1 ? "" : "s", got);
     return -1;
   }
   tp_context *ctx = k->module->ctx;
-  A->ctx = ctx->ctx;
   A->n = n;
   A->args = A->stack_args;
   A->span_of = A->stack_span_of;
@@ -614,18 +723,38 @@ int tp_args_prepare(tp_kernel *k, PyObject *args, tp_args *A) {
     A->span_of = PyMem_Malloc(sizeof *A->span_of * (size_t)n);
     A->spans = PyMem_Malloc(sizeof *A->spans * (size_t)n);
     if (!A->args || !A->span_of || !A->spans) {
-      PyErr_NoMemory();
-      tp_args_finish(A, false);
-      return -1;
+      PyMem_Free(A->args);
+      PyMem_Free(A->span_of);
+      PyMem_Free(A->spans);
+      A->args = NULL;
+      return PyErr_NoMemory(), -1;
     }
   }
   launch L = {k, ctx->backend == TK_BACKEND_CUDA, ctx->device, A->spans, 0};
+  if (L.cuda && torch.ready && torch.ncuda == -1) torch_count_devices();
   for (int i = 0; i < n; i++) {
-    PyObject *o = PyTuple_GET_ITEM(args, i);
+    PyObject *o = args[i];
+    const tp_param *p = &k->plan[i];
+    tk_arg *a = &A->args[i];
     A->span_of[i] = -1;
-    int rc = k->types[i] == TK_PTR ? convert_pointer(&L, i, o, &A->args[i], &A->span_of[i])
-                                   : convert_scalar(&L, i, o, &A->args[i]);
+    /* the common scalars without a call: an exact int in range, an exact float */
+    if (p->kind == TP_P_INT && PyLong_CheckExact(o)) {
+      int overflow;
+      long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (!overflow && v >= p->lo && v <= p->hi) {
+        a->type = p->type;
+        a->v.i = v;
+        continue;
+      }
+    } else if (p->kind == TP_P_FLOAT && PyFloat_CheckExact(o)) {
+      a->type = p->type;
+      a->v.f = PyFloat_AS_DOUBLE(o);
+      continue;
+    }
+    int rc = p->kind == TP_P_PTR ? convert_pointer(&L, i, o, a, &A->span_of[i])
+                                 : convert_scalar(&L, i, o, a);
     if (rc < 0) {
+      A->nspans = L.nspans;
       tp_args_finish(A, false);
       return -1;
     }
@@ -665,9 +794,10 @@ int tp_resolve_stream(tp_kernel *k, PyObject *stream_obj, void **out) {
   return resolve_stream(&L, stream_obj, out);
 }
 
-int tp_launch(tp_kernel *k, tk_grid grid, PyObject *args, PyObject *stream_obj) {
+int tp_launch(tp_kernel *k, tk_grid grid, PyObject *const *args, Py_ssize_t n,
+              PyObject *stream_obj) {
   tp_args A;
-  if (tp_args_prepare(k, args, &A) < 0) return -1;
+  if (tp_args_prepare(k, args, n, &A) < 0) return -1;
   if (grid.x == 0) return tp_args_finish(&A, false); /* an empty grid: checked, nothing to run */
   bool cuda = k->module->ctx->backend == TK_BACKEND_CUDA;
   void *stream = NULL;

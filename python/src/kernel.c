@@ -1,6 +1,9 @@
 /* Kernel objects (a tk_kernel with its signature read once) and Launch objects, what
  * `kernel[grid]` returns: calling one converts the arguments and launches. */
-#include "tilek.h"
+#include "tilek.h" /* first: Python.h sets the feature macros */
+
+#include <stddef.h>
+#include <time.h>
 
 static const char *const dtype_names[] = {
   [TK_I1] = "i1", [TK_I8] = "i8", [TK_I16] = "i16", [TK_I32] = "i32", [TK_I64] = "i64",
@@ -34,35 +37,78 @@ static PyObject *meta_dict(tk_kernel *k) {
   return d;
 }
 
+/* The range of an integer parameter's values (u64's upper half takes the slow path). */
+static void int_range(tk_dtype t, long long *lo, long long *hi) {
+  switch (t) {
+  case TK_I1: *lo = 0, *hi = 1; break;
+  case TK_I8: *lo = INT8_MIN, *hi = INT8_MAX; break;
+  case TK_I16: *lo = INT16_MIN, *hi = INT16_MAX; break;
+  case TK_I32: *lo = INT32_MIN, *hi = INT32_MAX; break;
+  case TK_U8: *lo = 0, *hi = UINT8_MAX; break;
+  case TK_U16: *lo = 0, *hi = UINT16_MAX; break;
+  case TK_U32: *lo = 0, *hi = UINT32_MAX; break;
+  case TK_U64: *lo = 0, *hi = INT64_MAX; break;
+  default: *lo = INT64_MIN, *hi = INT64_MAX; break;
+  }
+}
+
 PyObject *tp_kernel_new(tp_module *m, tk_kernel *k) {
-  tp_kernel *self = PyObject_New(tp_kernel, &tp_kernel_type);
+  tp_kernel *self = PyObject_GC_New(tp_kernel, &tp_kernel_type);
   if (!self) return NULL;
   self->module = m;
   Py_INCREF(m);
   self->k = k;
+  self->last_launch = self->last_grid = NULL;
   self->nparams = tk_kernel_num_params(k);
   self->types = PyMem_Calloc((size_t)self->nparams + 1, sizeof(tk_dtype));
   self->pointees = PyMem_Calloc((size_t)self->nparams + 1, sizeof(tk_dtype));
+  self->plan = PyMem_Calloc((size_t)self->nparams + 1, sizeof(tp_param));
   self->name = PyUnicode_FromString(tk_kernel_name(k));
   self->meta = meta_dict(k);
-  if (!self->types || !self->pointees || !self->name || !self->meta) {
+  PyObject_GC_Track(self);
+  if (!self->types || !self->pointees || !self->plan || !self->name || !self->meta) {
     Py_DECREF(self);
     return PyErr_Occurred() ? NULL : PyErr_NoMemory();
   }
   for (int i = 0; i < self->nparams; i++) {
-    self->types[i] = tk_kernel_param_type(k, i);
+    tk_dtype t = self->types[i] = tk_kernel_param_type(k, i);
     self->pointees[i] = tk_kernel_param_pointee(k, i);
+    tp_param *p = &self->plan[i];
+    p->type = t;
+    p->pointee = self->pointees[i];
+    p->kind = t == TK_PTR ? TP_P_PTR
+              : t == TK_F16 || t == TK_BF16 || t == TK_F32 || t == TK_F64 ? TP_P_FLOAT
+                                                                          : TP_P_INT;
+    if (p->kind == TP_P_INT) int_range(t, &p->lo, &p->hi);
   }
   return (PyObject *)self;
 }
 
+static int kernel_traverse(tp_kernel *self, visitproc visit, void *arg) {
+  Py_VISIT(self->module);
+  Py_VISIT(self->meta);
+  Py_VISIT(self->last_launch);
+  Py_VISIT(self->last_grid);
+  return 0;
+}
+
+/* Breaks the cycle through the launch cache; the kernel stays usable. */
+static int kernel_clear(tp_kernel *self) {
+  Py_CLEAR(self->last_launch);
+  Py_CLEAR(self->last_grid);
+  return 0;
+}
+
 static void kernel_dealloc(tp_kernel *self) {
+  PyObject_GC_UnTrack(self);
+  kernel_clear(self);
   PyMem_Free(self->types);
   PyMem_Free(self->pointees);
+  PyMem_Free(self->plan);
   Py_XDECREF(self->name);
   Py_XDECREF(self->meta);
   Py_XDECREF(self->module);
-  PyObject_Free(self);
+  PyObject_GC_Del(self);
 }
 
 /* [(name, "*f32"), (name, "i32"), ...] */
@@ -130,6 +176,7 @@ typedef struct {
   tp_kernel *kernel; /* strong */
   tk_grid grid;
   bool empty;        /* a dimension is 0: check the arguments, launch nothing */
+  vectorcallfunc vectorcall;
 } tp_launch_obj;
 
 /* One grid dimension; -1 with an exception when it is not a non-negative int that fits. */
@@ -183,38 +230,115 @@ static int parse_grid(tp_kernel *k, PyObject *g, tk_grid *grid, bool *empty) {
   return 0;
 }
 
+static PyObject *launch_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames);
+
+/* A grid object whose value cannot change: an exact int, or a tuple of exact ints. */
+static bool immutable_grid(PyObject *g) {
+  if (PyLong_CheckExact(g)) return true;
+  if (!PyTuple_CheckExact(g)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(g); i++)
+    if (!PyLong_CheckExact(PyTuple_GET_ITEM(g, i))) return false;
+  return true;
+}
+
 static PyObject *kernel_getitem(tp_kernel *self, PyObject *g) {
-  tp_launch_obj *l = PyObject_New(tp_launch_obj, &tp_launch_type);
-  if (!l) return NULL;
-  Py_INCREF(self);
-  l->kernel = self;
-  if (parse_grid(self, g, &l->grid, &l->empty) < 0) {
-    Py_DECREF(l);
-    return NULL;
+  /* the same immutable grid object as last time (a loop's `k[grid]`): the same Launch */
+  if (g == self->last_grid && self->last_launch) return Py_NewRef(self->last_launch);
+  tk_grid grid;
+  bool empty;
+  if (parse_grid(self, g, &grid, &empty) < 0) return NULL;
+  tp_launch_obj *last = (tp_launch_obj *)self->last_launch;
+  if (last && last->grid.x == grid.x && last->grid.y == grid.y && last->grid.z == grid.z &&
+      last->empty == empty) {
+    /* an equal grid built anew (`k[(cdiv(n, B),)]`): no allocation either */
+    if (g != self->last_grid && immutable_grid(g)) Py_XSETREF(self->last_grid, Py_NewRef(g));
+    return Py_NewRef(last);
   }
+  tp_launch_obj *l = PyObject_GC_New(tp_launch_obj, &tp_launch_type);
+  if (!l) return NULL;
+  l->kernel = (tp_kernel *)Py_NewRef(self);
+  l->grid = grid;
+  l->empty = empty;
+  l->vectorcall = launch_vectorcall;
+  PyObject_GC_Track(l);
+  Py_XSETREF(self->last_launch, Py_NewRef(l));
+  Py_XSETREF(self->last_grid, immutable_grid(g) ? Py_NewRef(g) : NULL);
   return (PyObject *)l;
 }
 
-static void launch_dealloc(tp_launch_obj *self) {
-  Py_XDECREF(self->kernel);
-  PyObject_Free(self);
+static int launch_traverse(tp_launch_obj *self, visitproc visit, void *arg) {
+  Py_VISIT(self->kernel);
+  return 0;
 }
 
-static PyObject *launch_call(tp_launch_obj *self, PyObject *args, PyObject *kw) {
+static void launch_dealloc(tp_launch_obj *self) {
+  PyObject_GC_UnTrack(self);
+  Py_XDECREF(self->kernel);
+  PyObject_GC_Del(self);
+}
+
+static PyObject *s_stream;
+
+/* Launch(*args, stream=None), called through vectorcall: the arguments arrive as an array,
+ * no tuple or dict is built. */
+static PyObject *launch_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames) {
+  tp_launch_obj *self = (tp_launch_obj *)callable;
+  Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   PyObject *stream = NULL;
-  if (kw && PyDict_GET_SIZE(kw)) {
-    stream = PyDict_GetItemString(kw, "stream");
-    if (PyDict_GET_SIZE(kw) != (stream ? 1 : 0)) {
-      PyErr_Format(PyExc_TypeError, "kernel '%U' takes its arguments by position (and stream=)",
-                   self->kernel->name);
+  if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+    if (!s_stream && !(s_stream = PyUnicode_InternFromString("stream"))) return NULL;
+    PyObject *kw = PyTuple_GET_ITEM(kwnames, 0);
+    if (PyTuple_GET_SIZE(kwnames) != 1 ||
+        (kw != s_stream && PyUnicode_Compare(kw, s_stream) != 0)) {
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "kernel '%U' takes its arguments by position (and stream=)",
+                     self->kernel->name);
       return NULL;
     }
+    stream = args[n];
   }
   tk_grid grid = self->grid;
   if (self->empty) grid.x = 0; /* tp_launch: converts, then launches nothing */
-  if (tp_launch(self->kernel, grid, args, stream) < 0) return NULL;
+  if (tp_launch(self->kernel, grid, args, n, stream) < 0) return NULL;
   Py_RETURN_NONE;
 }
+
+/* Launch._time(args, reps): ns per launch of `reps` back-to-back tk_launch calls over
+ * arguments converted once, on the stream a launch would take: libtk and the driver
+ * without the binding, for bench/python_launch.py's breakdown. */
+static PyObject *launch_time(tp_launch_obj *self, PyObject *a) {
+  PyObject *args;
+  int reps;
+  if (!PyArg_ParseTuple(a, "O!i", &PyTuple_Type, &args, &reps)) return NULL;
+  if (reps < 1) return PyErr_Format(PyExc_ValueError, "reps must be positive");
+  tp_kernel *k = self->kernel;
+  tp_args A;
+  if (tp_args_prepare(k, PySequence_Fast_ITEMS(args), PyTuple_GET_SIZE(args), &A) < 0) return NULL;
+  void *stream = NULL;
+  bool cuda = k->module->ctx->backend == TK_BACKEND_CUDA;
+  if (!cuda || self->empty || tp_resolve_stream(k, NULL, &stream) < 0) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_ValueError, "_time needs a CUDA kernel and a non-empty grid");
+    tp_args_finish(&A, false);
+    return NULL;
+  }
+  struct timespec t0, t1;
+  tk_status s = TK_OK;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < reps && s == TK_OK; i++) s = tk_launch(k->k, self->grid, stream, A.args, A.n);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  tp_args_finish(&A, false);
+  if (s != TK_OK) return tp_raise(A.ctx, s, "_time");
+  return PyFloat_FromDouble(((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / reps);
+}
+
+static PyMethodDef launch_methods[] = {
+  {"_time", (PyCFunction)launch_time, METH_VARARGS,
+   "_time(args, reps): ns per tk_launch over arguments converted once (benchmarks)"},
+  {NULL, NULL, 0, NULL},
+};
 
 static PyMappingMethods kernel_mapping = {NULL, (binaryfunc)kernel_getitem, NULL};
 
@@ -231,9 +355,11 @@ PyTypeObject tp_kernel_type = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "tilek.Kernel",
   .tp_basicsize = sizeof(tp_kernel),
-  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
   .tp_doc = "A compiled kernel: kernel[grid](*args) launches it.",
   .tp_dealloc = (destructor)kernel_dealloc,
+  .tp_traverse = (traverseproc)kernel_traverse,
+  .tp_clear = (inquiry)kernel_clear,
   .tp_repr = (reprfunc)kernel_repr,
   .tp_as_mapping = &kernel_mapping,
   .tp_getset = kernel_getset,
@@ -243,8 +369,11 @@ PyTypeObject tp_launch_type = {
   PyVarObject_HEAD_INIT(NULL, 0)
   .tp_name = "tilek.Launch",
   .tp_basicsize = sizeof(tp_launch_obj),
-  .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
   .tp_doc = "kernel[grid]: call it with the kernel's arguments to launch.",
   .tp_dealloc = (destructor)launch_dealloc,
-  .tp_call = (ternaryfunc)launch_call,
+  .tp_traverse = (traverseproc)launch_traverse,
+  .tp_methods = launch_methods,
+  .tp_vectorcall_offset = offsetof(tp_launch_obj, vectorcall),
+  .tp_call = PyVectorcall_Call,
 };

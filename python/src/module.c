@@ -149,20 +149,24 @@ PyTypeObject tp_module_type = {
   .tp_methods = module_methods,
 };
 
-/* compile(ctx, source, name, defines, opt_level, arch, no_cache): defines is a sequence
- * of (name, value) string pairs, as tkc -D NAME=VALUE. */
+/* compile(ctx, source, name, defines, opt_level, arch, no_cache, dot_precision,
+ * accurate_math, fp_contract, no_fuse): defines is a sequence of (name, value) string
+ * pairs, as tkc -D NAME=VALUE; the numerics are tk_compile_options' (tilek.compile maps
+ * its keywords to them). */
 static PyObject *compile(PyObject *unused, PyObject *args, PyObject *kw) {
   (void)unused;
   static char *names[] = {"ctx", "source", "name", "defines", "opt_level", "arch", "no_cache",
-                          NULL};
+                          "dot_precision", "accurate_math", "fp_contract", "no_fuse", NULL};
   tp_context *ctx;
   const char *source, *name = "<source>", *arch = NULL;
   Py_ssize_t len;
   PyObject *defines = NULL;
-  int opt_level = 3, no_cache = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s#|sOizp", names, &tp_context_type, &ctx,
+  int opt_level = 3, no_cache = 0, dot_precision = TK_DOT_DEFAULT, accurate_math = 0,
+      fp_contract = 0, no_fuse = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O!s#|sOizpippp", names, &tp_context_type, &ctx,
                                    &source, &len, &name, &defines, &opt_level, &arch,
-                                   &no_cache))
+                                   &no_cache, &dot_precision, &accurate_math, &fp_contract,
+                                   &no_fuse))
     return NULL;
   PyObject *seq = defines && defines != Py_None
                       ? PySequence_Fast(defines, "defines must be a sequence of (name, value) pairs")
@@ -186,7 +190,10 @@ static PyObject *compile(PyObject *unused, PyObject *args, PyObject *kw) {
     if (!defs[i].value) goto done;
   }
   tk_compile_options o = {.defines = defs, .ndefines = (int)n, .opt_level = opt_level,
-                          .arch = arch, .no_cache = no_cache};
+                          .arch = arch, .no_cache = no_cache,
+                          .dot_precision = (tk_dot_precision)dot_precision,
+                          .accurate_math = accurate_math, .fp_contract = fp_contract,
+                          .no_fuse = no_fuse};
   tk_module *mod = NULL;
   tk_status s = tk_module_compile(ctx->ctx, &mod, source, (size_t)len, name, &o);
   if (s != TK_OK) {
@@ -211,7 +218,8 @@ done:
 static PyMethodDef functions[] = {
   {"tune", tp_tune, METH_VARARGS, "tune(...): tk_tune (use tilek.tune)"},
   {"compile", (PyCFunction)(void (*)(void))compile, METH_VARARGS | METH_KEYWORDS,
-   "compile(ctx, source, name='<source>', defines=(), opt_level=3, arch=None, no_cache=False)"},
+   "compile(ctx, source, name='<source>', defines=(), opt_level=3, arch=None, no_cache=False, "
+   "dot_precision=0, accurate_math=False, fp_contract=False, no_fuse=False)"},
   {NULL, NULL, 0, NULL},
 };
 

@@ -42,14 +42,30 @@ typedef struct {
   tk_module *mod;
 } tp_module;
 
+/* How a launch converts one argument: the plan, made once per kernel from its signature
+ * (kernel.c), so that the launch path reads a table instead of deriving types per call. */
+typedef enum { TP_P_PTR, TP_P_INT, TP_P_FLOAT } tp_param_kind;
+typedef struct {
+  uint8_t kind;        /* tp_param_kind */
+  tk_dtype type;       /* the parameter's (TK_PTR for pointers) */
+  tk_dtype pointee;    /* pointers: the element type, TK_NDTYPE for an untyped ptr */
+  long long lo, hi;    /* integers: the range an exact int may take on the fast path */
+} tp_param;
+
 typedef struct {
   PyObject_HEAD
   tp_module *module; /* strong */
   tk_kernel *k;
   int nparams;
   tk_dtype *types, *pointees;
+  tp_param *plan;       /* per parameter */
   PyObject *name;       /* str */
   PyObject *meta;       /* dict: compile-time parameter -> value, for grid callables */
+  /* The last Launch `kernel[grid]` made, returned again for the same grid (Launch objects
+   * are immutable), and the grid object it was made from when that is immutable (an int
+   * or a tuple): a launch in a loop allocates nothing. A cycle with the Launch's kernel
+   * reference, hence GC support. */
+  PyObject *last_launch, *last_grid;
 } tp_kernel;
 
 extern PyTypeObject tp_context_type, tp_module_type, tp_kernel_type, tp_launch_type;
@@ -83,8 +99,9 @@ typedef struct {
   tp_span stack_spans[TP_STACK_ARGS];
 } tp_args;
 
-/* Converts args (a tuple) for kernel k's signature into A (0, or -1 with an exception). */
-int tp_args_prepare(tp_kernel *k, PyObject *args, tp_args *A);
+/* Converts the n arguments at args for kernel k's signature into A (0, or -1 with an
+ * exception). */
+int tp_args_prepare(tp_kernel *k, PyObject *const *args, Py_ssize_t n, tp_args *A);
 /* Interpreter: copies the host arrays into its buffers and points the arguments there. */
 int tp_args_upload(tp_args *A);
 /* Copies writable arrays back (copy_back) and releases everything A holds; -1 with an
@@ -94,8 +111,9 @@ int tp_args_finish(tp_args *A, bool copy_back);
  * caller's current PyTorch stream when torch is loaded, else the default stream. */
 int tp_resolve_stream(tp_kernel *k, PyObject *stream_obj, void **out);
 
-/* Converts args and launches k on grid (grid.x == 0: converts only). */
-int tp_launch(tp_kernel *k, tk_grid grid, PyObject *args, PyObject *stream_obj);
+/* Converts the n arguments at args and launches k on grid (grid.x == 0: converts only). */
+int tp_launch(tp_kernel *k, tk_grid grid, PyObject *const *args, Py_ssize_t n,
+              PyObject *stream_obj);
 
 /* _tilek.tune (tune.c): tk_tune over converted arguments. */
 PyObject *tp_tune(PyObject *unused, PyObject *args);

@@ -112,8 +112,10 @@ static int defines_of(PyObject *seq, tk_define **out, int *n) {
 }
 
 /* tune(kernel, source, name, base_defines, opt_level, arch, no_cache, configs, grid, args,
- *      key, warmup, reps, jobs, progress, no_tune_cache, no_flush, timer, stream, record)
- * configs: a list of (defines, warps, stages). Returns (Module, best, times). */
+ *      key, warmup, reps, jobs, progress, no_tune_cache, no_flush, timer, stream, record,
+ *      dot_precision, accurate_math, fp_contract, no_fuse)
+ * configs: a list of (defines, warps, stages); the last four are compile()'s numerics, the
+ * same for every configuration. Returns (Module, best, times). */
 PyObject *tp_tune(PyObject *unused, PyObject *a) {
   (void)unused;
   tp_kernel *k;
@@ -121,10 +123,12 @@ PyObject *tp_tune(PyObject *unused, PyObject *a) {
   Py_ssize_t len;
   PyObject *base_defs, *configs, *grid, *args, *timer, *stream_obj;
   int opt_level, no_cache, warmup, reps, jobs, progress, no_tune_cache, no_flush;
-  if (!PyArg_ParseTuple(a, "O!s#sOizpOOO!siiiippOOz", &tp_kernel_type, &k, &source, &len, &name,
+  int dot_precision, accurate_math, fp_contract, no_fuse;
+  if (!PyArg_ParseTuple(a, "O!s#sOizpOOO!siiiippOOzippp", &tp_kernel_type, &k, &source, &len, &name,
                         &base_defs, &opt_level, &arch, &no_cache, &configs, &grid, &PyTuple_Type,
                         &args, &key, &warmup, &reps, &jobs, &progress, &no_tune_cache, &no_flush,
-                        &timer, &stream_obj, &record))
+                        &timer, &stream_obj, &record, &dot_precision, &accurate_math,
+                        &fp_contract, &no_fuse))
     return NULL;
   PyObject *cfgs = PySequence_Fast(configs, "configs must be a sequence");
   if (!cfgs) return NULL;
@@ -149,7 +153,7 @@ PyObject *tp_tune(PyObject *unused, PyObject *a) {
         defines_of(defs, (tk_define **)&tc[i].defines, &tc[i].ndefines) < 0)
       goto done;
   }
-  if (tp_args_prepare(k, args, &A) < 0) goto done;
+  if (tp_args_prepare(k, PySequence_Fast_ITEMS(args), PyTuple_GET_SIZE(args), &A) < 0) goto done;
   prepared = true;
   tp_context *ctx = k->module->ctx;
   void *stream = NULL;
@@ -157,7 +161,10 @@ PyObject *tp_tune(PyObject *unused, PyObject *a) {
                                       : tp_args_upload(&A) < 0)
     goto done;
   tk_compile_options base = {.defines = bd, .ndefines = nbd, .opt_level = opt_level,
-                             .arch = arch, .no_cache = no_cache};
+                             .arch = arch, .no_cache = no_cache,
+                             .dot_precision = (tk_dot_precision)dot_precision,
+                             .accurate_math = accurate_math, .fp_contract = fp_contract,
+                             .no_fuse = no_fuse};
   tk_tune_options t = {.key = key, .warmup = warmup, .reps = reps, .jobs = jobs,
                        .progress = progress, .no_cache = no_tune_cache, .no_flush = no_flush,
                        .timer = cb.timer ? timer_cb : NULL, .timer_user = &cb,

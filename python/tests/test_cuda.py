@@ -102,6 +102,27 @@ class Cuda(unittest.TestCase):
         s.synchronize()
         torch.testing.assert_close(out, x + y, rtol=0, atol=0)
 
+    def test_tensor_subclasses(self):
+        # nn.Parameter shares torch.Tensor's accessors (the fast path); a subclass that
+        # overrides data_ptr is read through Python, as the override says
+        n = 256
+        x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+        out = torch.zeros(n, device="cuda")
+        self.vadd[1](torch.nn.Parameter(x), y, out, n)
+        torch.testing.assert_close(out, x + y, rtol=0, atol=0)
+
+        class Shifted(torch.Tensor):
+            def data_ptr(self):
+                return super().data_ptr() + 4 * 128  # the second half
+
+        out.zero_()
+        self.vadd[1](x.as_subclass(Shifted), y, out, 128)
+        torch.testing.assert_close(out[:128], x[128:] + y[:128], rtol=0, atol=0)
+        with self.assertRaises(TypeError) as e:
+            self.vadd[1](torch.nn.Parameter(x.half()), y, out, n)
+        self.assertIn("'x' (parameter 0, *f32): expected a tensor of f32, got dtype torch.float16",
+                      str(e.exception))
+
     def test_noncontiguous_view(self):
         base = torch.zeros(8, 256, device="cuda")
         row = base[3]  # a view: the launch sees its first element's address

@@ -191,6 +191,73 @@ class NumPy(unittest.TestCase):
         np.testing.assert_array_equal(out, x * 3)
 
 
+DOT = """
+kernel mm(a: *f32, b: *f32, c: *f32) {
+    let r = arange(0, 16);
+    let ta = load(a + r[:, None] * 16 + r[None, :]);
+    let tb = load(b + r[:, None] * 16 + r[None, :]);
+    store(c + r[:, None] * 16 + r[None, :], dot(ta, tb));
+}
+"""
+
+MULADD = """
+kernel muladd(x: *f32, out: *f32, c: f32) {
+    let o = arange(0, 16);
+    let v = load(x + o);
+    store(out + o, v * v + c);
+}
+"""
+
+
+class Numerics(unittest.TestCase):
+    """compile()'s numerics keywords reach libtk as tkc's flags do (docs/language.md,
+    Precision); the interpreter emulates each choice."""
+
+    def test_dot_precision(self):
+        # a's column 0 is 1 + 2^-12, b's row 0 is 1: c = a[:, 0], which tf32 rounds to 1
+        a = array.array("f", [0.0] * 256)
+        b = array.array("f", [0.0] * 256)
+        for i in range(16):
+            a[i * 16] = 1 + 2**-12
+            b[i] = 1.0
+        got = {}
+        for prec in (None, "tf32", "ieee", "tf32x3"):
+            c = array.array("f", [0.0] * 256)
+            interp(DOT, dot_precision=prec).mm[1](a, b, c)
+            got[prec] = c[0]
+        self.assertEqual(got, {None: 1.0, "tf32": 1.0, "ieee": 1 + 2**-12, "tf32x3": 1 + 2**-12})
+
+    def test_fp_contract(self):
+        # (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24, which the rounded product loses
+        x = array.array("f", [1 + 2**-12] * 16)
+        got = {}
+        for mode in ("off", "fast"):
+            out = array.array("f", [1.0] * 16)
+            interp(MULADD, fp_contract=mode).muladd[1](x, out, -(1 + 2**-11))
+            got[mode] = out[0]
+        self.assertEqual(got, {"off": 0.0, "fast": 2**-24})
+        out = array.array("f", [1.0] * 16)
+        interp(MULADD).muladd[1](x, out, -(1 + 2**-11))
+        self.assertEqual(out[0], 0.0)  # off is the default
+
+    def test_unfused_and_accurate_compute_the_same(self):
+        x, y = array.array("f", range(300)), array.array("f", [0.5] * 300)
+        for kw in ({"fuse": False}, {"math": "accurate"}):
+            out = array.array("f", [0.0] * 300)
+            interp(VADD, **kw).vadd[2](x, y, out, 300)
+            self.assertEqual(list(out), [v + 0.5 for v in range(300)])
+
+    def test_bad_values(self):
+        for kw, text in [({"dot_precision": "fp16"}, "dot_precision must be 'tf32', 'ieee', 'tf32x3'"),
+                         ({"math": "exact"}, "math must be 'fast', 'accurate'"),
+                         ({"fp_contract": "on"}, "fp_contract must be 'off', 'fast'"),
+                         ({"fuse": "no"}, "fuse must be True, False")]:
+            with self.subTest(kw=kw):
+                with self.assertRaises(ValueError) as e:
+                    interp(VADD, **kw)
+                self.assertIn(text, str(e.exception))
+
+
 @unittest.skipIf(torch is None, "torch is not installed")
 class TorchCPU(unittest.TestCase):
     def test_cpu_tensors(self):

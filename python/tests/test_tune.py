@@ -39,6 +39,27 @@ class Tune(unittest.TestCase):
         return tilek.tune(SRC, "twice", CONFIGS, (x, 100), grid(100), key=key, backend="interp",
                           warmup=1, reps=3, timer=self.clock(ms), **kw)
 
+    def test_numerics_options_reach_every_configuration(self):
+        src = """
+kernel muladd<BLOCK: i32 = 16>(x: *f32, c: f32) {
+    let o = arange(0, BLOCK);
+    let v = load(x + o);
+    store(x + o, v * v + c);
+}
+"""
+        # (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24 with an fma, 0 without
+        for mode, want in (("off", 0.0), ("fast", 2**-24)):
+            x = array.array("f", [1 + 2**-12] * 32)
+            t = tilek.tune(src, "muladd", [{"BLOCK": 16}, {"BLOCK": 32}], (x, -(1 + 2**-11)), 1,
+                           key=mode, backend="interp", reps=1, timer=lambda c, r: c + 1.0,
+                           tune_cache=False, fp_contract=mode)
+            self.assertEqual(t.best, 0)
+            x = array.array("f", [1 + 2**-12] * 32)
+            t[1](x, -(1 + 2**-11))
+            self.assertEqual(x[0], want)
+        with self.assertRaises(ValueError):
+            tilek.tune(src, "muladd", [{}], (x, 0.0), 1, backend="interp", math="exact")
+
     def test_fastest_median_wins_and_runs(self):
         ms = [[5, 5, 5], [1, 9, 1], [2, 2, 2], [0.5, 0.4, 30]]
         x = array.array("f", [1.0] * 100)

@@ -80,16 +80,42 @@ class Module:
         return f"<tilek.Module {self.name}: {', '.join(self.kernel_names)}>"
 
 
+# tk_dot_precision's values, by tkc -fdot-precision's (and Triton's input_precision) names
+_DOT_PRECISION = {"tf32": 1, "ieee": 2, "tf32x3": 3}
+
+
+def _choice(option, value, choices):
+    if value not in choices:
+        raise ValueError(f"{option} must be {', '.join(map(repr, choices))}; not {value!r}")
+    return value
+
+
+def _numerics(dot_precision, math, fp_contract, fuse):
+    """compile()'s numerics keywords as tk_compile_options' (dot_precision, accurate_math,
+    fp_contract, no_fuse): tkc's -fdot-precision, -fmath, -ffp-contract and -fno-fuse."""
+    prec = 0 if dot_precision is None else _DOT_PRECISION[
+        _choice("dot_precision", dot_precision, tuple(_DOT_PRECISION))]
+    return (prec, _choice("math", math, ("fast", "accurate")) == "accurate",
+            _choice("fp_contract", fp_contract, ("off", "fast")) == "fast",
+            not _choice("fuse", fuse, (True, False)))
+
+
 def compile(source, *, name="<source>", cparams=None, opt_level=3, arch=None, cache=True,
-            backend="auto", device=0):
+            backend="auto", device=0, dot_precision=None, math="fast", fp_contract="off",
+            fuse=True):
     """Compiles .tk source text. cparams binds compile-time parameters (as tkc -D);
     arch names the target (default: the device's); cache=False bypasses the disk cache.
+    The numerics are tkc's (docs/language.md, Precision): dot_precision, the input
+    precision of an f32 dot that names none ("tf32", the default, "tf32x3" or "ieee";
+    -fdot-precision); math="accurate" for libdevice's full-range f32 sin, cos, exp,
+    exp2 and sigmoid on the GPU (-fmath); fp_contract="fast" to let a * b + c become one
+    fma on both backends (-ffp-contract); fuse=False for the unfused baseline (-fno-fuse).
     Raises CompileError with every diagnostic rendered."""
     if isinstance(source, bytes):
         source = source.decode()
     defines = [(str(k), _literal(v)) for k, v in (cparams or {}).items()]
     handle = _tilek.compile(context(backend, device), source, name, defines, opt_level, arch,
-                            not cache)
+                            not cache, *_numerics(dot_precision, math, fp_contract, fuse))
     return Module(handle, name)
 
 
@@ -118,7 +144,7 @@ class Tuned:
 def tune(source, kernel, configs, args, grid, *, key="", name="<source>", cparams=None,
          opt_level=3, arch=None, cache=True, tune_cache=True, backend="auto", device=0,
          warmup=0, reps=0, jobs=0, progress=False, flush=True, timer=None, stream=None,
-         record=None):
+         record=None, dot_precision=None, math="fast", fp_contract="off", fuse=True):
     """Autotunes `kernel` of `source` over `configs` (dicts of compile-time parameters,
     plus "warps" and "stages"): compiles each (in parallel on CUDA), launches it on `args`
     over `grid` (an int, a tuple, or a callable taking the configuration's meta), times it
@@ -128,12 +154,14 @@ def tune(source, kernel, configs, args, grid, *, key="", name="<source>", cparam
     process gets it without timing anything: put the sizes that matter in `key`.
     The launches write to `args` as the kernel does. `timer(config, rep) -> ms` replaces
     the clock (tests). `record`: a file the winner is appended to as "KEY: CONFIG", what
-    `tkc --tune=FILE --emit=c` compiles into launchers that pick a configuration by key."""
+    `tkc --tune=FILE --emit=c` compiles into launchers that pick a configuration by key.
+    dot_precision, math, fp_contract and fuse are compile()'s, for every configuration."""
     if isinstance(source, bytes):
         source = source.decode()
     if not configs:
         raise ValueError("tune: no configurations")
     base = [(str(k), _literal(v)) for k, v in (cparams or {}).items()]
+    numerics = _numerics(dot_precision, math, fp_contract, fuse)
     cfgs = []
     for c in configs:
         c = dict(c)
@@ -141,9 +169,9 @@ def tune(source, kernel, configs, args, grid, *, key="", name="<source>", cparam
         cfgs.append(([(str(k), _literal(v)) for k, v in c.items()], warps, stages))
     ctx = context(backend, device)
     # the signature the arguments are checked against: every configuration shares it
-    sig_mod = _tilek.compile(ctx, source, name, base, opt_level, arch, not cache)
+    sig_mod = _tilek.compile(ctx, source, name, base, opt_level, arch, not cache, *numerics)
     handle, best, times = _tilek.tune(
         sig_mod.kernel(kernel), source, name, base, opt_level, arch, not cache, cfgs, grid,
         tuple(args), str(key), warmup, reps, jobs, bool(progress), not tune_cache, not flush,
-        timer, stream, None if record is None else os.fspath(record))
+        timer, stream, None if record is None else os.fspath(record), *numerics)
     return Tuned(Module(handle, name)[kernel], best, dict(configs[best]), times)

@@ -190,6 +190,16 @@ static void test_launch_and_arguments(void **state) {
   assert_string_equal(tk_last_error(ctx),
                       "argument 4 of 'vadd' ('s') has type u64, but an i64 was passed");
   a[4] = tk_arg_u64(3);
+  /* an integer outside its type, at each edge (the check runs on every launch) */
+  a[3] = (tk_arg){.type = TK_I32, .v.i = INT64_C(1) << 31};
+  assert_int_equal(tk_launch(k, (tk_grid){3, 1, 1}, NULL, a, 5), TK_ERR_ARGS);
+  assert_string_equal(tk_last_error(ctx),
+                      "argument 3 of 'vadd' ('n') is 2147483648, which does not fit in i32");
+  a[3].v.i = -(INT64_C(1) << 31) - 1;
+  assert_int_equal(tk_launch(k, (tk_grid){3, 1, 1}, NULL, a, 5), TK_ERR_ARGS);
+  a[3].v.i = -(INT64_C(1) << 31);
+  assert_int_equal(tk_launch(k, (tk_grid){0, 1, 1}, NULL, a, 5), TK_OK);
+  a[3] = tk_arg_i32(N);
   a[1] = tk_arg_ptr(dy + (UINT64_C(1) << 45));
   assert_int_equal(tk_launch(k, (tk_grid){3, 1, 1}, NULL, a, 5), TK_ERR_ARGS);
   contains(tk_last_error(ctx), "argument 1 of 'vadd' ('y') is 0x");
