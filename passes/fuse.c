@@ -749,7 +749,7 @@ static void emit_group(stripper *s, int g, scan_find *q) {
       for (int k = 0; k < op->noperands; k++) opnds[k] = chunk_of(s, op->operands[k]);
       ir_builder at = s->inner;
       at.loc = op->loc;
-      ir_build(&at, IR_STORE, op->noperands, opnds, 0, NULL);
+      ir_op_copy_attrs(ir_build(&at, IR_STORE, op->noperands, opnds, 0, NULL), op); /* its hints */
       continue;
     }
     ir_value *x = chunk_of(s, op->operands[0]);
