@@ -7,14 +7,16 @@
  *   sign-extended in 32-bit registers and takes the negation or absolute value of a
  *   sign-extended value to be one too, which fails for -32768: -(-32768) comes out as
  *   +32768, so a following shr.s16, compare or widening sees 32768 where the 16-bit
- *   result is -32768 (seed 38040: an i8 -(-128) became +128). neg.s16 becomes
- *   `sub.u16 d, 0, a`, abs.s16 max.s16 of a and that.
+ *   result is -32768 (seed 38040: an i8 -(-128) became +128). abs.s16 becomes max.s16
+ *   of a and `sub.u16 0, a`; neg.s16 is written as below.
  * - neg.s32 and neg.s64 feeding a chain of max/min: ptxas folds the negations into its
  *   three-input VIMNMX3 and drops every other one (seeds 1012222, 1009129: `max(-x, 1)`
  *   came out as the max of half the elements negated and half not). `sub.u32 d, 0, a`
  *   is not enough where a is itself a sum (seed 3003365: -(offs) into an unsigned max
  *   reduction, `IADD3 RZ, -a, -b` for some elements and the plain sum for others), so
- *   the negation is written as its definition, `not` then `add 1`, which ptxas keeps. */
+ *   the negation is written as its definition, `not` then `add 1`, which ptxas keeps;
+ *   so is neg.s16, whose `sub.u16 0, a` ptxas also lost before a packed min.u16x2 (seed
+ *   5119731: -x of u16 values into a min reduction came out as x). */
 #include "cg.h"
 
 #include <string.h>
@@ -62,9 +64,7 @@ void cg_ptx_fixup(su_buf *out, const char *ptx, size_t len) {
       continue;
     }
     su_buf_put(out, p, (size_t)(hit - p));
-    if (hit[0] == 'n' && hit[5] == '1') {
-      su_buf_printf(out, "sub.u16 \t%.*s, 0, %.*s;", (int)dn, d, (int)an, a);
-    } else if (hit[0] == 'n') {
+    if (hit[0] == 'n') {
       su_buf_printf(out, "not.b%.2s \t%.*s, %.*s; add.u%.2s \t%.*s, %.*s, 1;", hit + 5, (int)dn, d, (int)an, a,
                     hit + 5, (int)dn, d, (int)dn, d);
     } else {

@@ -216,6 +216,16 @@ static const char NEG_UMAX[] =
     "    store(out + pid * 32 + rows[:, None], ~max(-(offs as u32), 1)[:, None]);\n"
     "}\n";
 
+/* u16 negations into a packed min reduction (tkdiff seed 5119731: sub.u16 0, x before
+ * min.u16x2 came out as x; ptx_fixup.c writes not + add 1). */
+static const char NEG_UMIN16[] =
+    "kernel neg_umin16(x: *u16, out: *u16) {\n"
+    "    let rows = arange(0, 32);\n"
+    "    let t2 = max(maximum(load(x + rows[:, None] * 32 + arange(0, 32)[None, :]), 6), 0);\n"
+    "    store(out + arange(0, 32), -t2);\n"
+    "    store(out + 32 + arange(0, 1), full<u16>(min(-t2), 1));\n"
+    "}\n";
+
 /* -0.0 is the identity of a float sum (tkdiff seeds 3007322, 3017373): a reduction of
  * -0.0 values is -0.0 in registers, across warps, over an axis of one, and in fuse's
  * chunk loop over a long row; copysign makes the sign visible. */
@@ -338,6 +348,8 @@ static const lc_case CASES[] = {
      {BUF(TK_F32, 256), BUF(TK_I32, 64), BUF(TK_I64, 64)}, 2, 3, {0}, 0, 1, 0},
     {"neg_into_umax_reduction", "neg_umax", NEG_UMAX, {NULL}, {{0}}, {BUF(TK_U32, 64)}, 0, 1, {0}, 0,
      2, 0},
+    {"neg_into_u16_min_reduction", "neg_umin16", NEG_UMIN16, {NULL}, {BUF(TK_U16, 1024)},
+     {BUF(TK_U16, 33)}, 1, 1, {0}, 0, 1, 0},
     {"negative_zero_sums", "neg_zero", NEG_ZERO, {NULL}, {BUF(TK_F32, 8)}, {BUF(TK_F32, 14)}, 1, 1,
      {0}, 0, 1, 0},
     {"bf16_rounded_once", "bf16_round", BF16_ROUND, {NULL}, {BUF(TK_I32, 64)}, {BUF(TK_BF16, 448)},
