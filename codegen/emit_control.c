@@ -98,10 +98,16 @@ static void emit_if(cg_ctx *c, const ir_op *op) {
   const ir_op *yields[2];
   LLVMBasicBlockRef ends[2];
   cg_val *vals[2];
-  int smem_before = c->smem_uses;
+  /* Each arm starts from the scratch half that follows the last one used before the if:
+   * counting on from the then arm, the else arm's first relayout could take the half the
+   * op before the if still reads from (tkdiff seed 5122301: a fast warp's relayout in the
+   * else arm overwrote the scratch a slow warp was reading). */
+  int smem_before = c->smem_uses, smem_after = smem_before;
   for (int r = 0; r < 2; r++) {
     LLVMPositionBuilderAtEnd(c->b, arms[r]);
+    c->smem_uses = smem_before;
     yields[r] = r < op->nregions ? cg_emit_block(c, op->regions[r]) : NULL;
+    if (c->smem_uses > smem_after) smem_after = c->smem_uses;
     if (c->failed) return;
     SU_ASSERT(op->nresults == 0 || (yields[r] && yields[r]->noperands == op->nresults));
     vals[r] = SU_NEW_ARRAY(c->arena, cg_val, op->nresults + 1);
@@ -116,6 +122,7 @@ static void emit_if(cg_ctx *c, const ir_op *op) {
     for (int r = 0; r < 2; r++) add_incoming(s, vals[r][i], ends[r]);
     cg_set(c, op->results[i], s.v, s.n);
   }
+  c->smem_uses = smem_after;
   cg_smem_region_end(c, smem_before);
 }
 

@@ -226,6 +226,22 @@ static const char NEG_UMIN16[] =
     "    store(out + 32 + arange(0, 1), full<u16>(min(-t2), 1));\n"
     "}\n";
 
+/* Relayouts in both arms of an if after one before it (tkdiff seed 5122301: the else arm
+ * reused the scratch half the op before the if was still being read from). */
+static const char IF_RELAYOUT[] =
+    "@launch(warps = 8)\n"
+    "kernel if_relayout(x: *i32, out: *i32, s: i32) {\n"
+    "    let rows = arange(0, 32);\n"
+    "    let offs = rows[:, None] * 32 + arange(0, 32)[None, :];\n"
+    "    var t = broadcast_to(-load(x + arange(0, 32)), 32, 32);\n"
+    "    if s > 0 {\n"
+    "        t = t + broadcast_to(load(x + rows)[:, None], 32, 32);\n"
+    "    } else {\n"
+    "        t = t + broadcast_to((rows * 96)[:, None], 32, 32);\n"
+    "    }\n"
+    "    store(out + offs, t);\n"
+    "}\n";
+
 /* -0.0 is the identity of a float sum (tkdiff seeds 3007322, 3017373): a reduction of
  * -0.0 values is -0.0 in registers, across warps, over an axis of one, and in fuse's
  * chunk loop over a long row; copysign makes the sign visible. */
@@ -350,6 +366,8 @@ static const lc_case CASES[] = {
      2, 0},
     {"neg_into_u16_min_reduction", "neg_umin16", NEG_UMIN16, {NULL}, {BUF(TK_U16, 1024)},
      {BUF(TK_U16, 33)}, 1, 1, {0}, 0, 1, 0},
+    {"relayout_in_if_arms", "if_relayout", IF_RELAYOUT, {NULL}, {BUF(TK_I32, 32)}, {BUF(TK_I32, 1024)},
+     1, 1, {0}, 1, 1, 0},
     {"negative_zero_sums", "neg_zero", NEG_ZERO, {NULL}, {BUF(TK_F32, 8)}, {BUF(TK_F32, 14)}, 1, 1,
      {0}, 0, 1, 0},
     {"bf16_rounded_once", "bf16_round", BF16_ROUND, {NULL}, {BUF(TK_I32, 64)}, {BUF(TK_BF16, 448)},
