@@ -357,13 +357,14 @@ static int from_tensor(launch *L, int i, PyObject *o, pointer *p) {
     int rc = -1;
     if (es) {
       Py_ssize_t n = PyTuple_Size(size), sh[64], st[64];
+      Py_ssize_t esz = PyLong_AsSsize_t(es);
       if (n >= 0 && n <= 64) {
-        for (Py_ssize_t d = 0; d < n; d++) {
+        for (Py_ssize_t d = 0; d < n; d++) { /* torch's strides count elements, extent's bytes */
           sh[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(size, d));
-          st[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(stride, d));
+          st[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(stride, d)) * esz;
         }
         Py_ssize_t lo;
-        p->bytes = extent((int)n, sh, st, PyLong_AsSsize_t(es), &lo);
+        p->bytes = extent((int)n, sh, st, esz, &lo);
         p->ptr += lo;
         rc = PyErr_Occurred() ? -1 : 0;
       }
@@ -614,6 +615,13 @@ static int convert_scalar(launch *L, int i, PyObject *o, tk_arg *out) {
       return arg_error(PyExc_TypeError, k, i, "expected a float, got %.100s", Py_TYPE(o)->tp_name);
     out->v.f = PyFloat_AsDouble(o);
     return out->v.f == -1.0 && PyErr_Occurred() ? -1 : 0;
+  }
+  /* NumPy's bool scalar (numpy.bool, numpy.bool_ before 2.0) has no __index__ */
+  if (t == TK_I1 && !PyLong_Check(o) && !strncmp(Py_TYPE(o)->tp_name, "numpy.bool", 10)) {
+    int b = PyObject_IsTrue(o);
+    if (b < 0) return -1;
+    out->v.i = b;
+    return 0;
   }
   if (!PyLong_Check(o) && !PyIndex_Check(o))
     return arg_error(PyExc_TypeError, k, i, "expected %s, got %.100s",
