@@ -9,13 +9,17 @@
  * print as torch's do; and `_C._cuda_getCurrentRawStream(device)`, a METH_O builtin
  * returning the stream set with `_set_stream(handle)` (0 until then); and
  * `cuda.device_count()`, 1 until `_set_device_count(n)`. A tensor is made as
- * `Tensor(data_ptr, dtype, device)` with device -1 for host memory; it owns nothing.
+ * `Tensor(data_ptr, dtype, device, numel=0)` with device -1 for host memory; it owns
+ * nothing. A 1-D contiguous tensor of `numel` elements answers `size()`, `stride()` (in
+ * elements, as torch's) and `element_size()`, which the interpreter backend reads to copy
+ * a CPU tensor's extent.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- dtype ------------------------------------------------------------------------------ */
 
@@ -41,16 +45,19 @@ typedef struct {
   unsigned long long ptr;
   PyObject *dtype;
   int device; /* -1: host */
+  Py_ssize_t numel;
   PyObject *dict;
 } ftensor;
 
 static int tensor_init(ftensor *self, PyObject *args, PyObject *kw) {
-  static char *names[] = {"data_ptr", "dtype", "device", NULL};
+  static char *names[] = {"data_ptr", "dtype", "device", "numel", NULL};
   unsigned long long ptr;
   PyObject *dt;
   int device = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "KO!|i", names, &ptr, &dtype_type, &dt, &device))
+  Py_ssize_t numel = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "KO!|in", names, &ptr, &dtype_type, &dt, &device, &numel))
     return -1;
+  self->numel = numel;
   self->ptr = ptr;
   Py_INCREF(dt);
   Py_XSETREF(self->dtype, dt);
@@ -84,6 +91,26 @@ static PyObject *tensor_get_device(ftensor *self, PyObject *unused) {
   return PyLong_FromLong(self->device);
 }
 
+static PyObject *tensor_size(ftensor *self, PyObject *unused) {
+  (void)unused;
+  return Py_BuildValue("(n)", self->numel);
+}
+
+static PyObject *tensor_stride(ftensor *self, PyObject *unused) {
+  (void)self, (void)unused;
+  return Py_BuildValue("(n)", (Py_ssize_t)1);
+}
+
+static PyObject *tensor_element_size(ftensor *self, PyObject *unused) {
+  (void)unused;
+  const char *n = ((fdtype *)self->dtype)->name;
+  long size = !strcmp(n, "float64") || !strcmp(n, "int64") || !strcmp(n, "complex64") ? 8
+              : !strcmp(n, "float32") || !strcmp(n, "int32")                         ? 4
+              : !strcmp(n, "float16") || !strcmp(n, "bfloat16") || !strcmp(n, "int16") ? 2
+                                                                                        : 1;
+  return PyLong_FromLong(size);
+}
+
 static PyGetSetDef tensor_getset[] = {
   {"dtype", (getter)tensor_dtype, NULL, NULL, NULL},
   {"is_cuda", (getter)tensor_is_cuda, NULL, NULL, NULL},
@@ -93,6 +120,9 @@ static PyGetSetDef tensor_getset[] = {
 static PyMethodDef tensor_methods[] = {
   {"data_ptr", (PyCFunction)tensor_data_ptr, METH_NOARGS, NULL},
   {"get_device", (PyCFunction)tensor_get_device, METH_NOARGS, NULL},
+  {"size", (PyCFunction)tensor_size, METH_NOARGS, NULL},
+  {"stride", (PyCFunction)tensor_stride, METH_NOARGS, NULL},
+  {"element_size", (PyCFunction)tensor_element_size, METH_NOARGS, NULL},
   {NULL, NULL, 0, NULL},
 };
 

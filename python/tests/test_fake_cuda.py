@@ -73,6 +73,18 @@ class FakeCuda(unittest.TestCase):
     def param(self, i, ctype=ctypes.c_uint64):
         return ctypes.cast(self.last().params[i], ctypes.POINTER(ctype)).contents.value
 
+    def test_cpu_tensors_on_the_interpreter(self):
+        # the interpreter copies a CPU tensor's extent: numel x element_size bytes (torch's
+        # strides count elements; read as bytes, 777 floats were taken for 780 bytes)
+        import array
+        n = 777
+        xs, ys = array.array("f", [i * 0.5 for i in range(n)]), array.array("f", [1.0] * n)
+        out = array.array("f", [0.0] * n)
+        t = [torch.Tensor(a.buffer_info()[0], torch.float32, -1, n) for a in (xs, ys, out)]
+        k = tilek.compile(VADD, backend="interp").vadd
+        k[(4,)](*t, n)
+        self.assertEqual(list(out), [i * 0.5 + 1.0 for i in range(n)])
+
     def test_tensors_reach_the_driver(self):
         x, y, out = self.f32
         self.vadd[(4,)](x, y, out, 1024)
