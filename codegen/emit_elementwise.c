@@ -13,9 +13,9 @@ static LLVMTypeRef f32(cg_ctx *c) { return LLVMFloatTypeInContext(c->llc); }
 
 /* Whether x of dtype from reaches bf16 in one rounding only through f32_odd: 32- and
  * 64-bit integers and f64. Two roundings to nearest, the way LLVM goes through f32, are
- * wrong for values such as 2^24 + 2^16 + 1 (tkdiff seed 3005140: i64
- * into bf16 math). f16 needs none of this: an integer too wide for f32 is far past f16's
- * range, and f64 -> f16 is one cvt. */
+ * wrong for values such as 2^24 + 2^16 + 1 (tkdiff seed 3005140: i64 into bf16 math).
+ * f16 needs none of this: an integer too wide for f32 is far past f16's range, and f64 ->
+ * f16 is one cvt. */
 static bool bf16_needs_odd(tk_dtype from) {
   return from == TK_F64 || (ir_dtype_is_int(from) && ir_dtype_bits(from) >= 32);
 }
