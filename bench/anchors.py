@@ -526,12 +526,14 @@ def measure_all():
               lambda r=r, n=n: rows("softmax", r, n, launch_softmax,
                                     lambda x: torch.softmax(x, dim=-1),
                                     lambda r, n: (rand((r, n), torch.float32),), 1e-5))
-    guard("layernorm f16 8192x4096", lambda: rows(
-        "layernorm", 8192, 4096, launch_layernorm,
-        lambda x, w, b: F.layer_norm(x, (x.shape[1],), w, b, 1e-5), norm_inputs(True), 2e-2))
-    guard("rmsnorm f16 8192x4096", lambda: rows(
-        "rmsnorm", 8192, 4096, launch_rmsnorm,
-        lambda x, w: F.rms_norm(x, (x.shape[1],), w, 1e-5), norm_inputs(False), 2e-2))
+    # 4096 (one tile a row) and 16384 (wider than a thread's registers: fuse's chunk loops)
+    for r, n in ((8192, 4096), (4096, 16384)):
+        guard(f"layernorm f16 {r}x{n}", lambda r=r, n=n: rows(
+            "layernorm", r, n, launch_layernorm,
+            lambda x, w, b: F.layer_norm(x, (x.shape[1],), w, b, 1e-5), norm_inputs(True), 2e-2))
+        guard(f"rmsnorm f16 {r}x{n}", lambda r=r, n=n: rows(
+            "rmsnorm", r, n, launch_rmsnorm,
+            lambda x, w: F.rms_norm(x, (x.shape[1],), w, 1e-5), norm_inputs(False), 2e-2))
 
     dts = {"f16": torch.float16, "bf16": torch.bfloat16}
     for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 4096, 4096), (8192, 1024, 8192)):

@@ -118,6 +118,17 @@ static const workload workloads[] = {
    4.0 * 8192 * 4096, CHECK_NONE, 7,
    {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_OUT, TK_F32, Z_ROWS},
     {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}, {W_EPS, TK_F32, 0}}, 0},
+  /* rows wider than a thread's registers (128 values a thread at 4 warps): fuse's chunk
+   * loops, one read of the row kept in registers chunk by chunk or recomputed */
+  {"layernorm f16 4096x16384", "layernorm.tk", "layernorm", 16384, true, 4096, 16384,
+   4.0 * 4096 * 16384, CHECK_NONE, 9,
+   {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_IN, TK_F16, Z_N},
+    {W_OUT, TK_F32, Z_ROWS}, {W_OUT, TK_F32, Z_ROWS}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0},
+    {W_EPS, TK_F32, 0}}, 0},
+  {"rmsnorm f16 4096x16384", "rmsnorm.tk", "rmsnorm", 16384, true, 4096, 16384,
+   4.0 * 4096 * 16384, CHECK_NONE, 7,
+   {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_OUT, TK_F32, Z_ROWS},
+    {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}, {W_EPS, TK_F32, 0}}, 0},
 };
 
 static size_t dsize(tk_dtype t) { return t == TK_F16 ? 2 : t == TK_I64 ? 8 : 4; }
