@@ -175,14 +175,36 @@ static bool check_precision(sema_ctx *c, sema_call *cl, tk_dtype in) {
   return true;
 }
 
+/* dot(a, b, [acc]): [M, K] x [K, N], or batched, [B, M, K] x [B, K, N] (both 3-D, one B). */
 static const ir_type *check_dot(sema_ctx *c, ast_node *e, sema_call *cl) {
   const ir_type *a = cl->argv[0]->sema_type, *b = cl->argv[1]->sema_type;
   for (int i = 0; i < 2; i++) {
     const ir_type *t = cl->argv[i]->sema_type;
-    if (t->kind != IR_TILE || t->rank != 2) {
-      su_error(c->d, cl->argv[i]->loc, "'dot' expects 2-D tiles, got %s", tstr(c, t));
+    if (t->kind != IR_TILE || (t->rank != 2 && t->rank != 3)) {
+      su_error(c->d, cl->argv[i]->loc, "'dot' expects 2-D tiles (or 3-D, batched), got %s", tstr(c, t));
       return NULL;
     }
+  }
+  int batch = 0; /* 0: not batched */
+  if (a->rank != b->rank) {
+    su_error(c->d, e->loc, "operands of 'dot' must both be 2-D or both 3-D (batched), got %s and %s",
+             tstr(c, a), tstr(c, b));
+    return NULL;
+  }
+  if (a->rank == 3) {
+    if (a->shape[0] != b->shape[0]) {
+      su_error(c->d, e->loc, "batch dimensions of 'dot' do not match: %s and %s", tstr(c, a), tstr(c, b));
+      return NULL;
+    }
+    batch = a->shape[0];
+    if (batch > SEMA_DOT_MAX_BATCH) {
+      su_error(c->d, e->loc, "batch of 'dot' is %d; at most %d (each batch is its own product)",
+               batch, SEMA_DOT_MAX_BATCH);
+      return NULL;
+    }
+    int ms[2] = {a->shape[1], a->shape[2]}, ns[2] = {b->shape[1], b->shape[2]};
+    a = ir_type_tile(c->m, a->elem, 2, ms);
+    b = ir_type_tile(c->m, b->elem, 2, ns);
   }
   if (a->elem != b->elem) {
     su_error(c->d, e->loc, "operands of 'dot' must have the same dtype, got %s and %s",
@@ -207,7 +229,8 @@ static const ir_type *check_dot(sema_ctx *c, ast_node *e, sema_call *cl) {
              tstr(c, b));
     return NULL;
   }
-  const ir_type *r = ir_type_tile(c->m, scalar(c, acc), 2, shape);
+  int bshape[3] = {batch, shape[0], shape[1]};
+  const ir_type *r = batch ? ir_type_tile(c->m, scalar(c, acc), 3, bshape) : ir_type_tile(c->m, scalar(c, acc), 2, shape);
   ast_node *ac = cl->argc > 2 ? cl->argv[2] : NULL;
   if (ac && ac->sema_type != r) {
     su_error(c->d, ac->loc, "accumulator of 'dot' must have type %s, got %s", tstr(c, r),

@@ -84,6 +84,54 @@ static const ir_type *tile_of(sema_lowerer *l, const ir_type *elem, int rank, co
   return ir_type_tile(l->m, elem, rank, shape);
 }
 
+/* x[i] of a 3-D tile: its batch i as a 2-D tile (a slice, then a reshape without the axis). */
+static ir_value *batch_of(sema_lowerer *l, ir_value *x, int i) {
+  int one[3] = {1, x->type->shape[1], x->type->shape[2]};
+  ir_value *s = ir_build1(&l->b, IR_SLICE, tile_of(l, x->type->elem, 3, one), 1, &x);
+  int *starts = SU_NEW_ARRAY(l->m->arena, int, 3);
+  starts[0] = i;
+  s->def->ints = starts;
+  s->def->nints = 3;
+  return ir_build1(&l->b, IR_RESHAPE, tile_of(l, x->type->elem, 2, one + 1), 1, &s);
+}
+
+/* x then y along axis 0 (cat's lowering on values): join on a new last axis, that axis
+ * brought first, merged into axis 0. */
+static ir_value *cat0(sema_lowerer *l, ir_value *x, ir_value *y) {
+  int r = x->type->rank, shape[IR_MAX_RANK], pshape[IR_MAX_RANK];
+  for (int i = 0; i < r; i++) shape[i] = x->type->shape[i];
+  shape[r] = 2;
+  ir_value *xy[2] = {x, y};
+  ir_value *j = ir_build1(&l->b, IR_JOIN, tile_of(l, x->type->elem, r + 1, shape), 2, xy);
+  int *perm = SU_NEW_ARRAY(l->m->arena, int, r + 1);
+  perm[0] = r;
+  pshape[0] = 2;
+  for (int i = 0; i < r; i++) perm[i + 1] = i, pshape[i + 1] = shape[i];
+  j = ir_build1(&l->b, IR_TRANS, tile_of(l, x->type->elem, r + 1, pshape), 1, &j);
+  j->def->ints = perm;
+  j->def->nints = r + 1;
+  shape[0] *= 2;
+  return ir_build1(&l->b, IR_RESHAPE, tile_of(l, x->type->elem, r, shape), 1, &j);
+}
+
+/* A batched dot ([B, M, K] x [B, K, N] + [B, M, N]) as what it means: B products of the
+ * batches (docs/language.md §6.6), each an ordinary dot, their results put back in order
+ * by a tree of cats. The interpreter and the GPU run the same ops. */
+static ir_value *lower_batched_dot(sema_lowerer *l, ir_value **ops, const ir_type *t, int precision) {
+  int nb = t->shape[0];
+  int rs[3] = {1, t->shape[1], t->shape[2]};
+  ir_value **parts = SU_NEW_ARRAY(l->m->arena, ir_value *, nb);
+  for (int i = 0; i < nb; i++) {
+    ir_value *bops[3] = {batch_of(l, ops[0], i), batch_of(l, ops[1], i), batch_of(l, ops[2], i)};
+    ir_value *r = ir_build1(&l->b, IR_DOT, tile_of(l, t->elem, 2, rs + 1), 3, bops);
+    r->def->attr = precision;
+    parts[i] = ir_build1(&l->b, IR_RESHAPE, tile_of(l, t->elem, 3, rs), 1, &r);
+  }
+  for (int n = nb; n > 1; n /= 2) /* B is a power of two, as every dimension */
+    for (int i = 0; i < n / 2; i++) parts[i] = cat0(l, parts[2 * i], parts[2 * i + 1]);
+  return parts[0];
+}
+
 static ir_value *reshaped(sema_lowerer *l, ir_value *x, int rank, const int *shape) {
   return ir_build1(&l->b, IR_RESHAPE, tile_of(l, x->type->elem, rank, shape), 1, &x);
 }
@@ -291,6 +339,7 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     ops[2] = cl->argc > 2 && v[2] ? sema_lower_expr(l, v[2])
              : ir_dtype_is_float(t->dtype) ? ir_const_float(&l->b, t, 0.0) : ir_const_int(&l->b, t, 0);
     sema_lower_at(l, e);
+    if (t->rank == 3) return lower_batched_dot(l, ops, t, cl->numerics);
     ir_value *r = ir_build1(&l->b, IR_DOT, t, 3, ops);
     r->def->attr = cl->numerics; /* the input precision */
     return r;

@@ -82,7 +82,7 @@ typedef enum {
 /* SEMA_MAX_BINS: histogram's bins live in shared memory on the GPU (4 bytes each); 16384
  * is 64 KB. SEMA_MAX_PARAMS: the named parameters a builtin may have. */
 enum { SEMA_VARIADIC = -1, SEMA_MAX_STATIC_ITERS = 4096, SEMA_MAX_SORT = 1024, SEMA_MAX_BINS = 16384,
-       SEMA_MAX_PARAMS = 6 };
+       SEMA_MAX_PARAMS = 6, SEMA_DOT_MAX_BATCH = 64 /* a batched dot is one product per batch */ };
 
 typedef struct {
   const char *name;

@@ -29,7 +29,7 @@
 
 static gh_harness H; /* the one fixture the whole program shares: contexts are expensive */
 
-enum { LC_MAX_BUFS = 4, LC_MAX_SCALARS = 3, LC_MAX_DEFS = 4 };
+enum { LC_MAX_BUFS = 5, LC_MAX_SCALARS = 3, LC_MAX_DEFS = 4 };
 
 typedef struct {
   tk_dtype t;
@@ -368,6 +368,9 @@ static const lc_case CASES[] = {
      {BUF(TK_U16, 33)}, 1, 1, {0}, 0, 1, 0},
     {"relayout_in_if_arms", "if_relayout", IF_RELAYOUT, {NULL}, {BUF(TK_I32, 32)}, {BUF(TK_I32, 1024)},
      1, 1, {0}, 1, 1, 0},
+    {"batched_dot", "bdot", BDOT, {NULL},
+     {BUF(TK_F16, 2048), BUF(TK_F16, 2048), BUF(TK_F32, 4096), BUF(TK_I8, 4096), BUF(TK_I8, 4096)},
+     {BUF(TK_F32, 4096), BUF(TK_I32, 4096)}, 5, 2, {0}, 0, 1, 0},
     {"negative_zero_sums", "neg_zero", NEG_ZERO, {NULL}, {BUF(TK_F32, 8)}, {BUF(TK_F32, 14)}, 1, 1,
      {0}, 0, 1, 0},
     {"bf16_rounded_once", "bf16_round", BF16_ROUND, {NULL}, {BUF(TK_I32, 64)}, {BUF(TK_BF16, 448)},

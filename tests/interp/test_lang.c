@@ -510,6 +510,63 @@ static void test_histogram(void **state) {
   tk_module_destroy(m);
 }
 
+/* ---- batched dot ------------------------------------------------------------------------ */
+
+/* f as f16 bits, for the normal values and zeros used here (no rounding needed). */
+static uint16_t f32_to_f16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+  if ((u & 0x7fffffff) == 0) return sign;
+  return (uint16_t)(sign | ((((u >> 23) & 0xff) - 127 + 15) << 10) | ((u >> 13) & 0x3ff));
+}
+
+/* BDOT against C loops: per batch, acc + a[i] @ b[i] (f16 inputs, small whole eighths: every
+ * product and sum exact in f32, so any order agrees) and i8 into i32. */
+static void test_batched_dot(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(BDOT, NULL, "bdot", &m);
+  enum { B = 4 };
+  static uint16_t a[B * 32 * 16], b[B * 16 * 32];
+  static float acc[B * 32 * 32], c[B * 32 * 32];
+  static int8_t a8[B * 32 * 32], b8[B * 32 * 32];
+  static int32_t c8[B * 32 * 32];
+  float af[B * 32 * 16], bf[B * 16 * 32];
+  for (int i = 0; i < B * 512; i++) {
+    af[i] = (float)((i * 7) % 17 - 8) / 8;
+    bf[i] = (float)((i * 5) % 13 - 6) / 8;
+    a[i] = f32_to_f16(af[i]);
+    b[i] = f32_to_f16(bf[i]);
+  }
+  for (int i = 0; i < B * 1024; i++) {
+    acc[i] = (float)(i % 9);
+    a8[i] = (int8_t)((i * 3) % 255 - 127);
+    b8[i] = (int8_t)((i * 11) % 251 - 125);
+  }
+  tk_devptr d[7] = {upload(a, sizeof a), upload(b, sizeof b), upload(acc, sizeof acc), upload(a8, sizeof a8),
+                    upload(b8, sizeof b8), upload(NULL, sizeof c), upload(NULL, sizeof c8)};
+  tk_arg args[7];
+  for (int i = 0; i < 7; i++) args[i] = tk_arg_ptr(d[i]);
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 7));
+  ok(tk_memcpy_dtoh(ctx, c, d[5], sizeof c));
+  ok(tk_memcpy_dtoh(ctx, c8, d[6], sizeof c8));
+  for (int bi = 0; bi < B; bi++)
+    for (int r = 0; r < 32; r++)
+      for (int n = 0; n < 32; n++) {
+        float want = acc[bi * 1024 + r * 32 + n];
+        int32_t want8 = 0;
+        for (int q = 0; q < 16; q++) want += af[bi * 512 + r * 16 + q] * bf[bi * 512 + q * 32 + n];
+        for (int q = 0; q < 32; q++) want8 += a8[bi * 1024 + r * 32 + q] * b8[bi * 1024 + q * 32 + n];
+        if (c[bi * 1024 + r * 32 + n] != want)
+          fail_msg("f16 batch %d [%d, %d]: %g, want %g", bi, r, n, c[bi * 1024 + r * 32 + n], want);
+        if (c8[bi * 1024 + r * 32 + n] != want8)
+          fail_msg("i8 batch %d [%d, %d]: %d, want %d", bi, r, n, c8[bi * 1024 + r * 32 + n], want8);
+      }
+  for (int i = 0; i < 7; i++) tk_free(ctx, d[i]);
+  tk_module_destroy(m);
+}
+
 /* ---- load and store hints ------------------------------------------------------------------ */
 
 /* HINTS over 300 elements in 3 programs: the hints change nothing the interpreter computes. */
@@ -550,6 +607,7 @@ int main(void) {
       cmocka_unit_test(test_gather),
       cmocka_unit_test(test_sort_topk),
       cmocka_unit_test(test_histogram),
+      cmocka_unit_test(test_batched_dot),
       cmocka_unit_test(test_hints_ignored),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -106,4 +106,21 @@ static const char HINTS[] =
     "    if program_id(0) == 0 { store(y + 3 * n, load(x, eviction = \"evict_first\"), eviction = \"evict_last\"); }\n"
     "}\n";
 
+/* A batched dot: [4, 32, 16] x [4, 16, 32] f16 plus an f32 accumulator, and i8 without
+ * one; each batch its own product (docs/language.md §6.6). */
+static const char BDOT[] =
+    "kernel bdot(a: *f16, b: *f16, acc: *f32, a8: *i8, b8: *i8, c: *f32, c8: *i32) {\n"
+    "    let i = arange(0, 4)[:, None, None];\n"
+    "    let m = arange(0, 32)[None, :, None];\n"
+    "    let k = arange(0, 16)[None, None, :];\n"
+    "    let kk = arange(0, 16)[None, :, None];\n"
+    "    let n = arange(0, 32)[None, None, :];\n"
+    "    let ta = load(a + i * 512 + m * 16 + k);\n"
+    "    let tb = load(b + i * 512 + kk * 32 + n);\n"
+    "    store(c + i * 1024 + m * 32 + n, dot(ta, tb, load(acc + i * 1024 + m * 32 + n)));\n"
+    "    let t8 = load(a8 + i * 1024 + m * 32 + arange(0, 32)[None, None, :]);\n"
+    "    let v8 = load(b8 + i * 1024 + arange(0, 32)[None, :, None] * 32 + n);\n"
+    "    store(c8 + i * 1024 + m * 32 + n, dot(t8, v8));\n"
+    "}\n";
+
 #endif
