@@ -232,9 +232,13 @@ static const ir_type *check_dot(sema_ctx *c, ast_node *e, sema_call *cl) {
   int bshape[3] = {batch, shape[0], shape[1]};
   const ir_type *r = batch ? ir_type_tile(c->m, scalar(c, acc), 3, bshape) : ir_type_tile(c->m, scalar(c, acc), 2, shape);
   ast_node *ac = cl->argc > 2 ? cl->argv[2] : NULL;
+  /* f16 operands may accumulate in f16 (Triton's out_dtype=float16): an f16 acc, f16 result */
+  if (ac && d == TK_F16 && ac->sema_type == ir_type_like(c->m, r, scalar(c, TK_F16)))
+    r = ac->sema_type;
   if (ac && ac->sema_type != r) {
     su_error(c->d, ac->loc, "accumulator of 'dot' must have type %s, got %s", tstr(c, r),
              tstr(c, ac->sema_type));
+    if (d == TK_F16) su_note(c->d, ac->loc, "f16 operands also take an f16 accumulator of that shape");
     return NULL;
   }
   return check_precision(c, cl, d) ? r : NULL;

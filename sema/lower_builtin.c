@@ -84,6 +84,17 @@ static const ir_type *tile_of(sema_lowerer *l, const ir_type *elem, int rank, co
   return ir_type_tile(l->m, elem, rank, shape);
 }
 
+static ir_value *lower_batched_dot(sema_lowerer *l, ir_value **ops, const ir_type *t, int precision);
+
+/* acc + a @ b of type t (acc ops[2] converted to t's element type), batched when 3-D. */
+static ir_value *lower_dot(sema_lowerer *l, ir_value **ops, const ir_type *t, int precision) {
+  if (ops[2]->type->elem != t->elem) ops[2] = ir_build1(&l->b, IR_CAST, t, 1, &ops[2]);
+  if (t->rank == 3) return lower_batched_dot(l, ops, t, precision);
+  ir_value *r = ir_build1(&l->b, IR_DOT, t, 3, ops);
+  r->def->attr = precision; /* the input precision */
+  return r;
+}
+
 /* x[i] of a 3-D tile: its batch i as a 2-D tile (a slice, then a reshape without the axis). */
 static ir_value *batch_of(sema_lowerer *l, ir_value *x, int i) {
   int one[3] = {1, x->type->shape[1], x->type->shape[2]};
@@ -123,8 +134,7 @@ static ir_value *lower_batched_dot(sema_lowerer *l, ir_value **ops, const ir_typ
   ir_value **parts = SU_NEW_ARRAY(l->m->arena, ir_value *, nb);
   for (int i = 0; i < nb; i++) {
     ir_value *bops[3] = {batch_of(l, ops[0], i), batch_of(l, ops[1], i), batch_of(l, ops[2], i)};
-    ir_value *r = ir_build1(&l->b, IR_DOT, tile_of(l, t->elem, 2, rs + 1), 3, bops);
-    r->def->attr = precision;
+    ir_value *r = lower_dot(l, bops, tile_of(l, t->elem, 2, rs + 1), precision);
     parts[i] = ir_build1(&l->b, IR_RESHAPE, tile_of(l, t->elem, 3, rs), 1, &r);
   }
   for (int n = nb; n > 1; n /= 2) /* B is a power of two, as every dimension */
@@ -339,10 +349,12 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     ops[2] = cl->argc > 2 && v[2] ? sema_lower_expr(l, v[2])
              : ir_dtype_is_float(t->dtype) ? ir_const_float(&l->b, t, 0.0) : ir_const_int(&l->b, t, 0);
     sema_lower_at(l, e);
-    if (t->rank == 3) return lower_batched_dot(l, ops, t, cl->numerics);
-    ir_value *r = ir_build1(&l->b, IR_DOT, t, 3, ops);
-    r->def->attr = cl->numerics; /* the input precision */
-    return r;
+    if (t->dtype == TK_F16) /* an f16 accumulator: summed in f32, rounded once per call */
+    {
+      ir_value *r = lower_dot(l, ops, ir_type_like(l->m, t, ir_type_scalar(l->m, TK_F32)), cl->numerics);
+      return ir_build1(&l->b, IR_CAST, t, 1, &r);
+    }
+    return lower_dot(l, ops, t, cl->numerics);
   case B_RESHAPE: case B_TRANS: case B_EXPAND_DIMS:
     return lower_shape(l, e, cl);
   case B_JOIN: return lower_join(l, e, cl);

@@ -371,6 +371,8 @@ static const lc_case CASES[] = {
     {"batched_dot", "bdot", BDOT, {NULL},
      {BUF(TK_F16, 2048), BUF(TK_F16, 2048), BUF(TK_F32, 4096), BUF(TK_I8, 4096), BUF(TK_I8, 4096)},
      {BUF(TK_F32, 4096), BUF(TK_I32, 4096)}, 5, 2, {0}, 0, 1, 0},
+    {"f16_accumulator", "f16acc", F16ACC, {NULL}, {BUF(TK_F16, 512), BUF(TK_F16, 512), BUF(TK_F16, 1024)},
+     {BUF(TK_F16, 1024)}, 3, 1, {0}, 0, 1, 0},
     {"negative_zero_sums", "neg_zero", NEG_ZERO, {NULL}, {BUF(TK_F32, 8)}, {BUF(TK_F32, 14)}, 1, 1,
      {0}, 0, 1, 0},
     {"bf16_rounded_once", "bf16_round", BF16_ROUND, {NULL}, {BUF(TK_I32, 64)}, {BUF(TK_BF16, 448)},

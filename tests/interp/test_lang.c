@@ -567,6 +567,58 @@ static void test_batched_dot(void **state) {
   tk_module_destroy(m);
 }
 
+/* x rounded to f16 (to nearest, ties to even), for the normal range used here. */
+static double round_f16(double x) {
+  if (x == 0) return x;
+  int e;
+  frexp(x, &e); /* |x| in [2^(e-1), 2^e) */
+  return ldexp(nearbyint(ldexp(x, 11 - e)), e - 11);
+}
+
+static float f16_to_f32(uint16_t h) {
+  int e = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v = e ? ldexp(1024 + mant, e - 25) : ldexp(mant, -24);
+  return (float)(h & 0x8000 ? -v : v);
+}
+
+/* F16ACC against C: each call's acc + sum of products (exact in double for these eighths)
+ * rounded to f16; acc starts near 2048, where f16's spacing is 2, so the rounding shows. */
+static void test_f16_accumulator(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(F16ACC, NULL, "f16acc", &m);
+  static uint16_t a[32 * 16], b[16 * 32], acc[32 * 32], c[32 * 32];
+  float af[32 * 16], bf[16 * 32], accf[32 * 32];
+  for (int i = 0; i < 512; i++) {
+    af[i] = (float)((i * 7) % 17 - 8) / 8;
+    bf[i] = (float)((i * 5) % 13 - 6) / 8;
+    a[i] = f32_to_f16(af[i]);
+    b[i] = f32_to_f16(bf[i]);
+  }
+  for (int i = 0; i < 1024; i++) {
+    accf[i] = (float)(2048 + 2 * (i % 5));
+    acc[i] = f32_to_f16(accf[i]);
+  }
+  tk_devptr d[4] = {upload(a, sizeof a), upload(b, sizeof b), upload(acc, sizeof acc), upload(NULL, sizeof c)};
+  tk_arg args[4];
+  for (int i = 0; i < 4; i++) args[i] = tk_arg_ptr(d[i]);
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 4));
+  ok(tk_memcpy_dtoh(ctx, c, d[3], sizeof c));
+  int rounded = 0;
+  for (int r = 0; r < 32; r++)
+    for (int n = 0; n < 32; n++) {
+      double p = 0;
+      for (int q = 0; q < 16; q++) p += af[r * 16 + q] * bf[q * 32 + n];
+      double once = round_f16(accf[r * 32 + n] + p), want = round_f16(once + p);
+      rounded += once != accf[r * 32 + n] + p;
+      if (f16_to_f32(c[r * 32 + n]) != want)
+        fail_msg("[%d, %d]: %g, want %g", r, n, f16_to_f32(c[r * 32 + n]), want);
+    }
+  assert_true(rounded > 100); /* the rounding is what this test is about */
+  for (int i = 0; i < 4; i++) tk_free(ctx, d[i]);
+  tk_module_destroy(m);
+}
+
 /* ---- load and store hints ------------------------------------------------------------------ */
 
 /* HINTS over 300 elements in 3 programs: the hints change nothing the interpreter computes. */
@@ -608,6 +660,7 @@ int main(void) {
       cmocka_unit_test(test_sort_topk),
       cmocka_unit_test(test_histogram),
       cmocka_unit_test(test_batched_dot),
+      cmocka_unit_test(test_f16_accumulator),
       cmocka_unit_test(test_hints_ignored),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

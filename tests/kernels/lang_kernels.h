@@ -123,4 +123,16 @@ static const char BDOT[] =
     "    store(c8 + i * 1024 + m * 32 + n, dot(t8, v8));\n"
     "}\n";
 
+/* dot with an f16 accumulator, twice: acc + a @ b summed in f32, rounded to f16 at each
+ * call (docs/language.md §6.6). */
+static const char F16ACC[] =
+    "kernel f16acc(a: *f16, b: *f16, acc: *f16, c: *f16) {\n"
+    "    let m = arange(0, 32);\n"
+    "    let k = arange(0, 16);\n"
+    "    let ta = load(a + m[:, None] * 16 + k[None, :]);\n"
+    "    let tb = load(b + k[:, None] * 32 + m[None, :]);\n"
+    "    let once = dot(ta, tb, load(acc + m[:, None] * 32 + m[None, :]));\n"
+    "    store(c + m[:, None] * 32 + m[None, :], dot(ta, tb, once));\n"
+    "}\n";
+
 #endif
