@@ -433,6 +433,7 @@ static ex dot_leaf(gen *g) {
   int bb = add_buf(g, d, (size_t)K * KT * g->C, lo, hi, bits, false);
   if (ba < 0 || bb < 0) return bad();
   tk_dtype acc = d == TK_I8 ? TK_I32 : TK_F32;
+  if (d == TK_F16 && chance(g, 25)) acc = TK_F16; /* an f16 accumulator */
   const char *A = g->k->bufs[ba].name, *B = g->k->bufs[bb].name;
   const char *kk = ks(g, K);
   double m = fmax(fabs(lo), fabs(hi));
@@ -460,6 +461,7 @@ static ex dot_leaf(gen *g) {
     int b2;
     value_range(g, acc, &l2, &h2, &b2);
     if (acc == TK_I32) l2 = -1000, h2 = 1000;
+    if (acc == TK_F16) l2 = -64, h2 = 64;
     int bc = add_buf(g, acc, (size_t)g->total, l2, h2, b2, false);
     if (bc < 0) return bad();
     init = su_fmt(g->a, "load(%s + offs)", g->k->bufs[bc].name);
@@ -497,6 +499,14 @@ static ex dot_leaf(gen *g) {
     err = 2 * (n + log2(n) + 1) * td_ulp(TK_F32) * mag;
     if (d == TK_F32) err += (double)Kt * m * m * ldexp(1, -9);
     if (Kt <= 1 && d != TK_F32 && !macc) err = 0;
+  } else if (acc == TK_F16) {
+    /* summed in f32 (the bound above), rounded to f16 at each of the calls: sums that
+     * differ may round to neighbours, and the difference is carried to the next call */
+    if (mag > td_mag_limit(TK_F16)) return bad();
+    double n = Kt + 1, calls = loop ? KT : 1;
+    err = calls * (2 * (n + log2(n) + 1) * td_ulp(TK_F32) * mag + 2 * td_ulp(TK_F16) * mag);
+    if (Kt <= 1 && !macc && !loop) err = 0;
+    feature(g, "dot-f16acc");
   } else {
     mag = fmin(mag, int_max(TK_I32));
   }
