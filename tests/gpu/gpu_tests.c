@@ -1086,6 +1086,15 @@ static void test_fake_resources_from_driver(void **state) {
     assert_int_equal(s, TK_OK); /* no ptxas here: the driver again */
     assert_int_equal(p.source, TK_RES_DRIVER);
   }
+  /* a kernel loaded from PTX has no IR for ptxas: the driver measures it, ptxas or not */
+  tk_module *pm;
+  tk_kernel *pk;
+  assert_int_equal(tk_module_load_ptx(ctx, &pm, FILL_PTX, strlen(FILL_PTX)), TK_OK);
+  assert_int_equal(tk_module_get_kernel(pm, "fill", &pk), TK_OK);
+  assert_int_equal(tk_kernel_resources(pk, NULL, &r), TK_OK);
+  assert_int_equal(r.source, TK_RES_DRIVER);
+  assert_int_equal(r.regs, 40);
+  assert_int_equal(r.threads, tk_kernel_num_threads(pk));
   /* a dead context says so */
   fake_call_int(lib, "fake_cuda_fault", 700);
   assert_int_equal(tk_synchronize(ctx), TK_ERR_RUNTIME);
