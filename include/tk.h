@@ -158,6 +158,12 @@ TK_API const char *tk_kernel_param_name(const tk_kernel *k, int i);
 /* Threads per program (32 x warps). */
 TK_API int tk_kernel_num_threads(const tk_kernel *k);
 
+/* Where tk_kernel_resources' numbers came from. */
+typedef enum {
+  TK_RES_PTXAS = 1,  /* ptxas -v on the kernel's PTX for the arch asked for */
+  TK_RES_DRIVER = 2, /* the CUDA driver, about the function it loaded (cuFuncGetAttribute) */
+} tk_resources_source;
+
 /* What a kernel costs the GPU (docs/language.md, "Resources"). */
 typedef struct {
   int regs;                      /* 32-bit registers per thread */
@@ -167,15 +173,26 @@ typedef struct {
   int threads;                   /* per program (32 x warps, plus any producer warps) */
   int blocks_per_sm;             /* programs resident on one SM at once */
   double occupancy;              /* their warps over the SM's most, 0..1 */
+  tk_resources_source source;    /* where the numbers came from */
 } tk_resources;
 
 /* Fills *out for k's variant that takes any arguments (a launch with aligned, divisible
  * arguments may run a specialized variant, whose numbers differ), compiled for arch (NULL:
- * the context's device, or the default target on the interpreter), as ptxas -v reports
- * it, with the occupancy the target's SM allows (tkc --resources prints the same).
- * TK_ERR_UNSUPPORTED without ptxas ($TK_PTXAS, $CUDA_HOME/bin, /usr/local/cuda/bin) or for
- * a kernel loaded from PTX; TK_ERR_INVALID for an unknown arch; TK_ERR_COMPILE when the
- * kernel does not compile for arch (its shared memory exceeds the target's). */
+ * the context's device, or the default target on the interpreter), with the occupancy the
+ * target's SM allows (tkc --resources prints the same), and says in out->source where the
+ * numbers came from:
+ *  - TK_RES_PTXAS: ptxas -v, when ptxas is found ($TK_PTXAS, $CUDA_HOME/bin,
+ *    /usr/local/cuda/bin) and k was compiled here (has IR); any arch, any backend.
+ *  - TK_RES_DRIVER: otherwise, on a CUDA context and for its own arch only, the driver's
+ *    attributes of the loaded function (compiling and loading the variant first if no
+ *    launch has yet) and its cuOccupancyMaxActiveBlocksPerMultiprocessor; this works for
+ *    kernels loaded from PTX too. The driver does not tell spills from the stack frame:
+ *    stack is all the local memory per thread, and spill_stores and spill_loads are -1
+ *    (unknown). Not thread-safe against a launch of k on another thread.
+ * TK_ERR_UNSUPPORTED when neither applies (the interpreter without ptxas, another arch
+ * than the CUDA context's without ptxas), saying which; TK_ERR_INVALID for an unknown arch;
+ * TK_ERR_COMPILE when the kernel does not compile for arch (its shared memory exceeds the
+ * target's); TK_ERR_DRIVER when the driver refuses a query. */
 TK_API tk_status tk_kernel_resources(const tk_kernel *k, const char *arch, tk_resources *out);
 
 /* ---- launching ------------------------------------------------------------------------ */

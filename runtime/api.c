@@ -453,18 +453,28 @@ int tk_kernel_num_threads(const tk_kernel *h) {
 }
 
 tk_status tk_kernel_resources(const tk_kernel *h, const char *arch, tk_resources *out) {
-  const rt_kernel *GET(k, kernel_of, h, "tk_kernel_resources: kernel");
+  rt_kernel *GET(k, kernel_of, h, "tk_kernel_resources: kernel");
   rt_context *ctx = k->module->ctx;
   REQUIRE(ctx, out, "tk_kernel_resources: out is NULL");
   memset(out, 0, sizeof *out);
   if (!arch) arch = ctx->arch ? ctx->arch : TG_DEFAULT_ARCH;
   if (!tg_find(arch)) return rt_error(ctx, TK_ERR_INVALID, "tk_kernel_resources: unknown arch '%s'", arch);
-  if (!k->ir || !k->module->ir)
-    return rt_error(ctx, TK_ERR_UNSUPPORTED, "tk_kernel_resources: kernel '%s' was loaded from PTX, "
-                    "without its IR", k->sig->name);
-  if (!drv_ptxas_path())
-    return rt_error(ctx, TK_ERR_UNSUPPORTED, "tk_kernel_resources: no ptxas (set TK_PTXAS or "
-                    "CUDA_HOME; tkc --resources needs it too)");
+  bool has_ir = k->ir && k->module->ir, ptxas = drv_ptxas_path() != NULL;
+  if (!has_ir || !ptxas) {
+    /* without ptxas (or the IR it would compile), the driver can say what it loaded, but
+     * only for the arch it loaded it for */
+    if (ctx->be->resources && ctx->arch && strcmp(arch, ctx->arch) == 0)
+      return ctx->be->resources(ctx, k, out);
+    const char *why = !has_ir ? "was loaded from PTX, without its IR"
+                              : "has no ptxas to measure it (set TK_PTXAS or CUDA_HOME; "
+                                "tkc --resources needs it too)";
+    if (!ctx->be->resources)
+      return rt_error(ctx, TK_ERR_UNSUPPORTED, "tk_kernel_resources: kernel '%s' %s, and the "
+                      "%s backend has no driver to ask", k->sig->name, why, ctx->be->name);
+    return rt_error(ctx, TK_ERR_UNSUPPORTED, "tk_kernel_resources: kernel '%s' %s, and the "
+                    "driver can only measure it for this context's arch %s, not %s", k->sig->name,
+                    why, ctx->arch ? ctx->arch : "(none)", arch);
+  }
   /* the unspecialized variant, lowered for arch in a scratch arena: the module is left as
    * it was */
   su_arena *a = su_arena_new();
@@ -486,7 +496,8 @@ tk_status tk_kernel_resources(const tk_kernel *h, const char *arch, tk_resources
     s = rt_error(ctx, TK_ERR_UNSUPPORTED, "tk_kernel_resources: ptxas: %s", su_buf_str(&why));
   } else {
     *out = (tk_resources){r->regs, r->spill_stores, r->spill_loads, r->stack, r->smem_static,
-                          r->smem_dynamic, r->threads, r->blocks_sm, r->occupancy};
+                          r->smem_dynamic, r->threads, r->blocks_sm, r->occupancy,
+                          TK_RES_PTXAS};
   }
   su_buf_free(&ptx);
   su_buf_free(&why);

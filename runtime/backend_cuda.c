@@ -654,6 +654,45 @@ static tk_status cuda_time_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, v
   return TK_OK;
 }
 
+/* ---- resources, from the driver ------------------------------------------------------ */
+
+/* tk_kernel_resources without ptxas: the driver's attributes of the CUfunction of k's
+ * variant that takes any arguments (key 0: the one ptxas would have measured), compiled
+ * and loaded here if no launch needed it yet. The variant in use is left as it was, so a
+ * query between launches changes nothing they do. */
+static tk_status cuda_resources(rt_context *ctx, rt_kernel *k, tk_resources *out) {
+  cuda_state *st = state(ctx);
+  ALIVE(ctx);
+  rt_jit_kernel *jk = k->handle;
+  uint64_t cur = jk->cur;
+  tk_status s = use_variant(ctx, k, 0, NULL);
+  if (s != TK_OK) return s;
+  CUfunction fn = jk->fn;
+  int dyn = (int)jk->shmem, threads = (int)jk->block;
+  rt_jit_use(jk, cur);
+  CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+  int regs = 0, local = 0, smem = 0, blocks = 0;
+  CHECK(ctx, st->cu.FuncGetAttribute(&regs, RT_CU_FUNC_ATTRIBUTE_NUM_REGS, fn),
+        "cuFuncGetAttribute(NUM_REGS)");
+  CHECK(ctx, st->cu.FuncGetAttribute(&local, RT_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn),
+        "cuFuncGetAttribute(LOCAL_SIZE_BYTES)");
+  CHECK(ctx, st->cu.FuncGetAttribute(&smem, RT_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
+        "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+  CHECK(ctx, st->cu.OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, threads, (size_t)dyn),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  /* the SM's most warps is the target table's, as on the ptxas path, so that the two
+   * sources give the same fraction for the same blocks */
+  const tg_arch *t = tg_find(ctx->arch);
+  int warps = (threads + 31) / 32, sm_warps = t ? t->threads_sm / 32 : 0;
+  /* the driver keeps spills and the stack frame in one local size; it cannot split it */
+  *out = (tk_resources){.regs = regs, .spill_stores = -1, .spill_loads = -1, .stack = local,
+                        .smem_static = smem, .smem_dynamic = dyn, .threads = threads,
+                        .blocks_per_sm = blocks,
+                        .occupancy = sm_warps ? (double)(blocks * warps) / sm_warps : 0,
+                        .source = TK_RES_DRIVER};
+  return TK_OK;
+}
+
 CUfunction rt_cuda_kernel_function(const tk_kernel *h) {
   const rt_kernel *k = rt_handle_get((uint64_t)(uintptr_t)h, RT_H_KERNEL);
   if (!k || !k->module || !k->module->ctx || k->module->ctx->be != &rt_cuda_backend ||
@@ -676,4 +715,5 @@ const rt_backend rt_cuda_backend = {
   .unload = cuda_unload,
   .launch = cuda_launch,
   .time_launch = cuda_time_launch,
+  .resources = cuda_resources,
 };

@@ -131,4 +131,5 @@ const rt_backend rt_interp_backend = {
   .unload = interp_unload,
   .launch = interp_launch,
   .time_launch = interp_time_launch,
+  .resources = NULL, /* no driver to ask: tk_kernel_resources needs ptxas here */
 };

@@ -60,8 +60,13 @@ enum {
 
 enum { CU_EVENT_DEFAULT = 0 };
 
-/* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES of the driver's CUfunction_attribute. */
-enum { RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
+/* The driver's CUfunction_attribute values libtk sets or reads. */
+enum {
+  RT_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1, /* static shared memory */
+  RT_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,  /* local memory per thread: stack and spills */
+  RT_CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+  RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+};
 
 /* The entry points, one field per driver function (named after it, without "cu"). */
 typedef struct {
@@ -88,6 +93,9 @@ typedef struct {
   CUresult (*ModuleUnload)(CUmodule m);
   CUresult (*ModuleGetFunction)(CUfunction *f, CUmodule m, const char *name);
   CUresult (*FuncSetAttribute)(CUfunction f, int attr, int value);
+  CUresult (*FuncGetAttribute)(int *value, int attr, CUfunction f);
+  CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, CUfunction f, int threads,
+                                                        size_t dynamic_smem);
   CUresult (*LaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                            unsigned by, unsigned bz, unsigned shmem, CUstream s,
                            void **params, void **extra);

@@ -39,6 +39,8 @@ static const entry entries[] = {
   E(ModuleUnload, "cuModuleUnload"),
   E(ModuleGetFunction, "cuModuleGetFunction"),
   E(FuncSetAttribute, "cuFuncSetAttribute"),
+  E(FuncGetAttribute, "cuFuncGetAttribute"),
+  E(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
   E(LaunchKernel, "cuLaunchKernel"),
   E(StreamSynchronize, "cuStreamSynchronize"),
   E(StreamIsCapturing, "cuStreamIsCapturing"),

@@ -84,6 +84,10 @@ struct rt_backend {
    * wall clock). For the autotuner (tune.c). */
   tk_status (*time_launch)(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
                            const tk_arg *args, int nargs, bool flush, double *ms);
+  /* Fills *out (source TK_RES_DRIVER) for k's variant that takes any arguments, loaded
+   * for ctx->arch, from what the driver says of it; NULL for a backend without a driver
+   * (the interpreter). For tk_kernel_resources without ptxas. */
+  tk_status (*resources)(rt_context *ctx, rt_kernel *k, tk_resources *out);
 };
 
 struct rt_context {

@@ -149,3 +149,39 @@ CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return 0; }
 CUresult cuEventSynchronize(void *e) { (void)e; return 0; }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 1; return 0; }
 CUresult cuEventDestroy_v2(void *e) { (void)e; return 0; }
+
+/* Resources (tk_kernel_resources without ptxas): fake_cuda_set_func_attr(attr, v) is what
+ * cuFuncGetAttribute reports for attr on every function (0 unless set);
+ * fake_cuda_set_occupancy(n) the blocks per SM that
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor reports, and fake_cuda_occupancy_query()
+ * what its last call was asked: the function, the threads and the dynamic shared memory. */
+typedef struct {
+  void *fn;
+  int threads;
+  size_t dynamic_smem;
+  int calls;
+} fake_occupancy_query;
+enum { FAKE_FUNC_ATTRS = 32 };
+static int func_attrs[FAKE_FUNC_ATTRS];
+static int occupancy_blocks;
+static fake_occupancy_query occupancy_query;
+
+void fake_cuda_set_func_attr(int attr, int v) {
+  if (attr >= 0 && attr < FAKE_FUNC_ATTRS) func_attrs[attr] = v;
+}
+void fake_cuda_set_occupancy(int n) { occupancy_blocks = n; }
+const fake_occupancy_query *fake_cuda_occupancy_query(void) { return &occupancy_query; }
+
+CUresult cuFuncGetAttribute(int *v, int attr, void *f) {
+  (void)f;
+  if (sticky) return sticky;
+  if (attr < 0 || attr >= FAKE_FUNC_ATTRS) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  *v = func_attrs[attr];
+  return 0;
+}
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int threads, size_t dyn) {
+  if (sticky) return sticky;
+  occupancy_query = (fake_occupancy_query){f, threads, dyn, occupancy_query.calls + 1};
+  *n = occupancy_blocks;
+  return 0;
+}

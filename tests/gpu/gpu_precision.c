@@ -231,6 +231,40 @@ static void test_resources_and_grid(void **state) {
   }
 }
 
+/* On the device's context with ptxas hidden (TK_PTXAS naming no file): the driver's
+ * numbers (source TK_RES_DRIVER) for fmas and for the tiled dot, plausible on their own
+ * and, where ptxas is there too, with the same threads and dynamic shared memory as
+ * ptxas's (registers may differ: the driver's JIT is not the toolkit's ptxas; both are
+ * printed). */
+static void test_resources_from_driver(void **state) {
+  (void)state;
+  if (!H.cuda) skip();
+  gh_source srcs[] = {{"contract", PK_CONTRACT, NULL, "fmas"}, {"dot_ieee", PK_DOT_IEEE, NULL, "mm"}};
+  for (int i = 0; i < 2; i++) {
+    tk_kernel *k = gh_compile(&H, H.cuda, &srcs[i], NULL);
+    tk_resources p, d;
+    tk_status ps = tk_kernel_resources(k, NULL, &p);
+    char *saved = getenv("TK_PTXAS") ? strdup(getenv("TK_PTXAS")) : NULL;
+    setenv("TK_PTXAS", "/nonexistent/ptxas", 1);
+    tk_status ds = tk_kernel_resources(k, NULL, &d);
+    if (saved) setenv("TK_PTXAS", saved, 1); else unsetenv("TK_PTXAS");
+    free(saved);
+    if (ds != TK_OK) fail_msg("%s from the driver: %s", srcs[i].kernel, tk_last_error(H.cuda));
+    printf("# %s from the driver: %d regs, %d local, %d+%d smem, %d threads, %d blocks/SM, occupancy %.3f\n",
+           srcs[i].kernel, d.regs, d.stack, d.smem_static, d.smem_dynamic, d.threads, d.blocks_per_sm, d.occupancy);
+    if (d.source != TK_RES_DRIVER || d.regs <= 0 || d.regs > 255 || d.stack < 0 || d.spill_stores != -1 ||
+        d.smem_static < 0 || d.threads != tk_kernel_num_threads(k) || d.blocks_per_sm < 1 ||
+        d.occupancy <= 0 || d.occupancy > 1)
+      fail_msg("%s from the driver: implausible numbers (above)", srcs[i].kernel);
+    if (ps == TK_OK && p.source == TK_RES_PTXAS) {
+      printf("# %s from ptxas: %d regs, %d stack, %d+%d smem, %d threads, %d blocks/SM, occupancy %.3f\n",
+             srcs[i].kernel, p.regs, p.stack, p.smem_static, p.smem_dynamic, p.threads, p.blocks_per_sm, p.occupancy);
+      if (p.threads != d.threads || p.smem_dynamic != d.smem_dynamic)
+        fail_msg("%s: ptxas and the driver disagree on threads or dynamic shared memory", srcs[i].kernel);
+    }
+  }
+}
+
 /* ---- host-only: every kernel through the GPU back end -------------------------------------- */
 
 static void test_compile_to_ptx(void **state) {
@@ -254,10 +288,11 @@ static void test_compile_to_ptx(void **state) {
 int main(void) {
   gh_init(&H, "gpu_precision");
   const struct CMUnitTest host[] = {cmocka_unit_test(test_compile_to_ptx)};
-  struct CMUnitTest dev[NDOTS + 3];
+  struct CMUnitTest dev[NDOTS + 4];
   for (int i = 0; i < NDOTS; i++) dev[i] = (struct CMUnitTest){DOTS[i].name, test_dot, NULL, NULL, (void *)&DOTS[i]};
   dev[NDOTS] = (struct CMUnitTest){"fp_contract", test_contract, NULL, NULL, NULL};
   dev[NDOTS + 1] = (struct CMUnitTest){"accurate_math", test_accurate_math, NULL, NULL, NULL};
   dev[NDOTS + 2] = (struct CMUnitTest){"resources_and_grid", test_resources_and_grid, NULL, NULL, NULL};
-  return gh_run(&H, host, 1, dev, NDOTS + 3);
+  dev[NDOTS + 3] = (struct CMUnitTest){"resources_from_driver", test_resources_from_driver, NULL, NULL, NULL};
+  return gh_run(&H, host, 1, dev, NDOTS + 4);
 }

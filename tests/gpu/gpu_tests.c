@@ -996,6 +996,117 @@ static void test_fake_specialization(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+/* tk_kernel_resources without ptxas (TK_PTXAS naming no file): the driver's numbers for
+ * the variant that takes any arguments, compiled and loaded for the query, once, and the
+ * very function a launch with such arguments then runs; the variant in use is untouched;
+ * the dynamic shared memory and threads are what tk launches with; another arch than the
+ * context's is TK_ERR_UNSUPPORTED saying why. */
+typedef struct {
+  void *fn;
+  int threads;
+  size_t dynamic_smem;
+  int calls;
+} fake_occupancy_query;
+
+static void test_fake_resources_from_driver(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  void (*set_attr)(int, int) = (void (*)(int, int))fake_sym(lib, "fake_cuda_set_func_attr");
+  const fake_occupancy_query *(*query)(void) =
+      (const fake_occupancy_query *(*)(void))fake_sym(lib, "fake_cuda_occupancy_query");
+  set_attr(4, 40);     /* CU_FUNC_ATTRIBUTE_NUM_REGS */
+  set_attr(3, 24);     /* LOCAL_SIZE_BYTES */
+  set_attr(1, 1234);   /* SHARED_SIZE_BYTES */
+  fake_call_int(lib, "fake_cuda_set_occupancy", 2);
+  tk_module *m;
+  tk_kernel *k;
+  assert_int_equal(tk_module_compile(ctx, &m, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "vcopy", &k), TK_OK);
+  void *all = launch_vcopy(lib, k, 0x1000, 0x2000, 4096);
+  int loads = fake_loads(lib);
+  char *saved = getenv("TK_PTXAS") ? strdup(getenv("TK_PTXAS")) : NULL;
+  setenv("TK_PTXAS", "/nonexistent/ptxas", 1);
+  tk_resources r;
+  memset(&r, 0x55, sizeof r);
+  assert_int_equal(tk_kernel_resources(k, NULL, &r), TK_OK);
+  assert_int_equal(r.source, TK_RES_DRIVER);
+  assert_int_equal(r.regs, 40);
+  assert_int_equal(r.stack, 24);
+  assert_int_equal(r.spill_stores, -1); /* the driver cannot tell spills from the stack */
+  assert_int_equal(r.spill_loads, -1);
+  assert_int_equal(r.smem_static, 1234);
+  assert_int_equal(r.smem_dynamic, 0); /* vcopy needs none */
+  assert_int_equal(r.threads, tk_kernel_num_threads(k));
+  assert_int_equal(r.blocks_per_sm, 2);
+  /* 2 blocks of 4 warps over the 64 warps of an sm_90 SM (the target table) */
+  assert_true(fabs(r.occupancy - 2.0 * 4 / 64) < 1e-12);
+  assert_int_equal(query()->threads, r.threads);
+  assert_int_equal(query()->dynamic_smem, 0);
+  void *any = query()->fn;
+  assert_true(any != all);
+  assert_int_equal(fake_loads(lib), loads + 1); /* the variant for any arguments, loaded */
+  /* asked again: nothing more to load */
+  assert_int_equal(tk_kernel_resources(k, NULL, &r), TK_OK);
+  assert_int_equal(fake_loads(lib), loads + 1);
+  assert_true(query()->fn == any);
+  /* the launches run what they ran, and unaligned, ragged arguments run the measured one */
+  assert_true(launch_vcopy(lib, k, 0x1000, 0x2000, 4096) == all);
+  assert_true(launch_vcopy(lib, k, 0x1004, 0x2004, 1001) == any);
+  assert_int_equal(fake_loads(lib), loads + 1);
+  /* only the context's arch can be asked of the driver */
+  assert_int_equal(tk_kernel_resources(k, "sm_80", &r), TK_ERR_UNSUPPORTED);
+  assert_non_null(strstr(tk_last_error(ctx), "has no ptxas"));
+  assert_non_null(strstr(tk_last_error(ctx), "not sm_80"));
+
+  /* the dynamic shared memory is the kernel's own, as launched */
+  static const char TRANS_TK[] = "kernel t(x: *f32, y: *f32) {\n"
+                                 "    let r = arange(0, 128);\n"
+                                 "    let v = load(x + r[:, None] * 128 + r[None, :]);\n"
+                                 "    store(y + r[:, None] * 128 + r[None, :], trans(v));\n"
+                                 "}\n";
+  tk_module *tm;
+  tk_kernel *tp;
+  assert_int_equal(tk_module_compile(ctx, &tm, TRANS_TK, strlen(TRANS_TK), "t.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(tm, "t", &tp), TK_OK);
+  assert_int_equal(tk_kernel_resources(tp, NULL, &r), TK_OK);
+  assert_int_equal(r.source, TK_RES_DRIVER);
+  assert_true(r.smem_dynamic >= 128 * 128 * 4);
+  assert_int_equal(query()->dynamic_smem, (size_t)r.smem_dynamic);
+  assert_int_equal(query()->threads, r.threads);
+  /* with ptxas, when this machine has it: the same dynamic shared memory and threads */
+  if (saved) setenv("TK_PTXAS", saved, 1); else unsetenv("TK_PTXAS");
+  tk_resources p;
+  tk_status s = tk_kernel_resources(tp, NULL, &p);
+  if (s == TK_OK && p.source == TK_RES_PTXAS) {
+    assert_int_equal(p.smem_dynamic, r.smem_dynamic);
+    assert_int_equal(p.threads, r.threads);
+  } else {
+    assert_int_equal(s, TK_OK); /* no ptxas here: the driver again */
+    assert_int_equal(p.source, TK_RES_DRIVER);
+  }
+  /* a kernel loaded from PTX has no IR for ptxas: the driver measures it, ptxas or not */
+  tk_module *pm;
+  tk_kernel *pk;
+  assert_int_equal(tk_module_load_ptx(ctx, &pm, FILL_PTX, strlen(FILL_PTX)), TK_OK);
+  assert_int_equal(tk_module_get_kernel(pm, "fill", &pk), TK_OK);
+  assert_int_equal(tk_kernel_resources(pk, NULL, &r), TK_OK);
+  assert_int_equal(r.source, TK_RES_DRIVER);
+  assert_int_equal(r.regs, 40);
+  assert_int_equal(r.threads, tk_kernel_num_threads(pk));
+  /* a dead context says so */
+  fake_call_int(lib, "fake_cuda_fault", 700);
+  assert_int_equal(tk_synchronize(ctx), TK_ERR_RUNTIME);
+  setenv("TK_PTXAS", "/nonexistent/ptxas", 1);
+  assert_int_equal(tk_kernel_resources(tp, NULL, &r), TK_ERR_RUNTIME);
+  assert_non_null(strstr(tk_last_error(ctx), "context is dead"));
+  if (saved) setenv("TK_PTXAS", saved, 1); else unsetenv("TK_PTXAS");
+  free(saved);
+  fake_call_int(lib, "fake_cuda_reset", 0);
+  fake_done(ctx, lib, dir);
+}
+
 /* CUDA graphs: while the stream captures, a launch of a compiled variant goes through,
  * one that would compile is refused with a message saying to warm up first. */
 static void test_fake_capture(void **state) {
@@ -1286,6 +1397,7 @@ int main(void) {
     cmocka_unit_test(test_fake_nofuse_scratch),
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),
+    cmocka_unit_test(test_fake_resources_from_driver),
     cmocka_unit_test(test_fake_cache_other_builds),
     cmocka_unit_test(test_fake_cache_rejected_entry),
     cmocka_unit_test(test_fake_arch_from_device),

@@ -383,6 +383,7 @@ static void test_kernel_resources(void **state) {
     if (s == TK_ERR_UNSUPPORTED) contains(tk_last_error(ctx), "no ptxas");
   } else {
     assert_int_equal(s, TK_OK);
+    assert_int_equal(r.source, TK_RES_PTXAS);
     assert_true(r.regs > 0 && r.regs <= 255);
     assert_int_equal(r.threads, tk_kernel_num_threads(k));
     assert_int_equal(r.spill_stores + r.spill_loads, 0);
@@ -402,6 +403,14 @@ static void test_kernel_resources(void **state) {
     assert_int_equal(tk_kernel_resources(bk, "sm_86", &r), TK_ERR_COMPILE);
     contains(tk_last_error(ctx), "sm_86 allows at most 101376 per block");
   }
+  /* ptxas hidden: the interpreter has no driver to fall back on, and says so */
+  char *saved = getenv("TK_PTXAS") ? strdup(getenv("TK_PTXAS")) : NULL;
+  setenv("TK_PTXAS", "/nonexistent/ptxas", 1);
+  assert_int_equal(tk_kernel_resources(k, NULL, &r), TK_ERR_UNSUPPORTED);
+  contains(tk_last_error(ctx), "has no ptxas");
+  contains(tk_last_error(ctx), "the interp backend has no driver to ask");
+  if (saved) setenv("TK_PTXAS", saved, 1); else unsetenv("TK_PTXAS");
+  free(saved);
   tk_context_destroy(ctx);
 }
 
