@@ -53,8 +53,26 @@ static void lower_split(sema_lowerer *l, ast_node *e, sema_call *cl, ir_value **
   }
 }
 
-/* join, interleave, cat: one join op (a new last axis of 2), then a reshape, or for cat
- * a permutation that brings the new axis first and a reshape that merges it into axis 0. */
+/* x then y along axis 0 (cat's lowering on values): join on a new last axis, that axis
+ * brought first, merged into axis 0. */
+static ir_value *cat0(sema_lowerer *l, ir_value *x, ir_value *y) {
+  int r = x->type->rank, shape[IR_MAX_RANK], pshape[IR_MAX_RANK];
+  for (int i = 0; i < r; i++) shape[i] = x->type->shape[i];
+  shape[r] = 2;
+  ir_value *xy[2] = {x, y};
+  ir_value *j = ir_build1(&l->b, IR_JOIN, ir_type_tile(l->m, x->type->elem, r + 1, shape), 2, xy);
+  int *perm = SU_NEW_ARRAY(l->m->arena, int, r + 1);
+  perm[0] = r;
+  pshape[0] = 2;
+  for (int i = 0; i < r; i++) perm[i + 1] = i, pshape[i + 1] = shape[i];
+  j = ir_build1(&l->b, IR_TRANS, ir_type_tile(l->m, x->type->elem, r + 1, pshape), 1, &j);
+  j->def->ints = perm;
+  j->def->nints = r + 1;
+  shape[0] *= 2;
+  return ir_build1(&l->b, IR_RESHAPE, ir_type_tile(l->m, x->type->elem, r, shape), 1, &j);
+}
+
+/* join, interleave, cat: one join op (a new last axis of 2), then a reshape; cat is cat0. */
 static ir_value *lower_join(sema_lowerer *l, ast_node *e, sema_call *cl) {
   const ir_type *res = e->sema_type;
   int r = res->rank - (cl->builtin->sub == SEMA_JOIN ? 1 : 0), shape[IR_MAX_RANK];
@@ -65,18 +83,10 @@ static ir_value *lower_join(sema_lowerer *l, ast_node *e, sema_call *cl) {
   const ir_type *in = ir_type_tile(l->m, elem, r, shape);
   ir_value *ab[2] = {sema_lower_as(l, cl->argv[0], in), sema_lower_as(l, cl->argv[1], in)};
   sema_lower_at(l, e);
+  if (cl->builtin->sub == SEMA_CAT) return cat0(l, ab[0], ab[1]);
   shape[r] = 2;
   ir_value *j = ir_build1(&l->b, IR_JOIN, ir_type_tile(l->m, elem, r + 1, shape), 2, ab);
   if (cl->builtin->sub == SEMA_JOIN) return j;
-  if (cl->builtin->sub == SEMA_CAT) {
-    int *perm = SU_NEW_ARRAY(l->m->arena, int, r + 1), pshape[IR_MAX_RANK];
-    perm[0] = r;
-    pshape[0] = 2;
-    for (int i = 0; i < r; i++) perm[i + 1] = i, pshape[i + 1] = shape[i];
-    j = ir_build1(&l->b, IR_TRANS, ir_type_tile(l->m, elem, r + 1, pshape), 1, &j);
-    j->def->ints = perm;
-    j->def->nints = r + 1;
-  }
   return ir_build1(&l->b, IR_RESHAPE, res, 1, &j);
 }
 
@@ -104,25 +114,6 @@ static ir_value *batch_of(sema_lowerer *l, ir_value *x, int i) {
   s->def->ints = starts;
   s->def->nints = 3;
   return ir_build1(&l->b, IR_RESHAPE, tile_of(l, x->type->elem, 2, one + 1), 1, &s);
-}
-
-/* x then y along axis 0 (cat's lowering on values): join on a new last axis, that axis
- * brought first, merged into axis 0. */
-static ir_value *cat0(sema_lowerer *l, ir_value *x, ir_value *y) {
-  int r = x->type->rank, shape[IR_MAX_RANK], pshape[IR_MAX_RANK];
-  for (int i = 0; i < r; i++) shape[i] = x->type->shape[i];
-  shape[r] = 2;
-  ir_value *xy[2] = {x, y};
-  ir_value *j = ir_build1(&l->b, IR_JOIN, tile_of(l, x->type->elem, r + 1, shape), 2, xy);
-  int *perm = SU_NEW_ARRAY(l->m->arena, int, r + 1);
-  perm[0] = r;
-  pshape[0] = 2;
-  for (int i = 0; i < r; i++) perm[i + 1] = i, pshape[i + 1] = shape[i];
-  j = ir_build1(&l->b, IR_TRANS, tile_of(l, x->type->elem, r + 1, pshape), 1, &j);
-  j->def->ints = perm;
-  j->def->nints = r + 1;
-  shape[0] *= 2;
-  return ir_build1(&l->b, IR_RESHAPE, tile_of(l, x->type->elem, r, shape), 1, &j);
 }
 
 /* A batched dot ([B, M, K] x [B, K, N] + [B, M, N]) as what it means: B products of the
