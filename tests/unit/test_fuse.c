@@ -17,6 +17,7 @@
 #include "interp/interp.h"
 #include "passes/passes.h"
 #include "sema/sema.h"
+#include "tests/unit/pass_check.h"
 
 enum { CHUNK = 512 };
 
@@ -25,22 +26,10 @@ static const char *const WITHOUT = "canonicalize,licm,canonicalize,tiling";
 /* -fno-fuse's pipeline: every op's result through global scratch memory */
 static const char *const MATERIALIZED = "canonicalize,licm,canonicalize,materialize,tiling";
 
-/* Parses, checks and lowers src with BLOCK bound to block, then runs the passes. */
+/* src with BLOCK bound to block, through the passes. */
 static ir_module *compile(su_arena *a, const char *src, int block, const char *passes) {
-  su_diags d;
-  su_diags_init(&d, a, stderr);
-  su_source *s = su_source_new(a, "t.tk", src, strlen(src));
-  ast_file *f = ast_parse(a, s, &d, su_map_new(a));
-  assert_int_equal(d.nerrors, 0);
-  ir_module *m = ir_module_new(a, "t.tk");
   sema_define def = {"BLOCK", su_fmt(a, "%d", block)};
-  sema_options o = {.defines = &def, .ndefines = 1};
-  assert_true(sema_check(a, f, m, &o, &d));
-  sema_lower(f, m);
-  pass_options po = {.opt_level = 3, .verify_each = true, .only = passes};
-  assert_true(pass_run(m, &po, &d));
-  assert_true(ir_verify(m, &d));
-  return m;
+  return pk_compile(a, src, &def, 1, passes);
 }
 
 typedef struct {

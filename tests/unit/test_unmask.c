@@ -15,24 +15,13 @@
 #include "interp/interp.h"
 #include "passes/passes.h"
 #include "sema/sema.h"
+#include "tests/unit/pass_check.h"
 
 static const char *const WITH = "canonicalize,licm,canonicalize,tiling,unmask";
 static const char *const WITHOUT = "canonicalize,licm,canonicalize,tiling";
 
 static ir_module *compile(su_arena *a, const char *src, const char *passes) {
-  su_diags d;
-  su_diags_init(&d, a, stderr);
-  su_source *s = su_source_new(a, "t.tk", src, strlen(src));
-  ast_file *f = ast_parse(a, s, &d, su_map_new(a));
-  assert_int_equal(d.nerrors, 0);
-  ir_module *m = ir_module_new(a, "t.tk");
-  sema_options o = {0};
-  assert_true(sema_check(a, f, m, &o, &d));
-  sema_lower(f, m);
-  pass_options po = {.opt_level = 3, .verify_each = true, .only = passes};
-  assert_true(pass_run(m, &po, &d));
-  assert_true(ir_verify(m, &d));
-  return m;
+  return pk_compile(a, src, NULL, 0, passes);
 }
 
 static void count_likely(ir_op *op, void *ctx) {

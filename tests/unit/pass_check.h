@@ -1,0 +1,35 @@
+/*
+ * pass_check.h — what the pass tests share: a .tk source parsed, checked, lowered and run
+ * through a named list of passes (the IR verified after each), so that a test can compare
+ * a pipeline with and without the pass under test on the interpreter. Header-only, for
+ * inclusion after <cmocka.h> in one test program each.
+ * Prefix: pk_.
+ */
+#ifndef TK_TESTS_PASS_CHECK_H
+#define TK_TESTS_PASS_CHECK_H
+
+#include <string.h>
+
+#include "passes/passes.h"
+#include "sema/sema.h"
+
+/* src compiled with the ndefs compile-time parameters defs, then the passes `passes` (a
+ * --passes list) at -O3; fails the test on any diagnostic. */
+static inline ir_module *pk_compile(su_arena *a, const char *src, const sema_define *defs, int ndefs,
+                                    const char *passes) {
+  su_diags d;
+  su_diags_init(&d, a, stderr);
+  su_source *s = su_source_new(a, "t.tk", src, strlen(src));
+  ast_file *f = ast_parse(a, s, &d, su_map_new(a));
+  assert_int_equal(d.nerrors, 0);
+  ir_module *m = ir_module_new(a, "t.tk");
+  sema_options o = {.defines = defs, .ndefines = ndefs};
+  assert_true(sema_check(a, f, m, &o, &d));
+  sema_lower(f, m);
+  pass_options po = {.opt_level = 3, .verify_each = true, .only = passes};
+  assert_true(pass_run(m, &po, &d));
+  assert_true(ir_verify(m, &d));
+  return m;
+}
+
+#endif
