@@ -114,7 +114,7 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   case IR_MBAR_WAIT: case IR_MBAR_ARRIVE: case IR_MBAR_EXPECT: case IR_TMA_LOAD:
   case IR_TMA_STORE: case IR_BULK_COMMIT: case IR_BULK_WAIT:
   case IR_CP_ASYNC: case IR_CP_ASYNC_COMMIT: case IR_CP_ASYNC_WAIT: case IR_BARRIER:
-  case IR_FENCE_ASYNC:
+  case IR_FENCE_ASYNC: case IR_WG_TURN:
     cg_emit_async(c, op);
     return;
   case IR_WGMMA: case IR_WGMMA_COMMIT: case IR_WGMMA_WAIT:

@@ -132,6 +132,12 @@ void cg_ptx_fence_async(cg_ctx *c) {
   cg_asm(c, NULL, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
 }
 
+void cg_ptx_bar_arrive(cg_ctx *c, LLVMValueRef id, int threads) {
+  char text[48];
+  snprintf(text, sizeof text, "bar.arrive $0, %d;", threads);
+  cg_asm(c, NULL, text, "r,~{memory}", &id, 1);
+}
+
 void cg_ptx_setmaxnreg(cg_ctx *c, bool inc, int regs) {
   char text[64];
   snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", inc ? "inc" : "dec", regs);

@@ -85,6 +85,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax loop = {IR_MOD_WHILE, 0, {{0}}};
   static const ir_syntax dot = {IR_MOD_PRECISION, 0, {{0}}};
   static const ir_syntax accurate = {IR_MOD_ACCURATE, 0, {{0}}};
+  static const ir_syntax step = {IR_MOD_NONE, 1, {{"step", IR_SLOT_ATTR}}};
   static const ir_syntax ftz = {IR_MOD_FTZ, 0, {{0}}};
   static const ir_syntax likely = {IR_MOD_LIKELY, 0, {{0}}};
   static const ir_syntax cache = {IR_MOD_CACHE, 0, {{0}}};
@@ -115,6 +116,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_WGMMA: case IR_MMA: return &wtrans;
   case IR_GRID_SIZE: return &axis;
   case IR_SCRATCH: return &scratch;
+  case IR_WG_TURN: return &step;
   case IR_FOR: return &loop;
   case IR_DOT: return &dot;
   case IR_SIN: case IR_COS: case IR_EXP: case IR_SIGMOID: return &accurate;

@@ -296,6 +296,9 @@ bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
   case IR_WARP_SPEC:
     check_warp_spec(v, op, top);
     return true;
+  case IR_WG_TURN:
+    if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "step %lld is not 0 (wait), 1 (pass) or 2 (start)", (long long)op->attr);
+    return true;
   case IR_GRID_SIZE:
     if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "axis %lld is not 0, 1 or 2", (long long)op->attr);
     if (r->kind != IR_SCALAR || r->dtype != TK_I32) ir_verr(v, op, "result must be i32, is %s", ir_vts(v, r));
