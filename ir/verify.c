@@ -529,6 +529,7 @@ static void check_func(verifier *v, ir_func *f) {
   v->defined = SU_NEW_ARRAY(a, ir_value *, v->nvalues + 1);
   v->ndefined = 0;
   v->scratch_bytes = 0;
+  v->f = f;
   for (int i = 0; i < f->body->nargs; i++) v->byid[f->body->args[i]->id] = f->body->args[i];
   ir_walk(f->body, collect, v);
   check_param_facts(v, f);

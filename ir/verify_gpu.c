@@ -298,6 +298,9 @@ bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
     return true;
   case IR_WG_TURN:
     if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "step %lld is not 0 (wait), 1 (pass) or 2 (start)", (long long)op->attr);
+    /* its named barriers count two warpgroups' threads: any other count would hang */
+    else if (v->f && v->f->num_warps != 8)
+      ir_verr(v, op, "wg_turn needs two consumer warpgroups (warps(8)); the kernel has %d warps", v->f->num_warps);
     return true;
   case IR_GRID_SIZE:
     if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "axis %lld is not 0, 1 or 2", (long long)op->attr);
