@@ -213,7 +213,7 @@ static void test_dtype_params(void **st) {
   assert_int_equal(x->d.nerrors, 3);
   expect_diag(x, 0, SU_ERROR, 0, 0,
               "define 'T' expects a dtype (i1 (bool), i8, i16, i32, i64, u8, u16, u32, u64, f16, "
-              "bf16, f32, f64), got 'half'");
+              "bf16, f32, f64, f8e4m3, f8e5m2), got 'half'");
   expect_diag(x, 1, SU_ERROR, 1, 43, "'T' is a dtype, not a value");
   done(x);
   /* an int parameter is not a type, a dtype parameter is no int */
