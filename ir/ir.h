@@ -125,10 +125,12 @@ bool ir_dtype_parse(const char *s, size_t n, tk_dtype *out);
  * alike. */
 double ir_dtype_round(tk_dtype d, double x);
 /* The byte of fp8 dtype d holding x, which is rounded to d first (ir_dtype_round), except
- * an infinity, which f8e5m2 holds as such (0x7c / 0xfc). Every NaN is 0x7f, the pattern
- * the GPU's cvt.rn.satfinite writes. */
+ * an infinity, which f8e5m2 holds as such (0x7c / 0xfc), and a NaN: one from
+ * ir_fp8_value is its byte again (sign and pattern kept, as the GPU moves bytes); any
+ * other NaN is 0x7f, the pattern the GPU's cvt.rn.satfinite writes. */
 uint8_t ir_fp8_bits(tk_dtype d, double x);
-/* The value of fp8 byte b of dtype d (exact); a NaN pattern gives NAN with b's sign. */
+/* The value of fp8 byte b of dtype d (exact); a NaN pattern gives a NaN that
+ * ir_fp8_bits turns back into b. */
 double ir_fp8_value(tk_dtype d, uint8_t b);
 
 /* ---- ops ------------------------------------------------------------------------------ */

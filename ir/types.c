@@ -326,10 +326,24 @@ static fp8_format fp8_of(tk_dtype d) {
   return (fp8_format){3, 15, 57344.0};
 }
 
+/* A NaN byte travels through the interpreter as a double NaN that keeps its sign and,
+ * in its lowest significand bits, the byte's own (the GPU moves fp8 bytes untouched); a
+ * NaN that a conversion makes has none of those bits, and is 0x7f. */
+static double fp8_nan(uint8_t b) {
+  uint64_t u = UINT64_C(0x7ff8000000000000) | (b & 0x03u) | ((uint64_t)(b & 0x80) << 56);
+  double x;
+  memcpy(&x, &u, 8);
+  return x;
+}
+
 uint8_t ir_fp8_bits(tk_dtype d, double x) {
   fp8_format f = fp8_of(d);
-  if (isnan(x)) return 0x7f;
   uint8_t sign = signbit(x) ? 0x80 : 0;
+  if (isnan(x)) {
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return d == TK_F8E5M2 && (u & 3) ? (uint8_t)(sign | 0x7c | (u & 3)) : (uint8_t)(sign | 0x7f);
+  }
   if (isinf(x) && d == TK_F8E5M2) return sign | 0x7c;
   double a = fabs(ir_dtype_round(d, x));
   if (a == 0) return sign;
@@ -343,8 +357,8 @@ double ir_fp8_value(tk_dtype d, uint8_t b) {
   fp8_format f = fp8_of(d);
   int m = f.p - 1, e = (b & 0x7f) >> m, frac = b & ((1 << m) - 1);
   double s = b & 0x80 ? -1.0 : 1.0;
-  if (d == TK_F8E4M3 && (b & 0x7f) == 0x7f) return s * NAN;
-  if (d == TK_F8E5M2 && e == 31) return frac ? s * NAN : s * INFINITY;
+  if (d == TK_F8E4M3 && (b & 0x7f) == 0x7f) return fp8_nan(b);
+  if (d == TK_F8E5M2 && e == 31) return frac ? fp8_nan(b) : s * INFINITY;
   if (e == 0) return s * ldexp(frac, 1 - f.bias - m);
   return s * ldexp(frac + (1 << m), e - f.bias - m);
 }
@@ -358,6 +372,7 @@ double ir_dtype_round(tk_dtype d, double x) {
   case TK_F64: return x;
   case TK_F8E4M3: case TK_F8E5M2: {
     fp8_format f = fp8_of(d);
+    if (isnan(x)) return NAN; /* cvt.rn.satfinite's NaN: 0x7f, whatever x's sign */
     return round_to_format(x, f.p, 1 - f.bias, f.max, true);
   }
   default: su_fatal("ir_dtype_round: %s is not a float type", ir_dtype_name(d));
