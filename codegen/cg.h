@@ -226,6 +226,11 @@ void cg_emit_dot(cg_ctx *c, const ir_op *op);            /* emit_dot.c: mma.sync
 LLVMValueRef cg_shfl_xor(cg_ctx *c, LLVMValueRef x, int lane_xor);
 /* Converts one scalar x of dtype from to dtype to (the language's `as`). */
 LLVMValueRef cg_convert(cg_ctx *c, LLVMValueRef x, tk_dtype from, tk_dtype to);
+/* fp8.c: the f32 x as an fp8 byte of dtype dt (an i8: nearest even, saturating, NaN 0x7f),
+ * and the fp8 byte b of dtype dt as an f16 (exact; a NaN is 0x7fff). PTX's cvt where the
+ * target has it, the same bits from integer ops where not (sm_80). */
+LLVMValueRef cg_fp8_from_f32(cg_ctx *c, tk_dtype dt, LLVMValueRef x);
+LLVMValueRef cg_fp8_to_f16(cg_ctx *c, tk_dtype dt, LLVMValueRef b);
 /* Combines two scalars of dtype dt as reduction kind k (also used by MIN/MAX). */
 LLVMValueRef cg_combine(cg_ctx *c, ir_reduce_kind k, tk_dtype dt, LLVMValueRef x,
                         LLVMValueRef y);
@@ -251,6 +256,12 @@ LLVMValueRef cg_ptx_cvt_f64_f32(cg_ctx *c, LLVMValueRef x);
 /* The f32 values hi and lo rounded to the half dtype dt (f16 or bf16) by one
  * cvt.rn.{f16,bf16}x2.f32, packed in an i32: lo in the low half. */
 LLVMValueRef cg_ptx_cvt_rn_x2(cg_ctx *c, tk_dtype dt, LLVMValueRef hi, LLVMValueRef lo);
+/* The f32 x rounded to the fp8 dtype dt (nearest even, saturating; NaN gives 0x7f) by
+ * cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32, as an i8. sm_90 and later (TG_FP8_CVT). */
+LLVMValueRef cg_ptx_cvt_f8_f32(cg_ctx *c, tk_dtype dt, LLVMValueRef x);
+/* The fp8 byte b (an i8) of dtype dt as an f16 (exact) by cvt.rn.f16x2.{e4m3x2,e5m2x2};
+ * a NaN gives 0x7fff. sm_90 and later. */
+LLVMValueRef cg_ptx_cvt_f16_f8(cg_ctx *c, tk_dtype dt, LLVMValueRef b);
 /* The 32-bit .shared address of the shared pointer p. */
 LLVMValueRef cg_shared_addr(cg_ctx *c, LLVMValueRef p);
 void cg_ptx_mbar_init_fence(cg_ctx *c);

@@ -29,7 +29,7 @@ static const char *c_type(const ir_sig_param *p) {
   case TK_I16: return "int16_t";
   case TK_I32: return "int32_t";
   case TK_I64: return "int64_t";
-  case TK_U8: return "uint8_t";
+  case TK_U8: case TK_F8E4M3: case TK_F8E5M2: return "uint8_t";
   case TK_U16: case TK_F16: case TK_BF16: return "uint16_t";
   case TK_U32: return "uint32_t";
   case TK_U64: return "uint64_t";

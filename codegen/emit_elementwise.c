@@ -11,8 +11,8 @@ static bool is_unsigned(tk_dtype dt) { return ir_dtype_is_int(dt) && !ir_dtype_i
 
 static LLVMTypeRef f32(cg_ctx *c) { return LLVMFloatTypeInContext(c->llc); }
 
-/* Whether x of dtype from reaches bf16 in one rounding only through f32_odd: 32- and
- * 64-bit integers and f64. Two roundings to nearest, the way LLVM goes through f32, are
+/* Whether x of dtype from reaches bf16 (or fp8) in one rounding only through f32_odd: 32-
+ * and 64-bit integers and f64. Two roundings to nearest, the way LLVM goes through f32, are
  * wrong for values such as 2^24 + 2^16 + 1 (tkdiff seed 3005140: i64 into bf16 math).
  * f16 needs none of this: an integer too wide for f32 is far past f16's range, and f64 ->
  * f16 is one cvt. */
@@ -40,6 +40,15 @@ static LLVMValueRef f32_odd(cg_ctx *c, LLVMValueRef x, tk_dtype from) {
 
 LLVMValueRef cg_convert(cg_ctx *c, LLVMValueRef x, tk_dtype from, tk_dtype to) {
   if (from == to || (from == TK_PTR && to == TK_PTR)) return x;
+  /* fp8 from f16 (exact: every fp8 value is an f16 one), to fp8 from f32 (rounded once:
+   * f32_odd for what f32 does not hold exactly) */
+  if (ir_dtype_is_fp8(from)) {
+    x = cg_fp8_to_f16(c, from, x);
+    if (to == TK_F16) return x;
+    from = TK_F16;
+  }
+  if (ir_dtype_is_fp8(to))
+    return cg_fp8_from_f32(c, to, bf16_needs_odd(from) ? f32_odd(c, x, from) : cg_convert(c, x, from, TK_F32));
   LLVMTypeRef t = cg_dtype_type(c, to);
   LLVMBuilderRef b = c->b;
   if (to == TK_I1) {

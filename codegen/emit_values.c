@@ -6,6 +6,8 @@ static LLVMValueRef constant(cg_ctx *c, const ir_op *op) {
   const ir_type *e = ir_type_elem(op->results[0]->type);
   LLVMTypeRef t = cg_type(c, op->results[0]->type);
   if (e->kind == IR_PTR) return LLVMConstNull(t);
+  if (ir_dtype_is_fp8(e->dtype)) /* rounded as the interpreter's constants: a NaN is 0x7f */
+    return LLVMConstInt(t, ir_fp8_bits(e->dtype, ir_dtype_round(e->dtype, op->cval.f)), false);
   if (ir_dtype_is_float(e->dtype)) return LLVMConstReal(t, op->cval.f);
   return LLVMConstInt(t, (unsigned long long)op->cval.i, false);
 }

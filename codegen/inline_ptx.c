@@ -1,6 +1,6 @@
 /* The PTX instructions LLVM 19 has no intrinsic for (mbarrier parity waits and expected
  * bytes, TMA box copies, the async-proxy fence, wgmma and its fence/commit/wait,
- * setmaxnreg; the paired f16/bf16 rounding and div.full.f32), each kind written here once
+ * setmaxnreg; the paired f16/bf16 rounding, the fp8 cvts and div.full.f32), each kind written here once
  * as inline assembly; the emitters call these and never spell PTX themselves. Every
  * statement is `sideeffect` (LLVM must neither move it across memory accesses nor drop
  * it), and those that order memory clobber it, except the pure computations (cvt, div),
@@ -59,6 +59,22 @@ LLVMValueRef cg_ptx_cvt_rn_x2(cg_ctx *c, tk_dtype dt, LLVMValueRef hi, LLVMValue
   const char *text = dt == TK_F16 ? "cvt.rn.f16x2.f32 $0, $1, $2;" : "cvt.rn.bf16x2.f32 $0, $1, $2;";
   LLVMValueRef args[2] = {hi, lo}; /* the first source goes to the upper half */
   return cg_asm_pure(c, LLVMInt32TypeInContext(c->llc), text, "=r,f,f", args, 2);
+}
+
+LLVMValueRef cg_ptx_cvt_f8_f32(cg_ctx *c, tk_dtype dt, LLVMValueRef x) {
+  const char *text = dt == TK_F8E4M3 ? "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;"
+                                     : "cvt.rn.satfinite.e5m2x2.f32 $0, $1, $2;";
+  LLVMValueRef args[2] = {LLVMConstReal(LLVMFloatTypeInContext(c->llc), 0.0), x}; /* x: low byte */
+  LLVMValueRef pair = cg_asm_pure(c, LLVMInt16TypeInContext(c->llc), text, "=h,f,f", args, 2);
+  return LLVMBuildTrunc(c->b, pair, LLVMInt8TypeInContext(c->llc), "");
+}
+
+LLVMValueRef cg_ptx_cvt_f16_f8(cg_ctx *c, tk_dtype dt, LLVMValueRef b) {
+  const char *text = dt == TK_F8E4M3 ? "cvt.rn.f16x2.e4m3x2 $0, $1;" : "cvt.rn.f16x2.e5m2x2 $0, $1;";
+  LLVMValueRef pair = LLVMBuildZExt(c->b, b, LLVMInt16TypeInContext(c->llc), "");
+  LLVMValueRef h2 = cg_asm_pure(c, LLVMInt32TypeInContext(c->llc), text, "=r,h", &pair, 1);
+  LLVMValueRef lo = LLVMBuildTrunc(c->b, h2, LLVMInt16TypeInContext(c->llc), "");
+  return LLVMBuildBitCast(c->b, lo, LLVMHalfTypeInContext(c->llc), "");
 }
 
 LLVMValueRef cg_shared_addr(cg_ctx *c, LLVMValueRef p) {

@@ -1,4 +1,4 @@
-/* IR types → LLVM types. Registers hold i1 as i1 and f16/bf16 natively; memory holds i1
+/* IR types → LLVM types. Registers hold i1 as i1, f16/bf16 natively and fp8 as its byte (an i8); memory holds i1
  * as a byte (the ABI in codegen.h). Pointers are global (address space 1). */
 #include "cg.h"
 
@@ -6,6 +6,7 @@ LLVMTypeRef cg_dtype_type(cg_ctx *c, tk_dtype dt) {
   switch (dt) {
   case TK_I1: return LLVMInt1TypeInContext(c->llc);
   case TK_I8: case TK_U8: return LLVMInt8TypeInContext(c->llc);
+  case TK_F8E4M3: case TK_F8E5M2: return LLVMInt8TypeInContext(c->llc); /* LLVM has no fp8 */
   case TK_I16: case TK_U16: return LLVMInt16TypeInContext(c->llc);
   case TK_I32: case TK_U32: return LLVMInt32TypeInContext(c->llc);
   case TK_I64: case TK_U64: return LLVMInt64TypeInContext(c->llc);

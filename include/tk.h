@@ -38,6 +38,7 @@ typedef enum {
   TK_U8, TK_U16, TK_U32, TK_U64,
   TK_F16, TK_BF16, TK_F32, TK_F64,
   TK_PTR,   /* a pointer argument (a tk_devptr) */
+  TK_F8E4M3, TK_F8E5M2, /* 8-bit floats (OCP E4M3 "fn", E5M2): storage types, one byte each */
   TK_NDTYPE
 } tk_dtype;
 

@@ -110,12 +110,14 @@ static inline ip_elem ip_decode_inline(tk_dtype dt, const void *p) {
   case TK_BF16: memcpy(&u16, p, 2); r.f = ip_bits_float((uint32_t)u16 << 16); return r;
   case TK_F32: memcpy(&f, p, 4); r.f = f; return r;
   case TK_F64: memcpy(&r.f, p, 8); return r;
+  case TK_F8E4M3: case TK_F8E5M2: memcpy(&u8, p, 1); r.f = ir_fp8_value(dt, u8); return r;
   default: SU_UNREACHABLE();
   }
 }
 
 /* Canonical v of type dt as its bytes at p. v is rounded to dt already, so the f16 and
- * bf16 conversions are exact; a bf16 NaN is kept quiet. */
+ * bf16 conversions are exact; a bf16 NaN is kept quiet; an fp8 NaN is 0x7f, as the GPU's
+ * conversions write it. */
 static inline void ip_encode_inline(tk_dtype dt, ip_elem v, void *p) {
   uint8_t u8 = (uint8_t)v.u;
   uint16_t u16 = (uint16_t)v.u;
@@ -135,6 +137,7 @@ static inline void ip_encode_inline(tk_dtype dt, ip_elem v, void *p) {
     return;
   case TK_F32: memcpy(p, &f, 4); return;
   case TK_F64: memcpy(p, &v.f, 8); return;
+  case TK_F8E4M3: case TK_F8E5M2: u8 = ir_fp8_bits(dt, v.f); memcpy(p, &u8, 1); return;
   default: SU_UNREACHABLE();
   }
 }

@@ -70,8 +70,10 @@ ip_code *ip_prepare(su_arena *a, const ir_func *f, int *nslots, const su_map **s
 ip_elem ip_int(tk_dtype dt, uint64_t bits);
 /* Rounds x to float type dt (nearest even; overflow to inf). */
 double ip_round(tk_dtype dt, double x);
-/* The same for a float x, inline: what every f32, f16 and bf16 op does with its result. */
+/* The same for a float x, inline: what every f32, f16 and bf16 op does with its result
+ * (and a cast to fp8). */
 static inline double ip_round_float(tk_dtype dt, float x) {
+  if (ir_dtype_is_fp8(dt)) return (float)ir_dtype_round(dt, x); /* rare: casts only */
   return dt == TK_F16 ? ip_round_f16(x) : dt == TK_BF16 ? ip_round_bf16(x) : x;
 }
 /* Converts v of type from to type to by the language's cast rules. */

@@ -87,6 +87,7 @@ static bool typed_access(ip_exec *x, const ip_inst *in, ip_val r, tk_dtype dt) {
 #define CASE(D) case D: return access_lanes(x, in, r, D);
   CASE(TK_I1) CASE(TK_I8) CASE(TK_I16) CASE(TK_I32) CASE(TK_I64) CASE(TK_U8) CASE(TK_U16)
   CASE(TK_U32) CASE(TK_U64) CASE(TK_F16) CASE(TK_BF16) CASE(TK_F32) CASE(TK_F64)
+  CASE(TK_F8E4M3) CASE(TK_F8E5M2)
 #undef CASE
   default: SU_UNREACHABLE();
   }

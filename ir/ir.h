@@ -110,16 +110,28 @@ int ir_layout_rpw(const ir_layout *l, int d);
 /* dtype helpers */
 bool ir_dtype_is_int(tk_dtype d);      /* i1..i64, u8..u64 */
 bool ir_dtype_is_signed(tk_dtype d);   /* i8..i64 (i1 is not) */
-bool ir_dtype_is_float(tk_dtype d);    /* f16 bf16 f32 f64 */
+bool ir_dtype_is_float(tk_dtype d);    /* f16 bf16 f32 f64, and the fp8 types */
+bool ir_dtype_is_fp8(tk_dtype d);      /* f8e4m3 f8e5m2: storage types (no arithmetic) */
 int ir_dtype_bits(tk_dtype d);         /* i1: 1; ptr: 64 */
 int ir_dtype_bytes(tk_dtype d);        /* storage size: i1 is 1 byte */
 const char *ir_dtype_name(tk_dtype d); /* "f32", "ptr" */
 /* Parses a dtype name; returns false if s (n bytes) is none. */
 bool ir_dtype_parse(const char *s, size_t n, tk_dtype *out);
 /* x rounded to the float dtype d (f16, bf16, f32, f64): nearest even, subnormals kept,
- * beyond the largest finite value to inf. The one definition of a dtype's precision, used
- * by constant folding and the interpreter alike. */
+ * beyond the largest finite value to inf. The fp8 types round to nearest even too but
+ * saturate, as PTX's cvt.rn.satfinite does: beyond the largest finite value (448 for
+ * f8e4m3, 57344 for f8e5m2), infinities included, to that value; a NaN stays a NaN. The
+ * one definition of a dtype's precision, used by constant folding and the interpreter
+ * alike. */
 double ir_dtype_round(tk_dtype d, double x);
+/* The byte of fp8 dtype d holding x, which is rounded to d first (ir_dtype_round), except
+ * an infinity, which f8e5m2 holds as such (0x7c / 0xfc), and a NaN: one from
+ * ir_fp8_value is its byte again (sign and pattern kept, as the GPU moves bytes); any
+ * other NaN is 0x7f, the pattern the GPU's cvt.rn.satfinite writes. */
+uint8_t ir_fp8_bits(tk_dtype d, double x);
+/* The value of fp8 byte b of dtype d (exact); a NaN pattern gives a NaN that
+ * ir_fp8_bits turns back into b. */
+double ir_fp8_value(tk_dtype d, uint8_t b);
 
 /* ---- ops ------------------------------------------------------------------------------ */
 

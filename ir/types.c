@@ -34,7 +34,7 @@ static const ir_type *intern(ir_module *m, const ir_type *key) {
 }
 
 const ir_type *ir_type_scalar(ir_module *m, tk_dtype dt) {
-  SU_ASSERT(dt >= 0 && dt < TK_PTR);
+  SU_ASSERT(dt >= 0 && dt < TK_NDTYPE && dt != TK_PTR);
   ir_type k;
   memset(&k, 0, sizeof k);
   k.kind = IR_SCALAR;
@@ -182,12 +182,14 @@ static const struct {
     [TK_I32] = {"i32", 32},  [TK_I64] = {"i64", 64},  [TK_U8] = {"u8", 8},
     [TK_U16] = {"u16", 16},  [TK_U32] = {"u32", 32},  [TK_U64] = {"u64", 64},
     [TK_F16] = {"f16", 16},  [TK_BF16] = {"bf16", 16}, [TK_F32] = {"f32", 32},
-    [TK_F64] = {"f64", 64},  [TK_PTR] = {"ptr", 64},
+    [TK_F64] = {"f64", 64},  [TK_PTR] = {"ptr", 64},  [TK_F8E4M3] = {"f8e4m3", 8},
+    [TK_F8E5M2] = {"f8e5m2", 8},
 };
 
 bool ir_dtype_is_int(tk_dtype d) { return d >= TK_I1 && d <= TK_U64; }
 bool ir_dtype_is_signed(tk_dtype d) { return d >= TK_I8 && d <= TK_I64; }
-bool ir_dtype_is_float(tk_dtype d) { return d >= TK_F16 && d <= TK_F64; }
+bool ir_dtype_is_float(tk_dtype d) { return (d >= TK_F16 && d <= TK_F64) || ir_dtype_is_fp8(d); }
+bool ir_dtype_is_fp8(tk_dtype d) { return d == TK_F8E4M3 || d == TK_F8E5M2; }
 
 int ir_dtype_bits(tk_dtype d) {
   SU_ASSERT(d >= 0 && d < TK_NDTYPE);
@@ -293,24 +295,86 @@ void ir_type_print(su_buf *b, const ir_type *t) {
 
 /* Scale so that one unit in the last place of a p-bit significand becomes 1, round to an
  * integer in the default (nearest-even) mode, scale back: exact, since scaling by powers
- * of two is. Below emin the unit stays at emin's, which is how subnormals lose precision. */
-static double round_to_format(double x, int p, int emin, int emax) {
-  if (x == 0 || isnan(x) || isinf(x)) return x;
+ * of two is. Below emin the unit stays at emin's, which is how subnormals lose precision.
+ * Past max (the largest finite value) the result is inf, or max itself when the format
+ * saturates (the fp8 types, whose conversions are PTX's .satfinite ones: an infinity
+ * becomes max too). */
+static double round_to_format(double x, int p, int emin, double max, bool saturate) {
+  if (x == 0 || isnan(x)) return x;
+  if (isinf(x)) return saturate ? copysign(max, x) : x;
   int e = ilogb(x);
   if (e < emin) e = emin;
   int q = e - (p - 1);
   double r = ldexp(nearbyint(ldexp(x, -q)), q);
-  double max = ldexp(2.0 - ldexp(1.0, 1 - p), emax);
-  return fabs(r) > max ? copysign(INFINITY, x) : r;
+  return fabs(r) > max ? copysign(saturate ? max : INFINITY, x) : r;
+}
+
+/* The largest finite value of an IEEE-style format: all significand bits set at emax. */
+static double ieee_max(int p, int emax) { return ldexp(2.0 - ldexp(1.0, 1 - p), emax); }
+
+/* The fp8 formats: significand bits (the hidden one included), the exponent bias, the
+ * largest finite value. E4M3 spends its top exponent on numbers (only S.1111.111 is NaN),
+ * so its max is 1.75 * 2^8 rather than IEEE's 1.875 * 2^7. */
+typedef struct {
+  int p, bias;
+  double max;
+} fp8_format;
+
+static fp8_format fp8_of(tk_dtype d) {
+  if (d == TK_F8E4M3) return (fp8_format){4, 7, 448.0};
+  SU_ASSERT(d == TK_F8E5M2);
+  return (fp8_format){3, 15, 57344.0};
+}
+
+/* A NaN byte travels through the interpreter as a double NaN that keeps its sign and,
+ * in its lowest significand bits, the byte's own (the GPU moves fp8 bytes untouched); a
+ * NaN that a conversion makes has none of those bits, and is 0x7f. */
+static double fp8_nan(uint8_t b) {
+  uint64_t u = UINT64_C(0x7ff8000000000000) | (b & 0x03u) | ((uint64_t)(b & 0x80) << 56);
+  double x;
+  memcpy(&x, &u, 8);
+  return x;
+}
+
+uint8_t ir_fp8_bits(tk_dtype d, double x) {
+  fp8_format f = fp8_of(d);
+  uint8_t sign = signbit(x) ? 0x80 : 0;
+  if (isnan(x)) {
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return d == TK_F8E5M2 && (u & 3) ? (uint8_t)(sign | 0x7c | (u & 3)) : (uint8_t)(sign | 0x7f);
+  }
+  if (isinf(x) && d == TK_F8E5M2) return sign | 0x7c;
+  double a = fabs(ir_dtype_round(d, x));
+  if (a == 0) return sign;
+  int m = f.p - 1, e = ilogb(a), emin = 1 - f.bias;
+  if (e < emin) /* subnormal: a whole number of units of 2^(emin - m) */
+    return sign | (uint8_t)ldexp(a, m - emin);
+  return sign | (uint8_t)((e + f.bias) << m) | (uint8_t)(ldexp(a, m - e) - (1 << m));
+}
+
+double ir_fp8_value(tk_dtype d, uint8_t b) {
+  fp8_format f = fp8_of(d);
+  int m = f.p - 1, e = (b & 0x7f) >> m, frac = b & ((1 << m) - 1);
+  double s = b & 0x80 ? -1.0 : 1.0;
+  if (d == TK_F8E4M3 && (b & 0x7f) == 0x7f) return fp8_nan(b);
+  if (d == TK_F8E5M2 && e == 31) return frac ? fp8_nan(b) : s * INFINITY;
+  if (e == 0) return s * ldexp(frac, 1 - f.bias - m);
+  return s * ldexp(frac + (1 << m), e - f.bias - m);
 }
 
 double ir_dtype_round(tk_dtype d, double x) {
   switch (d) {
-  case TK_F16: return round_to_format(x, 11, -14, 15);
-  case TK_BF16: return round_to_format(x, 8, -126, 127);
+  case TK_F16: return round_to_format(x, 11, -14, ieee_max(11, 15), false);
+  case TK_BF16: return round_to_format(x, 8, -126, ieee_max(8, 127), false);
   /* Not (float)x: converting an out-of-range double to float is undefined in C. */
-  case TK_F32: return round_to_format(x, 24, -126, 127);
+  case TK_F32: return round_to_format(x, 24, -126, ieee_max(24, 127), false);
   case TK_F64: return x;
+  case TK_F8E4M3: case TK_F8E5M2: {
+    fp8_format f = fp8_of(d);
+    if (isnan(x)) return NAN; /* cvt.rn.satfinite's NaN: 0x7f, whatever x's sign */
+    return round_to_format(x, f.p, 1 - f.bias, f.max, true);
+  }
   default: su_fatal("ir_dtype_round: %s is not a float type", ir_dtype_name(d));
   }
 }

@@ -40,6 +40,15 @@ static bool is_int(const ir_type *t) { return ir_type_elem(t)->kind == IR_SCALAR
 static bool is_float(const ir_type *t) { return ir_dtype_is_float(t->dtype); }
 static bool is_ptr(const ir_type *t) { return ir_type_elem(t)->kind == IR_PTR; }
 
+/* fp8 is a storage type: the ops that compute on elements refuse it (the GPU back end
+ * has no fp8 arithmetic; the language converts first). */
+static void no_fp8(verifier *v, const ir_op *op, const ir_type *t) {
+  const ir_type *e = ir_type_elem(t);
+  if (e->kind == IR_PTR) e = e->elem;
+  if (e->kind == IR_SCALAR && ir_dtype_is_fp8(e->dtype))
+    ir_verr(v, op, "computes on %s, a storage type", ir_vts(v, t));
+}
+
 
 /* ---- structure: counts and scopes --------------------------------------------------- */
 
@@ -133,6 +142,7 @@ static void check_elementwise(verifier *v, const ir_op *op) {
     if (is_ptr(a) != is_ptr(r)) ir_verr(v, op, "cannot cast %s to %s", ir_vts(v, a), ir_vts(v, r));
     return;
   case IR_CMP:
+    no_fp8(v, op, a);
     if (op->operands[1]->type != a) ir_verr(v, op, "operand types differ (%s vs %s)", ir_vts(v, a), ir_vts(v, op->operands[1]->type));
     if (!is_i1(r)) ir_verr(v, op, "result must be i1, is %s", ir_vts(v, r));
     if (!ir_cmp_name((ir_cmp)op->attr)) ir_verr(v, op, "bad predicate %lld", (long long)op->attr);
@@ -154,6 +164,7 @@ static void check_elementwise(verifier *v, const ir_op *op) {
       return;
     }
   if (is_ptr(r)) ir_verr(v, op, "does not take pointers");
+  no_fp8(v, op, r);
   switch (op->opc) {
   case IR_NOT: case IR_AND: case IR_OR: case IR_XOR: case IR_SHL: case IR_SHR:
     if (!is_int(r)) ir_verr(v, op, "needs integer operands, has %s", ir_vts(v, r));
@@ -253,6 +264,9 @@ static void check_dot(verifier *v, const ir_op *op) {
   if (a->shape[1] != b->shape[0] || c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1])
     ir_verr(v, op, "shapes %s x %s do not give %s", ir_vts(v, a), ir_vts(v, b), ir_vts(v, c));
   if (a->dtype != b->dtype) ir_verr(v, op, "a and b element types differ");
+  /* sema casts fp8 operands to f16 (exact), so a dot's operands are never fp8 */
+  if (ir_dtype_is_fp8(a->dtype) || ir_dtype_is_fp8(b->dtype))
+    ir_verr(v, op, "fp8 operands must be cast to f16 before a dot");
   if (op->results[0]->type != c) ir_verr(v, op, "result must have the accumulator type %s", ir_vts(v, c));
   if (!ir_dot_precision_name((ir_dot_precision)op->attr))
     ir_verr(v, op, "unknown input precision %" PRId64, op->attr);
@@ -441,11 +455,13 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
     if (op->operands[1]->type != r) ir_verr(v, op, "result must have the value's type");
     return;
   case IR_ATOMIC_CAS:
+    no_fp8(v, op, op->operands[0]->type);
     check_access(v, op, op->operands[2]->type, 3);
     if (op->operands[1]->type != op->operands[2]->type || r != op->operands[2]->type)
       ir_verr(v, op, "compare, value and result must have one type");
     return;
   case IR_REDUCE: case IR_ARGREDUCE: case IR_SCAN:
+    no_fp8(v, op, op->operands[0]->type);
     check_reduce(v, op);
     return;
   case IR_DOT:

@@ -185,7 +185,7 @@ lex_token lex_next(lex_state *l) {
       exp    = [eE] [+-]? [0-9]+;
       float  = dec "." [0-9]* exp? | "." [0-9]+ exp? | dec exp;
       typekw = "i1" | "i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64"
-             | "f16" | "bf16" | "f32" | "f64" | "bool";
+             | "f16" | "bf16" | "f32" | "f64" | "f8e4m3" | "f8e5m2" | "bool";
 
       $ { return token(l, TOK_EOF, s); }
       [ \t\r]+ { continue; }
@@ -226,6 +226,8 @@ lex_token lex_next(lex_state *l) {
       "bf16" { return type_keyword(l, s, TK_BF16); }
       "f32" { return type_keyword(l, s, TK_F32); }
       "f64" { return type_keyword(l, s, TK_F64); }
+      "f8e4m3" { return type_keyword(l, s, TK_F8E4M3); }
+      "f8e5m2" { return type_keyword(l, s, TK_F8E5M2); }
 
       ident { T(IDENT); }
       dec | hex | bin { return integer(l, s); }

@@ -18,7 +18,7 @@ const char *lex_dtype_name(int dtype) {
       [TK_I1] = "i1",   [TK_I8] = "i8",   [TK_I16] = "i16", [TK_I32] = "i32",
       [TK_I64] = "i64", [TK_U8] = "u8",   [TK_U16] = "u16", [TK_U32] = "u32",
       [TK_U64] = "u64", [TK_F16] = "f16", [TK_BF16] = "bf16", [TK_F32] = "f32",
-      [TK_F64] = "f64", [TK_PTR] = "ptr",
+      [TK_F64] = "f64", [TK_PTR] = "ptr", [TK_F8E4M3] = "f8e4m3", [TK_F8E5M2] = "f8e5m2",
   };
   return dtype >= 0 && dtype < TK_NDTYPE ? names[dtype] : "?";
 }

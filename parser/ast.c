@@ -53,7 +53,7 @@ int ast_triton_dtype(const char *name) {
                {"int32", TK_I32},    {"int64", TK_I64},     {"uint8", TK_U8},
                {"uint16", TK_U16},   {"uint32", TK_U32},    {"uint64", TK_U64},
                {"float16", TK_F16},  {"bfloat16", TK_BF16}, {"float32", TK_F32},
-               {"float64", TK_F64}};
+               {"float64", TK_F64},  {"float8e4nv", TK_F8E4M3}, {"float8e5", TK_F8E5M2}};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(names[i].name, name) == 0) return names[i].dt;
   return -1;

@@ -25,7 +25,7 @@ static int map_dtype(tk_dtype t) {
   case TK_BF16: return MAP_BFLOAT16;
   case TK_F32: return MAP_FLOAT32;
   case TK_F64: return MAP_FLOAT64;
-  case TK_I8: case TK_U8: case TK_I1: return MAP_UINT8;
+  case TK_I8: case TK_U8: case TK_I1: case TK_F8E4M3: case TK_F8E5M2: return MAP_UINT8;
   case TK_I16: case TK_U16: return MAP_UINT16;
   case TK_I32: return MAP_INT32;
   case TK_U32: return MAP_UINT32;

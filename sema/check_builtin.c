@@ -206,16 +206,18 @@ static const ir_type *check_dot(sema_ctx *c, ast_node *e, sema_call *cl) {
     a = ir_type_tile(c->m, a->elem, 2, ms);
     b = ir_type_tile(c->m, b->elem, 2, ns);
   }
-  if (a->elem != b->elem) {
+  /* f8e4m3 with f8e5m2 is allowed (Triton allows it; the products are exact either way) */
+  bool fp8 = ir_dtype_is_fp8(a->elem->dtype) && ir_dtype_is_fp8(b->elem->dtype);
+  if (a->elem != b->elem && !fp8) {
     su_error(c->d, e->loc, "operands of 'dot' must have the same dtype, got %s and %s",
              tstr(c, a->elem), tstr(c, b->elem));
     return NULL;
   }
   tk_dtype d = a->elem->dtype, acc;
-  if (d == TK_F16 || d == TK_BF16 || d == TK_F32) acc = TK_F32;
+  if (d == TK_F16 || d == TK_BF16 || d == TK_F32 || fp8) acc = TK_F32;
   else if (d == TK_I8) acc = TK_I32;
   else {
-    su_error(c->d, e->loc, "'dot' does not support %s operands (f16, bf16, f32 or i8)",
+    su_error(c->d, e->loc, "'dot' does not support %s operands (f16, bf16, f32, fp8 or i8)",
              ir_dtype_name(d));
     return NULL;
   }
@@ -232,13 +234,17 @@ static const ir_type *check_dot(sema_ctx *c, ast_node *e, sema_call *cl) {
   int bshape[3] = {batch, shape[0], shape[1]};
   const ir_type *r = batch ? ir_type_tile(c->m, scalar(c, acc), 3, bshape) : ir_type_tile(c->m, scalar(c, acc), 2, shape);
   ast_node *ac = cl->argc > 2 ? cl->argv[2] : NULL;
-  /* f16 operands may accumulate in f16 (Triton's out_dtype=float16): an f16 acc, f16 result */
-  if (ac && d == TK_F16 && ac->sema_type == ir_type_like(c->m, r, scalar(c, TK_F16)))
+  /* f16 (and fp8) operands may accumulate in f16 (Triton's out_dtype=float16): an f16 acc,
+   * f16 result */
+  bool f16_acc = d == TK_F16 || fp8;
+  if (ac && f16_acc && ac->sema_type == ir_type_like(c->m, r, scalar(c, TK_F16)))
     r = ac->sema_type;
   if (ac && ac->sema_type != r) {
     su_error(c->d, ac->loc, "accumulator of 'dot' must have type %s, got %s", tstr(c, r),
              tstr(c, ac->sema_type));
-    if (d == TK_F16) su_note(c->d, ac->loc, "f16 operands also take an f16 accumulator of that shape");
+    if (f16_acc)
+      su_note(c->d, ac->loc, "%s operands also take an f16 accumulator of that shape",
+              ir_dtype_name(d));
     return NULL;
   }
   return check_precision(c, cl, d) ? r : NULL;
@@ -643,6 +649,28 @@ static const ir_type *check_random(sema_ctx *c, ast_node *e, sema_call *cl) {
   return sema_with_shape(c, scalar(c, d), sema_rank(ot), shape_of(ot));
 }
 
+/* fp8 is a storage type (docs/language.md §2.1): the builtins that move, select, convert
+ * or multiply values take it; those that compute on elements, compare them or update
+ * memory atomically do not. */
+static bool fp8_allowed(sema_ctx *c, ast_node *e, sema_call *cl) {
+  switch (cl->builtin->kind) {
+  case B_LOAD: case B_STORE: case B_WHERE: case B_DOT: case B_RESHAPE: case B_TRANS:
+  case B_BROADCAST_TO: case B_EXPAND_DIMS: case B_JOIN: case B_SPLIT: case B_GATHER:
+  case B_ZEROS: case B_FULL:
+    return true;
+  default: break;
+  }
+  const char *what = su_fmt(c->a, "'%s'", e->name);
+  for (int i = 0; i < cl->argc; i++) {
+    ast_node *a = cl->argv[i];
+    if (!a || !a->sema_type || a->kind == AST_STRING) continue;
+    const ir_type *t = a->sema_type, *el = sema_elem(t);
+    if (el->kind == IR_PTR) t = el->elem; /* atomics on fp8 memory */
+    if (sema_fp8_rejected(c, a->loc, what, t)) return false;
+  }
+  return true;
+}
+
 const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
   const sema_builtin *b = cl->builtin;
   if (b->kind == B_RANGE || b->kind == B_STATIC_RANGE) {
@@ -657,6 +685,7 @@ const ir_type *sema_check_builtin(sema_ctx *c, ast_node *e, sema_call *cl) {
     ok &= sema_check_value(c, a) != NULL;
   }
   if (!ok) return NULL;
+  if (!fp8_allowed(c, e, cl)) return NULL;
   ast_node **v = cl->argv;
   int rank, shape[IR_MAX_RANK];
   switch (b->kind) {

@@ -157,7 +157,8 @@ static void check_defines_used(sema_ctx *c, ast_file *f) {
 
 /* ---- kernels -------------------------------------------------------------------------- */
 
-static const char DTYPES[] = "i1 (bool), i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64";
+static const char DTYPES[] =
+    "i1 (bool), i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, f8e4m3, f8e5m2";
 
 /* The dtype a dtype parameter's default names: a type keyword or an earlier dtype
  * parameter; -1 after reporting. */
@@ -238,6 +239,14 @@ static void bind_cparam(sema_ctx *c, ast_node *p) {
 static void check_param(sema_ctx *c, ast_node *p) {
   const ir_type *t = p->type ? sema_resolve_type(c, p->type) : NULL;
   if (!p->type) su_error(c->d, p->name_loc, "kernel parameter '%s' needs a type", p->name);
+  if (t && t->kind == IR_SCALAR && ir_dtype_is_fp8(t->dtype)) {
+    /* no launch API passes a byte-sized float; an f32 converted in the kernel costs nothing */
+    su_error(c->d, p->type->loc, "kernel parameter '%s' cannot be %s: fp8 is a storage type",
+             p->name, ir_dtype_name(t->dtype));
+    su_note(c->d, p->type->loc, "take an f32 and convert it ('x as %s'), or a pointer '*%s'",
+            ir_dtype_name(t->dtype), ir_dtype_name(t->dtype));
+    t = NULL;
+  }
   sema_sym *s = sema_declare(c, SYM_PARAM, p->name, p);
   s->type = t;
   p->sema_ref = s;

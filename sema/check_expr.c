@@ -93,6 +93,7 @@ static const ir_type *check_name(sema_ctx *c, ast_node *e) {
 static const ir_type *check_unary(sema_ctx *c, ast_node *e) {
   const ir_type *t = sema_check_value(c, e->lhs);
   if (!t) return NULL;
+  if (sema_fp8_rejected(c, e->loc, su_fmt(c->a, "unary '%s'", op_name(e->op)), t)) return NULL;
   tk_dtype d = sema_elem(t)->dtype;
   bool ok;
   switch (e->op) {
@@ -123,6 +124,8 @@ const ir_type *sema_binary_type(sema_ctx *c, int op, su_loc loc, ast_node *x, co
   int rank, shape[IR_MAX_RANK];
   bool px = is_ptr(tx), py = is_ptr(ty);
   const ir_type *ex = sema_elem(tx), *ey = sema_elem(ty), *elem = NULL, *res;
+  const char *what = su_fmt(c->a, "'%s'", op_name(op));
+  if (sema_fp8_rejected(c, loc, what, tx) || sema_fp8_rejected(c, loc, what, ty)) return NULL;
   if (px || py) {
     /* pointer arithmetic: p + i, i + p, p - i; pointer comparisons of one pointee */
     if ((op == TOK_PLUS && px != py && is_int(px ? ty : tx)) ||
@@ -214,7 +217,7 @@ static const ir_type *check_binary(sema_ctx *c, ast_node *e) {
 
 const ir_type *sema_resolve_type(sema_ctx *c, ast_node *t) {
   if (t->kind == AST_TYPE) {
-    if ((int)t->dtype < 0 || t->dtype >= TK_PTR) {
+    if ((int)t->dtype < 0 || t->dtype == TK_PTR || t->dtype >= TK_NDTYPE) {
       su_error(c->d, t->loc, "invalid type");
       return NULL;
     }

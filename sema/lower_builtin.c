@@ -337,6 +337,11 @@ static ir_value *lower_builtin(sema_lowerer *l, ast_node *e, sema_call *cl) {
     ops[0] = sema_lower_expr(l, v[0]);
     ops[1] = sema_lower_expr(l, v[1]);
     sema_lower_at(l, e);
+    /* fp8 operands become f16, exactly (every fp8 value is an f16 one), and the product is
+     * then the f16 one on every backend: exact products summed in f32 (§6.6) */
+    for (int i = 0; i < 2; i++)
+      if (ir_dtype_is_fp8(ops[i]->type->elem->dtype))
+        ops[i] = ir_build1(&l->b, IR_CAST, ir_type_like(l->m, ops[i]->type, ir_type_scalar(l->m, TK_F16)), 1, &ops[i]);
     ops[2] = cl->argc > 2 && v[2] ? sema_lower_expr(l, v[2])
              : ir_dtype_is_float(t->dtype) ? ir_const_float(&l->b, t, 0.0) : ir_const_int(&l->b, t, 0);
     sema_lower_at(l, e);

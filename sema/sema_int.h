@@ -248,6 +248,9 @@ bool sema_weak_fits(sema_ctx *c, const ast_node *e, tk_dtype d);
 tk_dtype sema_promote(tk_dtype a, bool weak_a, tk_dtype b, bool weak_b);
 /* True for ints (i1 included) and floats. */
 bool sema_is_numeric(tk_dtype d);
+/* Whether t's elements are fp8 (a storage type): then reports that `what` (an operator or
+ * builtin, quoted) does not compute on it, with a note saying what to write. */
+bool sema_fp8_rejected(sema_ctx *c, su_loc loc, const char *what, const ir_type *t);
 /* True if n is a power of two (n > 0). */
 bool sema_is_pow2(int64_t n);
 

@@ -120,6 +120,16 @@ bool sema_is_weak(const ast_node *e) {
 
 bool sema_is_numeric(tk_dtype d) { return ir_dtype_is_int(d) || ir_dtype_is_float(d); }
 
+bool sema_fp8_rejected(sema_ctx *c, su_loc loc, const char *what, const ir_type *t) {
+  const ir_type *e = sema_elem(t);
+  if (e->kind != IR_SCALAR || !ir_dtype_is_fp8(e->dtype)) return false;
+  su_error(c->d, loc, "%s does not compute on %s: %s is a storage type", what,
+           sema_type_quoted(c->a, t), ir_dtype_name(e->dtype));
+  su_note(c->d, loc, "convert first: 'x as f32' (Triton's x.to(tl.float32)); loads, stores, "
+                     "casts, 'where', shape ops and 'dot' take fp8 as it is");
+  return true;
+}
+
 bool sema_is_pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 static tk_dtype promote_strong(tk_dtype a, tk_dtype b) {

@@ -118,7 +118,7 @@ static void torch_probe(void) {
     {"float32", TK_F32}, {"float16", TK_F16}, {"bfloat16", TK_BF16}, {"float64", TK_F64},
     {"int8", TK_I8}, {"int16", TK_I16}, {"int32", TK_I32}, {"int64", TK_I64},
     {"uint8", TK_U8}, {"uint16", TK_U16}, {"uint32", TK_U32}, {"uint64", TK_U64},
-    {"bool", TK_I1},
+    {"bool", TK_I1}, {"float8_e4m3fn", TK_F8E4M3}, {"float8_e5m2", TK_F8E5M2},
   };
   for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
     torch.dtype_of[map[i].t] = PyObject_GetAttrString(mod, map[i].name);

@@ -3,7 +3,7 @@
  *
  * One kernel template: the matmul sample's masked K loop, c = a @ b (+ the loop-carried
  * accumulator), the accumulator stored as is (f32, or i32 for i8). Cases cover f16, bf16,
- * f32 (tf32 on the GPU) and i8; tiles from the smallest dot (16x16x16, smaller than the
+ * f32 (tf32 on the GPU), i8 and the fp8 types (through f16); tiles from the smallest dot (16x16x16, smaller than the
  * 4-warp grid: replicated warps) to 128x256x64; 1 to 8 warps; stages 1 to 5, so every
  * lowering of docs/passes.md runs: mma.sync staged or from a cp.async ring, wgmma staged,
  * from a cp.async ring or a TMA ring, single stream or warp-specialized, persistent or
@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ir/ir.h"
 
 /* %s: the kernel name, the input and the accumulator types, the value of masked-off
  * lanes of a and b. */
@@ -156,6 +157,8 @@ static const char *dtype_name(tk_dtype t) {
   case TK_F32: return "f32";
   case TK_I8: return "i8";
   case TK_I32: return "i32";
+  case TK_F8E4M3: return "f8e4m3";
+  case TK_F8E5M2: return "f8e5m2";
   default: return "?";
   }
 }
@@ -229,6 +232,11 @@ static void make_cases(void) {
   add_case(TK_F32, 16, 32, 16, 8);
   add_case(TK_I8, 64, 64, 64, 4);
   add_case(TK_I8, 16, 16, 32, 2);
+  /* fp8: converted to f16 after the load, then f16's tensor-core path */
+  add_case_full(TK_F8E4M3, 128, 128, 64, 8, 3, AUTO, AUTO, false);
+  add_case_form(TK_F8E5M2, 64, 64, 32, 4, 2, AUTO, AUTO, false, NT);
+  add_case(TK_F8E4M3, 64, 64, 32, 4);
+  add_case(TK_F8E5M2, 32, 32, 16, 2);
 }
 
 /* ---- data ---- */
@@ -242,6 +250,8 @@ static void random_elem(tk_dtype t, void *p) {
   } else if (t == TK_F32) {
     float f = (float)k / 8;
     memcpy(p, &f, 4);
+  } else if (ir_dtype_is_fp8(t)) { /* exact in f8e4m3; f8e5m2 rounds some to 3 bits */
+    *(uint8_t *)p = ir_fp8_bits(t, (double)k / 8);
   } else {
     /* multiples of 1/8 in [-2, 2]: exact in f16 and bf16 */
     float v = (float)k / 8;

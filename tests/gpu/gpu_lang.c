@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ir/ir.h"
 #include "tests/kernels/lang_kernels.h"
 
 static gh_harness H; /* the one fixture the whole program shares: contexts are expensive */
@@ -407,6 +408,7 @@ static void fill(tk_dtype t, long n, unsigned char *p) {
     case TK_F64: { double f = (double)k / 8; memcpy(e, &f, 8); break; }
     case TK_F16: { uint16_t h = gh_float_to_half((float)k / 8); memcpy(e, &h, 2); break; }
     case TK_BF16: { uint16_t h = gh_float_to_bf16((float)k / 8); memcpy(e, &h, 2); break; }
+    case TK_F8E4M3: case TK_F8E5M2: *e = ir_fp8_bits(t, (double)k / 8); break; /* rounded */
     default: {
       bool sgn = t == TK_I8 || t == TK_I16 || t == TK_I32 || t == TK_I64;
       int64_t v = sgn ? (int64_t)(r % 16) - 8 : (int64_t)(r % 8);
@@ -446,7 +448,7 @@ static void run(tk_context *ctx, const lc_case *c, void *const in[], void *out[]
   for (int i = 0; i < c->nin + c->nout; i++) tk_free(ctx, bufs[i]);
 }
 
-static bool is_float(tk_dtype t) { return t == TK_F16 || t == TK_BF16 || t == TK_F32 || t == TK_F64; }
+static bool is_float(tk_dtype t) { return t == TK_F16 || t == TK_BF16 || t == TK_F32 || t == TK_F64 || ir_dtype_is_fp8(t); }
 
 static void test_case(void **state) {
   const lc_case *c = *state;
@@ -480,6 +482,107 @@ static void test_case(void **state) {
   for (int o = 0; o < c->nout; o++) free(gpu[o]), free(ref[o]);
 }
 
+
+/* ---- fp8 conversions on each target ------------------------------------------------------ */
+
+/* F8CVT's inputs: around every midpoint between neighbouring values of both fp8 types (the
+ * midpoint and the floats either side), the specials and the edges of saturation, their
+ * negations; f64 inputs just past the ties, i32 ones across e5m2's range and beyond. */
+static void f8_inputs(float *x, double *xd, int32_t *xi) {
+  int n = 0;
+  for (int t = 0; t < 2; t++) {
+    tk_dtype d = t ? TK_F8E5M2 : TK_F8E4M3;
+    for (int i = 0; i < (t ? 0x7b : 0x7e); i++) {
+      float mid = (float)((ir_fp8_value(d, (uint8_t)i) + ir_fp8_value(d, (uint8_t)(i + 1))) / 2);
+      x[n++] = mid;
+      x[n++] = nextafterf(mid, INFINITY);
+      x[n++] = nextafterf(mid, 0);
+    }
+  }
+  const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 448, 449, 464, 465, 480,
+                           57344, 61439, 61440, 65504, 1e10f, 3.4e38f, 0x1p-10f, 0x1p-17f,
+                           0x1p-18f, 0x1p-30f, 0x1p-140f, 1, -1};
+  for (size_t i = 0; i < sizeof special / sizeof *special; i++) x[n++] = special[i];
+  for (int i = 0; n < 1024; i++) x[n++] = -x[i];
+  for (int i = 0; i < 1024; i++) {
+    xd[i] = (double)x[i] * (1 + 0x1p-40);
+    xi[i] = i < 512 ? i - 256 : (i - 512) * 137 - 30000;
+  }
+  xi[1020] = 61439, xi[1021] = 61440, xi[1022] = INT32_MIN, xi[1023] = INT32_MAX;
+}
+
+typedef struct {
+  uint8_t o4[3328], o5[3328];
+  float r32[512];
+  uint16_t r16[512];
+  int32_t ri[512];
+} f8_out;
+
+/* F8CVT compiled for arch (NULL: the context's) on ctx. */
+static void f8_run(tk_context *ctx, const char *arch, f8_out *out) {
+  static float x[1024];
+  static double xd[1024];
+  static int32_t xi[1024];
+  static uint8_t bytes[256];
+  f8_inputs(x, xd, xi);
+  for (int i = 0; i < 256; i++) bytes[i] = (uint8_t)i;
+  tk_compile_options o = {.arch = arch};
+  gh_source src = {"fp8_conversions", F8CVT, NULL, "f8cvt"};
+  tk_kernel *k = gh_compile_with(&H, ctx, &src, NULL, &o);
+  const void *in[5] = {x, xd, xi, bytes, bytes};
+  size_t in_bytes[5] = {sizeof x, sizeof xd, sizeof xi, 256, 256};
+  void *outs[5] = {out->o4, out->o5, out->r32, out->r16, out->ri};
+  size_t out_bytes[5] = {sizeof out->o4, sizeof out->o5, sizeof out->r32, sizeof out->r16, sizeof out->ri};
+  tk_devptr d[10];
+  tk_arg args[10];
+  for (int i = 0; i < 10; i++) {
+    size_t n = i < 5 ? in_bytes[i] : out_bytes[i - 5];
+    if (tk_malloc(ctx, &d[i], n) != TK_OK) fail_msg("tk_malloc: %s", tk_last_error(ctx));
+    if (i < 5 && tk_memcpy_htod(ctx, d[i], in[i], n) != TK_OK) fail_msg("htod: %s", tk_last_error(ctx));
+    args[i] = tk_arg_ptr(d[i]);
+  }
+  tk_status s = tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 10);
+  if (s != TK_OK) fail_msg("f8cvt on %s: %s: %s", gh_ctx_name(&H, ctx), tk_status_name(s), tk_last_error(ctx));
+  for (int i = 0; i < 5; i++)
+    if (tk_memcpy_dtoh(ctx, outs[i], d[5 + i], out_bytes[i]) != TK_OK) fail_msg("dtoh: %s", tk_last_error(ctx));
+  for (int i = 0; i < 10; i++) tk_free(ctx, d[i]);
+}
+
+/* Two floats alike: the same bits, or both NaN (a NaN's bits are each backend's own when
+ * it is converted to a wider type). */
+static bool same_float(double g, double r, uint32_t gb, uint32_t rb) { return gb == rb || (isnan(g) && isnan(r)); }
+
+/* F8CVT on the device, compiled for the arch in *state (the PTX cvt on sm_90 and later, the
+ * integer ops on sm_80 and sm_89, all run on this device), against the interpreter: every
+ * fp8 byte exactly, the wider results exactly but for NaN bits. */
+static void test_fp8_conversions(void **state) {
+  const char *arch = *(const char *const *)*state;
+  if (!H.cuda) skip();
+  static f8_out g, r;
+  f8_run(H.cuda, arch, &g);
+  f8_run(H.interp, NULL, &r);
+  for (int i = 0; i < 3328; i++)
+    if (g.o4[i] != r.o4[i] || g.o5[i] != r.o5[i])
+      fail_msg("%s: fp8 byte %d: cuda 0x%02x 0x%02x, interpreter 0x%02x 0x%02x", arch ? arch : "native",
+               i, g.o4[i], g.o5[i], r.o4[i], r.o5[i]);
+  for (int i = 0; i < 512; i++) {
+    uint32_t gb, rb;
+    memcpy(&gb, &g.r32[i], 4);
+    memcpy(&rb, &r.r32[i], 4);
+    bool ok = same_float(g.r32[i], r.r32[i], gb, rb) &&
+              same_float(gh_half_to_float(g.r16[i]), gh_half_to_float(r.r16[i]), g.r16[i], r.r16[i]) &&
+              g.ri[i] == r.ri[i];
+    if (!ok)
+      fail_msg("%s: byte 0x%02x of %s: cuda %g 0x%04x %d, interpreter %g 0x%04x %d", arch ? arch : "native",
+               i % 256, i < 256 ? "f8e4m3" : "f8e5m2", g.r32[i], g.r16[i], g.ri[i], r.r32[i], r.r16[i], r.ri[i]);
+  }
+}
+
+static const char *const FP8_ARCHS[] = {NULL, "sm_80", "sm_89", "sm_90"};
+static const char *const FP8_NAMES[] = {"fp8_conversions_native", "fp8_conversions_sm_80",
+                                        "fp8_conversions_sm_89", "fp8_conversions_sm_90"};
+enum { NFP8 = 4 };
+
 /* ---- host-only: every case through the GPU back end --------------------------------------- */
 
 static void test_cases_compile_to_ptx(void **state) {
@@ -500,8 +603,10 @@ static void test_cases_compile_to_ptx(void **state) {
 int main(void) {
   gh_init(&H, "gpu_lang");
   const struct CMUnitTest host[] = {cmocka_unit_test(test_cases_compile_to_ptx)};
-  struct CMUnitTest dev[NCASES];
+  struct CMUnitTest dev[NCASES + NFP8];
   for (int i = 0; i < NCASES; i++)
     dev[i] = (struct CMUnitTest){CASES[i].name, test_case, NULL, NULL, (void *)&CASES[i]};
-  return gh_run(&H, host, 1, dev, NCASES);
+  for (int i = 0; i < NFP8; i++)
+    dev[NCASES + i] = (struct CMUnitTest){FP8_NAMES[i], test_fp8_conversions, NULL, NULL, (void *)&FP8_ARCHS[i]};
+  return gh_run(&H, host, 1, dev, NCASES + NFP8);
 }

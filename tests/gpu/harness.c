@@ -110,6 +110,7 @@ static tk_kernel *compile_with(const gh_harness *h, tk_context *ctx, const gh_so
     o.dot_precision = numerics->dot_precision;
     o.accurate_math = numerics->accurate_math;
     o.fp_contract = numerics->fp_contract;
+    o.arch = numerics->arch;
   }
   tk_module *m = NULL;
   tk_status s = src->text
@@ -163,7 +164,7 @@ bool gh_emit_ptx(const char *name, const char *text, const gh_defines *d, su_buf
 
 size_t gh_dtype_size(tk_dtype t) {
   switch (t) {
-  case TK_I1: case TK_I8: case TK_U8: return 1;
+  case TK_I1: case TK_I8: case TK_U8: case TK_F8E4M3: case TK_F8E5M2: return 1;
   case TK_I16: case TK_U16: case TK_F16: case TK_BF16: return 2;
   case TK_I32: case TK_U32: case TK_F32: return 4;
   default: return 8;
@@ -206,6 +207,7 @@ double gh_elem_value(tk_dtype t, const void *p) {
   case TK_F64: { double f; memcpy(&f, p, 8); return f; }
   case TK_F16: { uint16_t h; memcpy(&h, p, 2); return gh_half_to_float(h); }
   case TK_BF16: { uint16_t h; memcpy(&h, p, 2); return gh_bf16_to_float(h); }
+  case TK_F8E4M3: case TK_F8E5M2: return ir_fp8_value(t, *(const uint8_t *)p);
   default: SU_UNREACHABLE();
   }
 }

@@ -74,7 +74,7 @@ void gh_define_str(gh_defines *d, const char *name, const char *v);
 tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src,
                       const gh_defines *d);
 /* The same with the numerics fields of *numerics (dot_precision, accurate_math,
- * fp_contract; NULL: the defaults). */
+ * fp_contract; NULL: the defaults) and its arch (NULL: the context's). */
 tk_kernel *gh_compile_with(const gh_harness *h, tk_context *ctx, const gh_source *src,
                            const gh_defines *d, const tk_compile_options *numerics);
 /* The same with no_fuse set (-fno-fuse: the unfused baseline through global scratch). */
@@ -97,7 +97,7 @@ uint16_t gh_float_to_half(float f);
 float gh_bf16_to_float(uint16_t h);
 uint16_t gh_float_to_bf16(float f);
 
-/* The value of a floating-point element (f16, bf16, f32, f64) at p. */
+/* The value of a floating-point element (f16, bf16, f32, f64, fp8) at p. */
 double gh_elem_value(tk_dtype t, const void *p);
 
 /* a / b rounded up: the number of programs covering a with tiles of b. */

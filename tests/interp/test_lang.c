@@ -3,6 +3,7 @@
  * launched over interpreter memory, and its output compared with a C computation of what
  * docs/language.md says it does. The interpreter is the language's reference, so these
  * are the semantics the GPU tests (tests/gpu/gpu_lang.c) hold the CUDA backend to. */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -644,6 +645,175 @@ static void test_hints_ignored(void **state) {
   tk_module_destroy(m);
 }
 
+
+/* ---- fp8 ------------------------------------------------------------------------------- */
+
+/* The value of fp8 byte b, from the formats' definitions (OCP 8-bit floats): E4M3 has bias
+ * 7, no infinities and S.1111.111 as its only NaN; E5M2 has bias 15 and IEEE's specials. */
+static double f8_value(bool e5, uint8_t b) {
+  int m = e5 ? 2 : 3, bias = e5 ? 15 : 7, e = (b & 0x7f) >> m, f = b & ((1 << m) - 1);
+  double s = b & 0x80 ? -1 : 1;
+  if (!e5 && (b & 0x7f) == 0x7f) return NAN;
+  if (e5 && e == 31) return f ? NAN : s * INFINITY;
+  return s * (e ? ldexp(f + (1 << m), e - bias - m) : ldexp(f, 1 - bias - m));
+}
+
+/* x as fp8 by the language's rule, found by search rather than arithmetic: the nearest
+ * finite value, ties to the even code (the even significand), anything past the largest
+ * finite value (infinities too) that value, NaN 0x7f. */
+static uint8_t f8_round(bool e5, double x) {
+  if (isnan(x)) return 0x7f;
+  int maxcode = e5 ? 0x7b : 0x7e, best = 0;
+  double a = fabs(x);
+  if (a > f8_value(e5, (uint8_t)maxcode)) best = maxcode;
+  else
+    for (int i = 1; i <= maxcode; i++) {
+      double d = fabs(f8_value(e5, (uint8_t)i) - a), db = fabs(f8_value(e5, (uint8_t)best) - a);
+      if (d < db || (d == db && i % 2 == 0)) best = i;
+    }
+  return (uint8_t)((signbit(x) ? 0x80 : 0) | best);
+}
+
+/* x rounded to p significant bits, exponent at least emin (subnormals), to inf past max. */
+static double round_bits(double x, int p, int emin, double max) {
+  if (x == 0 || isnan(x) || isinf(x)) return x;
+  int e = ilogb(x) < emin ? emin : ilogb(x);
+  double r = ldexp(nearbyint(ldexp(x, p - 1 - e)), e - (p - 1));
+  return fabs(r) > max ? copysign(INFINITY, x) : r;
+}
+
+/* f16 bits h as a value, every class. */
+static double f16_any(uint16_t h) {
+  int e = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v = e == 31 ? (mant ? NAN : INFINITY) : e ? ldexp(1024 + mant, e - 25) : ldexp(mant, -24);
+  return h & 0x8000 ? -v : v;
+}
+
+static bool same(double got, double want) { return isnan(want) ? isnan(got) : got == want && signbit(got) == signbit(want); }
+
+/* The inputs of F8CVT: around every midpoint between neighbouring fp8 values of both
+ * types (the midpoint, and the floats either side), the specials and the edges of
+ * saturation, then their negations. */
+static void f8_inputs(float *x, double *xd, int32_t *xi) {
+  int n = 0;
+  for (int t = 0; t < 2; t++)
+    for (int i = 0; i < (t ? 0x7b : 0x7e); i++) {
+      float mid = (float)((f8_value(t, (uint8_t)i) + f8_value(t, (uint8_t)(i + 1))) / 2);
+      x[n++] = mid;
+      x[n++] = nextafterf(mid, INFINITY);
+      x[n++] = nextafterf(mid, 0);
+    }
+  const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 448, 449, 464, 465, 480, 500,
+                           57344, 61439, 61440, 65504, 1e10f, -1e10f, FLT_MAX, 0x1p-10f, 0x1p-17f,
+                           0x1p-18f, 0x1p-30f, FLT_MIN / 2, 1, -1};
+  for (size_t i = 0; i < sizeof special / sizeof *special; i++) x[n++] = special[i];
+  for (int i = 0; n < 1024; i++) x[n++] = -x[i];
+  for (int i = 0; i < 1024; i++) {
+    xd[i] = (double)x[i] * (1 + 0x1p-40); /* just past the ties, which f32 cannot hold */
+    xi[i] = i < 512 ? i - 256 : (i - 512) * 137 - 30000;
+  }
+  xi[1020] = 61439, xi[1021] = 61440, xi[1022] = INT32_MIN, xi[1023] = INT32_MAX;
+}
+
+/* F8CVT against the rules written out above, byte for byte (a NaN as any NaN). */
+static void test_fp8_conversions(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(F8CVT, NULL, "f8cvt", &m);
+  static float x[1024], r32[512];
+  static double xd[1024];
+  static int32_t xi[1024], ri[512];
+  static uint8_t bytes[256], o4[3328], o5[3328];
+  static uint16_t r16[512];
+  f8_inputs(x, xd, xi);
+  for (int i = 0; i < 256; i++) bytes[i] = (uint8_t)i;
+  tk_devptr d[10] = {upload(x, sizeof x), upload(xd, sizeof xd), upload(xi, sizeof xi),
+                     upload(bytes, 256), upload(bytes, 256), upload(NULL, sizeof o4),
+                     upload(NULL, sizeof o5), upload(NULL, sizeof r32), upload(NULL, sizeof r16),
+                     upload(NULL, sizeof ri)};
+  tk_arg args[10];
+  for (int i = 0; i < 10; i++) args[i] = tk_arg_ptr(d[i]);
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 10));
+  ok(tk_memcpy_dtoh(ctx, o4, d[5], sizeof o4));
+  ok(tk_memcpy_dtoh(ctx, o5, d[6], sizeof o5));
+  ok(tk_memcpy_dtoh(ctx, r32, d[7], sizeof r32));
+  ok(tk_memcpy_dtoh(ctx, r16, d[8], sizeof r16));
+  ok(tk_memcpy_dtoh(ctx, ri, d[9], sizeof ri));
+  int ties = 0;
+  for (int i = 0; i < 1024; i++) {
+    uint8_t want[6] = {f8_round(false, x[i]), f8_round(true, x[i]),
+                       f8_round(false, round_bits(x[i], 11, -14, 65504)),
+                       f8_round(true, round_bits(x[i], 8, -126, FLT_MAX)), f8_round(false, xd[i]),
+                       f8_round(true, xi[i])};
+    uint8_t got[6] = {o4[i], o5[i], o4[1024 + i], o5[1024 + i], o4[2048 + i], o5[2048 + i]};
+    for (int j = 0; j < 6; j++)
+      if (got[j] != want[j]) fail_msg("input %d (%.9g) conversion %d: 0x%02x, want 0x%02x", i, x[i], j, got[j], want[j]);
+    ties += want[0] != f8_round(false, xd[i]);
+  }
+  assert_true(ties > 50); /* f64 inputs just off a tie that rounds to even, the other way */
+  for (int b = 0; b < 256; b++)
+    for (int t = 0; t < 2; t++) {
+      double v = f8_value(t, (uint8_t)b);
+      double want_i = isnan(v) ? 0 : v >= 0x1p31 ? INT32_MAX : v < -0x1p31 ? INT32_MIN : trunc(v);
+      if (!same(r32[256 * t + b], v) || !same(f16_any(r16[256 * t + b]), v) || ri[256 * t + b] != want_i)
+        fail_msg("byte 0x%02x of %s: f32 %g, f16 %g, i32 %d; want %g", b, t ? "f8e5m2" : "f8e4m3",
+                 r32[256 * t + b], f16_any(r16[256 * t + b]), ri[256 * t + b], v);
+      uint8_t other = t ? o4[3072 + b] : o5[3072 + b];
+      if (other != f8_round(!t, v)) fail_msg("byte 0x%02x into the other fp8 type: 0x%02x", b, other);
+    }
+  for (int i = 0; i < 10; i++) tk_free(ctx, d[i]);
+  tk_module_destroy(m);
+}
+
+/* F8DOT against C: products of fp8 values are exact in f32, and these sums too (the
+ * values are whole multiples of 1/16 below 16), so any order agrees; the f16 accumulator
+ * rounds once per call. Also the fp8 tiles that only move: where, a masked load's other. */
+static void test_fp8_dot(void **state) {
+  (void)state;
+  tk_module *m;
+  tk_kernel *k = compile(F8DOT, NULL, "f8dot", &m);
+  static uint8_t a[32 * 64], b[64 * 32], w[2048];
+  static float acc[1024], c[1024], dd[1024];
+  static uint16_t h[1024];
+  for (int i = 0; i < 2048; i++) {
+    a[i] = f8_round(false, ((i * 7) % 33 - 16) / 8.0);
+    b[i] = f8_round(true, ((i * 5) % 29 - 14) / 16.0);
+    w[i] = (uint8_t)(i * 37);
+  }
+  for (int i = 0; i < 1024; i++) acc[i] = (float)(i % 9 - 4);
+  tk_devptr dv[7] = {upload(a, sizeof a), upload(b, sizeof b), upload(acc, sizeof acc),
+                     upload(NULL, sizeof c), upload(NULL, sizeof dd), upload(NULL, sizeof h),
+                     upload(w, sizeof w)};
+  tk_arg args[7];
+  for (int i = 0; i < 7; i++) args[i] = tk_arg_ptr(dv[i]);
+  ok(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 7));
+  ok(tk_memcpy_dtoh(ctx, c, dv[3], sizeof c));
+  ok(tk_memcpy_dtoh(ctx, dd, dv[4], sizeof dd));
+  ok(tk_memcpy_dtoh(ctx, h, dv[5], sizeof h));
+  static uint8_t wout[2048];
+  ok(tk_memcpy_dtoh(ctx, wout, dv[6], sizeof wout));
+  for (int r = 0; r < 32; r++)
+    for (int n = 0; n < 32; n++) {
+      double p = 0, q = acc[r * 32 + n], s = acc[r * 32 + n];
+      for (int j = 0; j < 64; j++) {
+        p += f8_value(false, a[r * 64 + j]) * f8_value(true, b[j * 32 + n]);
+        q += f8_value(false, a[r * 64 + j]) * f8_value(false, a[n * 64 + j]);
+      }
+      for (int j = 0; j < 32; j++) s += f8_value(true, b[r * 32 + j]) * f8_value(true, b[j * 32 + n]);
+      int o = r * 32 + n;
+      if (c[o] != p || dd[o] != q || f16_any(h[o]) != round_bits(s, 11, -14, 65504))
+        fail_msg("[%d, %d]: %g %g %g, want %g %g %g", r, n, c[o], dd[o], f16_any(h[o]), p, q,
+                 round_bits(s, 11, -14, 65504));
+      uint8_t masked = o < 700 ? w[o] : f8_round(false, -3.0);
+      uint8_t sel = r > n ? a[r * 64 + n] : f8_round(false, 0.5);
+      if (wout[o] != masked || wout[1024 + o] != sel)
+        fail_msg("[%d, %d]: load 0x%02x (want 0x%02x), where 0x%02x (want 0x%02x)", r, n,
+                 wout[o], masked, wout[1024 + o], sel);
+    }
+  for (int i = 0; i < 7; i++) tk_free(ctx, dv[i]);
+  tk_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtype_param_f16),
@@ -662,6 +832,8 @@ int main(void) {
       cmocka_unit_test(test_batched_dot),
       cmocka_unit_test(test_f16_accumulator),
       cmocka_unit_test(test_hints_ignored),
+      cmocka_unit_test(test_fp8_conversions),
+      cmocka_unit_test(test_fp8_dot),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

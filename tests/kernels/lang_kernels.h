@@ -135,4 +135,48 @@ static const char F16ACC[] =
     "    store(c + m[:, None] * 32 + m[None, :], dot(ta, tb, once));\n"
     "}\n";
 
+/* fp8 conversions (docs/language.md §5.6): x (f32), xd (f64) and xi (i32) to both fp8 types,
+ * directly and through f16 / bf16; every byte of each fp8 type (b4, b5: 0..255) to f32, f16,
+ * i32 and the other fp8 type. o4 and o5 hold 3 x 1024 + 256 bytes, r32, r16 and ri 512. */
+static const char F8CVT[] =
+    "kernel f8cvt(x: *f32, xd: *f64, xi: *i32, b4: *f8e4m3, b5: *f8e5m2, o4: *f8e4m3,\n"
+    "             o5: *f8e5m2, r32: *f32, r16: *f16, ri: *i32) {\n"
+    "    let offs = arange(0, 1024);\n"
+    "    let v = load(x + offs);\n"
+    "    store(o4 + offs, v as f8e4m3);\n"
+    "    store(o5 + offs, v as f8e5m2);\n"
+    "    store(o4 + 1024 + offs, (v as f16) as f8e4m3);\n"
+    "    store(o5 + 1024 + offs, (v as bf16) as f8e5m2);\n"
+    "    store(o4 + 2048 + offs, load(xd + offs) as f8e4m3);\n"
+    "    store(o5 + 2048 + offs, load(xi + offs) as f8e5m2);\n"
+    "    let bytes = arange(0, 256);\n"
+    "    let p = load(b4 + bytes);\n"
+    "    let q = load(b5 + bytes);\n"
+    "    store(r32 + bytes, p as f32);\n"
+    "    store(r32 + 256 + bytes, q as f32);\n"
+    "    store(r16 + bytes, p as f16);\n"
+    "    store(r16 + 256 + bytes, q as f16);\n"
+    "    store(ri + bytes, p as i32);\n"
+    "    store(ri + 256 + bytes, q as i32);\n"
+    "    store(o4 + 3072 + bytes, q as f8e4m3);\n"
+    "    store(o5 + 3072 + bytes, p as f8e5m2);\n"
+    "}\n";
+
+/* fp8 dot (§6.6): e4m3 x e5m2 into f32 from zero, e4m3 x e4m3 onto an f32 acc, e5m2 x e5m2
+ * onto an f16 acc; fp8 tiles through where, a slice, trans and a masked load with other. */
+static const char F8DOT[] =
+    "kernel f8dot(a: *f8e4m3, b: *f8e5m2, acc: *f32, c: *f32, d: *f32, h: *f16, w: *f8e4m3) {\n"
+    "    let m = arange(0, 32);\n"
+    "    let k = arange(0, 64);\n"
+    "    let ta = load(a + m[:, None] * 64 + k[None, :]);\n"
+    "    let tb = load(b + k[:, None] * 32 + m[None, :]);\n"
+    "    let out = m[:, None] * 32 + m[None, :];\n"
+    "    store(c + out, dot(ta, tb));\n"
+    "    store(d + out, dot(ta, trans(ta, 1, 0)[:, 0:32], load(acc + out)));\n"
+    "    store(h + out, dot(tb[0:32, :], tb[0:32, :], load(acc + out) as f16));\n"
+    "    let sel = where(m[:, None] > m[None, :], ta[:, 0:32], 0.5);\n"
+    "    store(w + out, load(w + out, out < 700, -3.0));\n"
+    "    store(w + 1024 + out, sel);\n"
+    "}\n";
+
 #endif

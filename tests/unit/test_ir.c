@@ -1,4 +1,5 @@
 /* Unit tests for ir/: types, builder, editing helpers, verifier, printer and parser. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -647,10 +648,50 @@ static void test_signature(void **state) {
   su_arena_free(f->a);
 }
 
+
+/* The fp8 rule of ir/types.c (docs/language.md §5.6): the edges of rounding and saturation
+ * by value, every byte back to itself through its value, NaN bytes kept, converted NaNs
+ * 0x7f. (tests/interp/test_lang.c checks the conversions against a search.) */
+static void test_fp8_rule(void **state) {
+  (void)state;
+  assert_true(ir_dtype_is_float(TK_F8E4M3) && ir_dtype_is_fp8(TK_F8E5M2) && !ir_dtype_is_fp8(TK_F16));
+  assert_int_equal(ir_dtype_bits(TK_F8E4M3), 8);
+  assert_int_equal(ir_dtype_bytes(TK_F8E5M2), 1);
+  assert_string_equal(ir_dtype_name(TK_F8E4M3), "f8e4m3");
+  tk_dtype d;
+  assert_true(ir_dtype_parse("f8e5m2", 6, &d) && d == TK_F8E5M2);
+  const struct { tk_dtype t; double x, want; } cases[] = {
+      {TK_F8E4M3, 448, 448},      {TK_F8E4M3, 464, 448},       {TK_F8E4M3, 1e9, 448},
+      {TK_F8E4M3, INFINITY, 448}, {TK_F8E4M3, -INFINITY, -448}, {TK_F8E4M3, 0x1p-10, 0},
+      {TK_F8E4M3, 0x1.0000001p-10, 0x1p-9}, {TK_F8E4M3, 1.0625, 1}, {TK_F8E4M3, 1.1875, 1.25},
+      {TK_F8E5M2, 57344, 57344},  {TK_F8E5M2, 61440, 57344},   {TK_F8E5M2, INFINITY, 57344},
+      {TK_F8E5M2, 0x1p-17, 0},    {TK_F8E5M2, 0x1.8p-16, 0x1p-15}, {TK_F8E5M2, 1.125, 1},
+      {TK_F8E5M2, 1.375, 1.5},    {TK_F8E5M2, -0.0, -0.0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    double got = ir_dtype_round(cases[i].t, cases[i].x);
+    if (got != cases[i].want || signbit(got) != signbit(cases[i].want))
+      fail_msg("%s of %a: %a, want %a", ir_dtype_name(cases[i].t), cases[i].x, got, cases[i].want);
+  }
+  assert_true(isnan(ir_dtype_round(TK_F8E4M3, -NAN)) && !signbit(ir_dtype_round(TK_F8E4M3, -NAN)));
+  for (int t = 0; t < 2; t++) {
+    tk_dtype dt = t ? TK_F8E5M2 : TK_F8E4M3;
+    assert_int_equal(ir_fp8_bits(dt, NAN), 0x7f);
+    assert_int_equal(ir_fp8_bits(dt, -NAN), 0x7f ^ 0x80 * !!signbit(-NAN));
+    assert_int_equal(ir_fp8_bits(dt, 1e30), t ? 0x7b : 0x7e);
+    for (int b = 0; b < 256; b++) assert_int_equal(ir_fp8_bits(dt, ir_fp8_value(dt, (uint8_t)b)), b);
+  }
+  assert_true(isinf(ir_fp8_value(TK_F8E5M2, 0xfc)) && ir_fp8_value(TK_F8E5M2, 0xfc) < 0);
+  assert_true(isnan(ir_fp8_value(TK_F8E4M3, 0xff)) && isnan(ir_fp8_value(TK_F8E5M2, 0x7d)));
+  assert_true(ir_fp8_value(TK_F8E4M3, 0x7e) == 448 && ir_fp8_value(TK_F8E4M3, 0x01) == 0x1p-9);
+  assert_true(ir_fp8_value(TK_F8E5M2, 0x7b) == 57344 && ir_fp8_value(TK_F8E5M2, 0x01) == 0x1p-16);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_types_interned_and_printed),
       cmocka_unit_test(test_dtype_helpers),
+      cmocka_unit_test(test_fp8_rule),
       cmocka_unit_test(test_built_kernel_verifies_and_prints),
       cmocka_unit_test(test_editing_helpers),
       cmocka_unit_test(test_verifier_catches_breakage),
