@@ -223,7 +223,7 @@ static const char *movable(kl *s, ir_op *dot) {
 }
 
 static void remark(kl *s, const ir_op *at, const char *why) {
-  pass_remark_missed(s->m, "kloop", at->loc, "dot over K = %d left whole (no loop of %d steps): %s",
+  pass_remark_missed(s->m, "kloop", at->loc, "dot over K = %d left whole (not cut into steps of %d): %s",
                      s->kp, s->bk, why);
 }
 
