@@ -88,6 +88,8 @@ static bool trace(kl *s, ir_value *v, int d) {
     return stop(s, v->def, "a tile of its K computation has another shape");
   if (v->type->layout) return stop(s, v->def, "the tiles already have layouts");
   traced *seen = find(s, v);
+  if (seen && seen->v->def && seen->v->def->opc == IR_LOAD)
+    return stop(s, v->def, "one operand's K computation reads the other");
   if (seen) return seen->kdim == d || stop(s, v->def, "a tile is indexed by K along two axes");
   if (s->nt == MAX_TRACE) return stop(s, v->def, "its K computation is too large");
   s->t[s->nt++] = (traced){v, d, NULL};
@@ -99,6 +101,8 @@ static bool trace(kl *s, ir_value *v, int d) {
   case IR_CONST: case IR_SPLAT: return true;
   case IR_BROADCAST: {
     ir_value *o = op->operands[0];
+    if (o->type->kind != IR_TILE || o->type->rank != v->type->rank)
+      return stop(s, op, "a broadcast changes the rank of a tile of its K computation");
     return o->type->shape[d] == 1 || trace(s, o, d);
   }
   case IR_EXPAND_DIMS:
@@ -119,6 +123,7 @@ static bool trace(kl *s, ir_value *v, int d) {
 static bool trace_load(kl *s, ir_op *ld, int d) {
   ir_value *v = ld->results[0];
   if (v->type->layout) return stop(s, ld, "the tiles already have layouts");
+  if (s->nt == MAX_TRACE) return stop(s, ld, "its K computation is too large");
   s->t[s->nt++] = (traced){v, d, NULL};
   for (int i = 0; i < ld->noperands; i++)
     if (!trace(s, ld->operands[i], d)) return false;
