@@ -19,7 +19,9 @@
  *   }
  *
  * which is what the user's loop lowers to, so swpipe, lower_dot and warpspec then make
- * the same TMA ring and wgmma of it. BK divides KP (both powers of two), so every step
+ * the same TMA ring and wgmma of it. What the loads read that the step does not change is
+ * copied into the body too, as a written loop has it; licm hoists it back out in the same
+ * order as the looped kernel's (ptxas allocates from that order). BK divides KP (both powers of two), so every step
  * lies inside the tile and the masks need no extra term. The upper bound is KP, lowered to
  * min(B, KP) when both loads' masks contain a conjunct `kk < B` (kk the K index, B a
  * scalar): the steps from B on read nothing but the zero `other`, and skipping them is
@@ -58,6 +60,9 @@ typedef struct {
   const ir_op *why_op; /* where the trace stopped */
   const char *why;     /* and why */
   ir_builder in;       /* inside the loop body */
+  ir_block *home;      /* the dot's block */
+  ir_vmap *copies;     /* step-invariant ops of home copied into the loop */
+  int depth;           /* of the copying */
   ir_value *iv;
 } kl;
 
@@ -140,9 +145,36 @@ static const ir_type *step_type(kl *s, const ir_value *v, int d) {
 
 /* v on the step at the loop's induction variable: built in the loop body (licm hoists
  * what does not depend on it), or v itself when it does not depend on K. */
+static ir_value *rebuild(kl *s, ir_value *v);
+
+/* A value the step does not change, as the loop body reads it: a pure op of the dot's block
+ * is copied into the body (once), as it stands in a written loop, and licm hoists it back
+ * out in the body's order (CSE then keeps the first of two equal ops): the order the
+ * looped kernel's ops come in, which LLVM and ptxas schedule from. Anything else is read
+ * where it is. */
+static ir_value *invariant(kl *s, ir_value *v) {
+  ir_op *op = v->def;
+  if (!op || op->parent != s->home || op->nregions || op->nresults != 1 ||
+      !(ir_op_info(op->opc)->traits & IR_PURE))
+    return v;
+  ir_value *c = ir_vmap_get(s->copies, v);
+  if (c != v || s->depth > 64) return c; /* deep chains: read where they are */
+  ir_value *opnds[8];
+  SU_ASSERT(op->noperands <= 8);
+  s->depth++;
+  for (int i = 0; i < op->noperands; i++) opnds[i] = rebuild(s, op->operands[i]);
+  s->depth--;
+  ir_op *n = ir_op_new(s->m, op->opc, op->loc, op->noperands, opnds, 1, &v->type);
+  ir_op_copy_attrs(n, op);
+  ir_block_insert_before(s->in.block, n, s->in.before);
+  n->results[0]->name = v->name;
+  ir_vmap_put(s->copies, v, n->results[0]);
+  return n->results[0];
+}
+
 static ir_value *rebuild(kl *s, ir_value *v) {
   traced *t = find(s, v);
-  if (!t) return v;
+  if (!t) return invariant(s, v);
   if (t->nv) return t->nv;
   ir_op *op = v->def;
   ir_builder *b = &s->in;
@@ -280,6 +312,8 @@ static bool try_dot(ir_module *m, ir_func *f, ir_op *dot) {
   s.iv->name = "k";
   body->args[1]->name = acc->name;
   s.in = (ir_builder){m, body, NULL, dot->loc};
+  s.home = dot->parent;
+  s.copies = ir_vmap_new(m->arena);
   ir_value *opnds[3] = {rebuild(&s, a), rebuild(&s, b), body->args[1]};
   s.in.loc = dot->loc;
   ir_op *nd = ir_build(&s.in, IR_DOT, 3, opnds, 1, &ct);
