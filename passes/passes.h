@@ -12,7 +12,7 @@
  *    fault at run time (integer division) is never evaluated where the program would not.
  *  - A pass that depends on the target reads it from the table: tg_*(m->arch) (target.h).
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
- *    fixed point with a bound), licm, canonicalize again, [contract,] fuse (materialize with
+ *    fixed point with a bound), kloop, licm, canonicalize again, [contract,] fuse (materialize with
  *    no_fuse); then, when the module
  *    has a target (ir_module.arch), the target part: tiling, persist, swpipe, lower_dot,
  *    tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
@@ -64,6 +64,13 @@ bool pass_dce(ir_module *m, ir_func *f);
 bool pass_contract(ir_module *m, ir_func *f);
 /* Hoists loop-invariant pure ops out of for bodies (licm.c). */
 bool pass_licm(ir_module *m, ir_func *f);
+/* A 2-D dot outside any loop whose K (the operands' inner axis) is longer than one step
+ * (128 bytes of the element, at least 16) and whose operands are loads used by it alone:
+ * the loop `for k in range(0, min(B, K), step)` carrying the accumulator, with the loads
+ * rebuilt on the step's columns (B the bound of `kk < B` in both masks, when there is
+ * one). What the user writes as one logical K tile becomes the K loop swpipe pipelines;
+ * what it leaves with K > step gets a remark (kloop.c, docs/passes.md). */
+bool pass_kloop(ir_module *m, ir_func *f);
 /* Rewrites a kernel whose 1-D tiles are too long for registers into loops over
  * register-sized chunks, one loop per group of ops between reductions, recomputing
  * (reloading) in a later loop what an earlier one loaded; the only pass that re-executes

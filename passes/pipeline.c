@@ -18,7 +18,7 @@ typedef struct {
 /* Every pass, by name; its entry point is pass_NAME. One list, so the table and the
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
-  X(constfold) X(simplify) X(cse) X(dce) X(licm) X(fuse) X(materialize) X(tiling) X(persist) X(swpipe) \
+  X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(tiling) X(persist) X(swpipe) \
   X(lower_dot) X(rotate) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract) X(histogram)
 
 /* The passes, then the canonicalize group as the last row. */
@@ -35,7 +35,9 @@ enum { NPASSES = sizeof passes / sizeof passes[0], CANONICALIZE = NPASSES - 1 };
 static const char *const canonical[] = {"constfold", "simplify", "cse", "dce"};
 enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8 };
 
-/* The default pipeline at -O1 and above. licm exposes new constants and duplicates at
+/* The default pipeline at -O1 and above. kloop turns a dot over a logical K into the
+ * user's K loop before licm, which hoists out of it what the step does not change, as
+ * out of a written loop (the two then lower alike). licm exposes new constants and duplicates at
  * the loop's level, hence the second canonicalize. Fuse sees the canonical ops (one
  * splat per scalar, no dead loads) and builds its chunk loops already hoisted. That much
  * is the target-independent part, what the interpreter runs. For a GPU target (m->arch)
@@ -50,7 +52,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * shared-memory atomics; warpspec splits the single stream that results; a last canonicalize folds the
  * constants the lowering repeated and sweeps what it left dead (the loads' address
  * computations); sink then moves what the epilogue computes before the loop past it. */
-static const char *const pipeline[] = {"canonicalize", "licm", "canonicalize", "fuse"};
+static const char *const pipeline[] = {"canonicalize", "kloop", "licm", "canonicalize", "fuse"};
 static const char *const target_pipeline[] = {"tiling",   "histogram", "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
                                               "rotate",   "tmastore", "warpspec", "canonicalize", "sink"};
 enum {

@@ -85,7 +85,7 @@ static void usage(FILE *f) {
           "                       fast: a * b + c may become one fma (both backends alike);\n"
           "                       off (the default): every product and sum rounded\n"
           "  -Rpass-missed=A,B    the named passes (or 'all') say, as remarks at the .tk\n"
-          "                       line, what they leave unchanged and why (fuse today)\n"
+          "                       line, what they leave unchanged and why (fuse, kloop)\n"
           "  -fno-fuse            do not fuse: every op's result goes through global scratch\n"
           "                       memory and back (the unfused baseline fusion is measured\n"
           "                       against; results are the same)\n"

@@ -63,6 +63,13 @@ const ck_case ck_cases[] = {
     {"matmul_128x256", "matmul.tk", "matmul", {{"BM", "128"}, {"BN", "256"}}, 2, CK_MNK,
      {{{128, 256, 64}}, {{150, 300, 100}}},
      {{{2048, 2048, 1024}}, {{1000, 700, 336}}}, 0, ck_run_matmul},
+    /* K as one logical tile of KP columns (kloop cuts it into the loop above); K <= KP */
+    {"matmul_logical", "matmul_logical.tk", "matmul_logical", {{"BM", "32"}, {"BN", "32"}, {"KP", "128"}}, 3,
+     CK_MNK, {{{64, 64, 64}}, {{70, 50, 33}}, {{16, 40, 128}}, {{33, 17, 100}}},
+     {{{512, 512, 128}}, {{300, 200, 100}}}, 0, ck_run_matmul},
+    {"matmul_logical_128x256", "matmul_logical.tk", "matmul_logical",
+     {{"BM", "128"}, {"BN", "256"}, {"KP", "1024"}}, 3, CK_MNK, {{{150, 300, 333}}, {{128, 256, 64}}},
+     {{{2048, 2048, 1024}}, {{1000, 700, 1000}}, {{300, 200, 17}}}, 0, ck_run_matmul},
     {"matmul_bf16", "matmul.tk", "matmul_bf16", {{"BM", "128"}, {"BN", "256"}}, 2, CK_MNK,
      {{{128, 256, 64}}, {{70, 50, 33}}},
      {{{1024, 1024, 1024}}, {{300, 200, 112}}}, 1, ck_run_matmul},

@@ -11,7 +11,8 @@
  * tails, TMA's zero fill), several programs along each axis, sizes not multiples of 8
  * (per-element, unvectorized accesses, the cp.async variant of a TMA kernel: the launch
  * picks it by the arguments), K smaller than one step, and, for the persistent cases,
- * more tiles than SMs.
+ * more tiles than SMs. The logical-K form (no loop; kloop makes it) runs the same
+ * pipelines.
  *
  * Data are small multiples of 1/8 (floats) or small integers (i8): exact in f16, bf16
  * and tf32, every product exact and every sum of at most 512 of them exact in f32, so the
@@ -115,10 +116,26 @@ static const char MATMUL_BATCH_TK[] =
   "    store(c + z * sc + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) && (rn[None, :] < N));\n"
   "}\n";
 
+/* The product with K as one logical tile (samples/matmul_logical.tk): no loop in the
+ * source, BK is the whole K (at least the shapes' K); kloop makes it the loop above. */
+static const char MATMUL_LOGICAL_TK[] =
+  "kernel %s<BM: i32 = 64, BN: i32 = 64, BK: i32 = 256>(a: *%s, b: *%s, c: *%s,\n"
+  "                                                   M: i32, N: i32, K: i32) {\n"
+  "    let rm = program_id(0) * BM + arange(0, BM);\n"
+  "    let rn = program_id(1) * BN + arange(0, BN);\n"
+  "    let kk = arange(0, BK);\n"
+  "    let acc = zeros<%s>(BM, BN);\n"
+  "    let ta = load(a + rm[:, None] * K + kk[None, :],\n"
+  "                  (rm[:, None] < M) && (kk[None, :] < K), %s);\n"
+  "    let tb = load(b + kk[:, None] * N + rn[None, :],\n"
+  "                  (kk[:, None] < K) && (rn[None, :] < N), %s);\n"
+  "    store(c + rm[:, None] * N + rn[None, :], dot(ta, tb, acc), (rm[:, None] < M) && (rn[None, :] < N));\n"
+  "}\n";
+
 enum { MAX_CASES = 48, SOURCE_CAP = 2048, BATCH = 3 };
 
 /* how a and b are stored, and whether the product is batched */
-typedef enum { NN, NT, TN, BATCHED } form;
+typedef enum { NN, NT, TN, BATCHED, LOGICAL } form;
 
 /* warp_specialize and persistent: the compiler's choice, or forced off */
 typedef enum { AUTO, OFF } choice;
@@ -179,13 +196,17 @@ static void add_case_form(tk_dtype in, int bm, int bn, int bk, int warps, int st
   c->persist = persist;
   c->big = big;
   c->form = fm;
-  static const char *const forms[] = {"", "_nt", "_tn", "_batch"};
+  static const char *const forms[] = {"", "_nt", "_tn", "_batch", "_logical"};
   char name[sizeof c->name];
   snprintf(name, sizeof name, "dot_%s_%dx%dx%d_w%d_s%d%s%s%s", dtype_name(in), bm, bn, bk, warps, stages,
            ws == OFF ? "_nows" : "", persist == OFF ? "_nopers" : "", forms[fm]);
   memcpy(c->name, name, sizeof name);
   const char *t = dtype_name(in), *u = dtype_name(c->acc), *zero = in == TK_I8 ? "0" : "0.0";
-  const char *tmpl = fm == NT ? MATMUL_NT_TK : fm == TN ? MATMUL_TN_TK : fm == BATCHED ? MATMUL_BATCH_TK : MATMUL_TK;
+  const char *tmpl = fm == NT        ? MATMUL_NT_TK
+                     : fm == TN      ? MATMUL_TN_TK
+                     : fm == BATCHED ? MATMUL_BATCH_TK
+                     : fm == LOGICAL ? MATMUL_LOGICAL_TK
+                                     : MATMUL_TK;
   int n = snprintf(c->source, sizeof c->source, tmpl, name, t, t, u, u, zero, zero);
   SU_ASSERT(n > 0 && n < SOURCE_CAP);
 }
@@ -219,6 +240,14 @@ static void make_cases(void) {
   add_case_form(TK_BF16, 64, 64, 32, 4, 2, AUTO, AUTO, false, NT);
   add_case_form(TK_F16, 128, 128, 64, 8, 3, AUTO, AUTO, false, BATCHED);
   add_case_form(TK_F16, 64, 64, 32, 4, 2, OFF, OFF, false, BATCHED);
+  /* K as one logical tile of 256 (every shape's K fits): the sample's configuration and the
+   * others' pipelines, each dtype with its own step (f16/bf16 64, tf32 32, i8 128) */
+  add_case_form(TK_F16, 128, 256, 256, 8, 4, AUTO, AUTO, true, LOGICAL);
+  add_case_form(TK_F16, 128, 128, 256, 8, 3, OFF, OFF, false, LOGICAL);
+  add_case_form(TK_BF16, 64, 64, 256, 4, 2, AUTO, AUTO, false, LOGICAL);
+  add_case_form(TK_F32, 64, 64, 256, 4, 3, AUTO, AUTO, false, LOGICAL);
+  add_case_form(TK_I8, 64, 64, 256, 4, 2, AUTO, AUTO, false, LOGICAL);
+  add_case_form(TK_F16, 64, 64, 256, 4, 1, AUTO, AUTO, false, LOGICAL);
   add_case(TK_F16, 128, 128, 64, 4);
   add_case(TK_F16, 128, 128, 64, 8);
   add_case(TK_F16, 64, 64, 32, 4);
@@ -380,9 +409,13 @@ static void test_all_compile_to_ptx(void **state) {
     /* the default target, sm_90a, runs f16 and bf16 on wgmma, the rest on mma.sync */
     bool has_mma = ok && (strstr(su_buf_str(&ptx), "mma.sync.aligned.m16n8k") != NULL ||
                           strstr(su_buf_str(&ptx), "wgmma.mma_async.sync.aligned.m64n") != NULL);
+    /* a logical K is pipelined only once kloop has made it a loop */
+    bool piped = ok && strstr(su_buf_str(&ptx), "cp.async") != NULL;
     su_buf_free(&ptx);
     if (!ok) fail_msg("%s: the GPU back end rejected it (diagnostics above)", c->name);
     if (!has_mma) fail_msg("%s: no tensor-core instruction in the PTX", c->name);
+    if (c->form == LOGICAL && c->stages >= 2 && !piped)
+      fail_msg("%s: the logical K was not pipelined (no cp.async in the PTX)", c->name);
   }
 }
 

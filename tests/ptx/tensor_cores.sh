@@ -40,6 +40,10 @@ check matmul.tk sm_90a "" "wgmma.mma_async" "cp.async.bulk.tensor"
 check matmul.tk sm_80 "--specialize=all -D stages=2" "cp.async.cg mma.sync.aligned.m16n8k16" "wgmma"
 check matmul.tk sm_90 "--specialize=all" "cp.async.cg mma.sync.aligned.m16n8k16" "wgmma"
 check matmul.tk sm_80 "-D stages=2" "mma.sync.aligned.m16n8k16" "wgmma"
+# K as one logical tile: kloop makes it the loop above, then the same TMA ring and wgmma
+check matmul_logical.tk sm_90a "--specialize=all" "$tma" "mma.sync"
+check matmul_logical.tk sm_90 "--specialize=all" "cp.async.cg mma.sync.aligned.m16n8k16" "wgmma"
+check matmul_logical.tk sm_80 "--specialize=all -D stages=2" "cp.async.cg mma.sync.aligned.m16n8k16" "wgmma"
 # attention: K and V through the TMA ring, Q K^T and P V on wgmma with P from registers
 # (the A operand as four b32 registers), O through a TMA store
 # (Q K^T's zero accumulator is no input: its first k step has scale-d false)
