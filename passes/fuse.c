@@ -74,10 +74,11 @@
 #define SM_MAX_STR "32"
 enum { SM_CHUNK_PER_THREAD = 16 };
 
-/* One loop of the rewrite: its roots are the ops of [first, at) of its block marked with
- * its index; the loop goes before ops[at] (the end of the block when at == nops). */
+/* One loop of the rewrite: its roots are the ops of [first, end) of its block marked with
+ * its index; the loop goes before ops[at] (the end of the block when at == nops). end is at
+ * but for a loop that took over the online sums of the next group (pair_online): theirs. */
 typedef struct {
-  int first, at;
+  int first, end, at;
 } sm_group;
 
 /* One block of the kernel (its body, a loop body, a branch), read in order. */
@@ -87,6 +88,8 @@ typedef struct {
   int nops;
   int *group_of; /* op index -> the group that runs it as a root, or -1 */
   bool *writes;  /* op index -> the op stores or does atomics (nested ones included) */
+  int *max_of;   /* op index of an online sum -> that of the max it is rescaled by, or -1 */
+  const ir_value **spread_of; /* op index of an online sum -> the max spread to the wide tile */
   sm_group *groups;
   int ngroups;
 } sm_block;
@@ -337,7 +340,7 @@ static void form_groups(stripper *s, sm_block *b) {
   int open = -1;
   for (int i = 0; i < b->nops; i++) {
     if (open >= 0 && closes_group(s, b, open, i)) {
-      b->groups[open].at = i;
+      b->groups[open].at = b->groups[open].end = i;
       open = -1;
     }
     if (!is_root(s, b->ops[i])) continue;
@@ -347,7 +350,7 @@ static void form_groups(stripper *s, sm_block *b) {
     }
     b->group_of[i] = open;
   }
-  if (open >= 0) b->groups[open].at = b->nops;
+  if (open >= 0) b->groups[open].at = b->groups[open].end = b->nops;
 }
 
 /* Reads block blk's ops into b and forms its groups. */
@@ -357,10 +360,12 @@ static void read_block(stripper *s, sm_block *b, ir_block *blk) {
   b->ops = SU_NEW_ARRAY(s->a, ir_op *, b->nops);
   b->group_of = SU_NEW_ARRAY(s->a, int, b->nops);
   b->writes = SU_NEW_ARRAY(s->a, bool, b->nops);
+  b->max_of = SU_NEW_ARRAY(s->a, int, b->nops);
+  b->spread_of = SU_NEW_ARRAY(s->a, const ir_value *, b->nops);
   int i = 0;
   for (ir_op *op = blk->first; op; op = op->next, i++) {
     b->ops[i] = op;
-    b->group_of[i] = -1;
+    b->group_of[i] = b->max_of[i] = -1;
     for (int k = 0; k < op->nresults; k++) s->pos[op->results[k]->id] = i;
     b->writes[i] = is_write_op(op);
     for (int r = 0; r < op->nregions; r++) ir_walk(op->regions[r], find_write, &b->writes[i]);
@@ -442,6 +447,103 @@ static bool memory_order_ok(const stripper *s, int nvalues) {
                        "be re-run after the store or atomic at line %u, which may have changed "
                        "its memory", s->f->name, c.bad_write->loc.line);
   return c.ok;
+}
+
+/* ---- the online rewrite of max/sum pairs ------------------------------------------------- */
+
+/* Whether the wide tile w spreads m along the last axis: splat(m) of a scalar, or
+ * broadcast(expand_dims(m, 1)) of a tile of rows. */
+static bool spreads(const ir_value *w, const ir_value *m) {
+  const ir_op *d = w->def;
+  if (!d) return false;
+  if (d->opc == IR_SPLAT) return d->operands[0] == m;
+  const ir_op *e = d->opc == IR_BROADCAST ? d->operands[0]->def : NULL;
+  return e && e->opc == IR_EXPAND_DIMS && e->attr2 == 1 && e->operands[0] == m;
+}
+
+/* Whether v is computed before ops[at] of block b by no root of group g: defined in an
+ * enclosing block, a block argument, or earlier in b (the roots of g are before `at` but
+ * are not final inside g's loop). */
+static bool ready_before(const stripper *s, const sm_block *b, int g, const ir_value *v, int at) {
+  if (!v->def || v->def->parent != b->blk) return true;
+  int i = s->pos[v->id];
+  return i < at && b->group_of[i] != g;
+}
+
+/* A lane-uniform factor: a constant, or a splat of a scalar ready before ops[at]. */
+static bool uniform_factor(const stripper *s, const sm_block *b, int g, const ir_value *u, int at) {
+  const ir_op *d = u->def;
+  if (!d) return false;
+  return d->opc == IR_CONST || (d->opc == IR_SPLAT && ready_before(s, b, g, d->operands[0], at));
+}
+
+/* The online form of sum root `sum` against the max roots of group g (whose loop goes
+ * before ops[at]): sum(E) with E = exp(D) or exp2(D), D = x - M or (x - M) * u (u on
+ * either side, lane-uniform), M the max of x spread along the last axis. Each term is
+ * then exp(k (x - m)) for one k, so changing m to m' multiplies it by exp(k (m - m')):
+ * D with x := m and M := m', which is what the rewrite computes. Returns the op index of
+ * the max (its spread in *mw), or -1. */
+static int online_max(const stripper *s, const sm_block *b, int g, const ir_op *sum, int at,
+                      const ir_value **mw) {
+  if (sum->opc != IR_REDUCE || sum->attr != IR_RED_SUM || !is_reduction(sum)) return -1;
+  const ir_op *e = sum->operands[0]->def;
+  if (!e || (e->opc != IR_EXP && e->opc != IR_EXP2) || !ir_dtype_is_float(e->results[0]->type->dtype))
+    return -1;
+  const ir_op *d = e->operands[0]->def, *sub = d;
+  if (d && d->opc == IR_MUL) {
+    sub = NULL;
+    for (int k = 0; k < 2 && !sub; k++)
+      if (d->operands[k]->def && d->operands[k]->def->opc == IR_SUB &&
+          uniform_factor(s, b, g, d->operands[1 - k], at))
+        sub = d->operands[k]->def;
+  }
+  if (!sub || sub->opc != IR_SUB) return -1;
+  const ir_value *x = sub->operands[0], *w = sub->operands[1];
+  const ir_op *wd = w->def;
+  if (!wd || (wd->opc != IR_SPLAT && wd->opc != IR_BROADCAST)) return -1;
+  const ir_op *ed = wd->opc == IR_BROADCAST ? wd->operands[0]->def : NULL;
+  if (wd->opc == IR_BROADCAST && (!ed || ed->opc != IR_EXPAND_DIMS)) return -1;
+  const ir_value *m = ed ? ed->operands[0] : wd->operands[0];
+  if (!spreads(w, m) || !m->def || m->def->parent != b->blk) return -1;
+  int j = s->pos[m->id];
+  const ir_op *mx = b->ops[j];
+  if (b->group_of[j] != g || mx->opc != IR_REDUCE || mx->attr != IR_RED_MAX || mx->operands[0] != x)
+    return -1;
+  *mw = w;
+  return j;
+}
+
+/* Fuses, in block b, each group whose roots are all online sums (online_max) into the
+ * group before it, the one computing their max: one loop carrying, per lane, the running
+ * max and the running sum rescaled to it. The sums' loads move up to that loop; no store
+ * or atomic may lie between its place and theirs. Returns how many loops it saved. */
+static int pair_online(stripper *s, sm_block *b) {
+  int saved = 0;
+  for (int g = 0; g + 1 < b->ngroups;) {
+    sm_group *a = &b->groups[g], *n = &b->groups[g + 1];
+    bool ok = true;
+    for (int q = a->at; ok && q < n->at; q++) ok = !b->writes[q];
+    const ir_value *mw;
+    for (int i = n->first; ok && i < n->end; i++)
+      if (b->group_of[i] == g + 1) ok = online_max(s, b, g, b->ops[i], a->at, &mw) >= 0;
+    if (!ok) {
+      g++;
+      continue;
+    }
+    for (int i = n->first; i < n->end; i++)
+      if (b->group_of[i] == g + 1) {
+        b->max_of[i] = online_max(s, b, g, b->ops[i], a->at, &mw);
+        b->spread_of[i] = mw;
+        b->group_of[i] = g;
+      }
+    a->end = n->end;
+    for (int k = g + 1; k + 1 < b->ngroups; k++) b->groups[k] = b->groups[k + 1];
+    b->ngroups--;
+    for (int i = 0; i < b->nops; i++)
+      if (b->group_of[i] > g) b->group_of[i]--;
+    saved++;
+  }
+  return saved;
 }
 
 /* ---- rewriting -------------------------------------------------------------------------- */
@@ -693,6 +795,55 @@ static void find_scans(scan_find *q, const ir_value *v) {
  * over the uses of the original ones. A reduction carries one accumulator tile of a
  * chunk's shape; an argmax or argmin two (the running best value and its index); a scan
  * its running total. */
+/* The exponential term E of an online sum (online_max) rebuilt on chunks with x := a and
+ * the spread max M := mm (both of the chunk's shape), at b; its lane-uniform factors are
+ * chunk clones built before the loop. */
+static ir_value *online_term(stripper *s, ir_builder *b, const ir_value *v, const ir_value *x,
+                             const ir_value *mw, ir_value *a, ir_value *mm) {
+  if (v == x) return a;
+  if (v == mw) return mm;
+  const ir_op *op = v->def;
+  if (op->opc == IR_CONST || op->opc == IR_SPLAT) return chunk_of(s, (ir_value *)v);
+  ir_value *opnds[2];
+  for (int k = 0; k < op->noperands; k++) opnds[k] = online_term(s, b, op->operands[k], x, mw, a, mm);
+  return copy_op(b, op, opnds, a->type);
+}
+
+/* One chunk's step of online sum op (its spread max mw) in the loop body: with the lane's
+ * running max going from m0 to m1 (the max's accumulator before and after this chunk) and
+ * its running sum s0,
+ *   s1 = (m0 == m1 ? s0 : s0 * E(m0, m1')) + E(x, m1'),  m1' = (m1 == -inf ? 0 : m1)
+ * so that a lane whose values so far are all -inf (masked) keeps 0 instead of the NaN of
+ * exp(-inf - -inf), and a lane whose max did not grow is not rescaled (no rounding). */
+static ir_value *online_step(stripper *s, const ir_op *op, const ir_value *xw, const ir_value *mw,
+                             ir_value *m0, ir_value *m1, ir_value *s0, ir_value *x) {
+  const ir_value *e = op->operands[0];
+  ir_builder at = s->inner;
+  at.loc = op->loc;
+  const ir_type *t = x->type;
+  ir_value *ninf = ir_const_float(&s->outer, t, -INFINITY), *zero = ir_const_float(&s->outer, t, 0.0);
+  ir_value *sel[3] = {ir_cmp_build(&at, IR_CMP_EQ, m1, ninf), zero, m1};
+  ir_value *safe = ir_build1(&at, IR_SELECT, t, 3, sel);
+  ir_value *term = online_term(s, &at, e, xw, mw, x, safe);
+  ir_value *scaled = ir_binary(&at, IR_MUL, s0, online_term(s, &at, e, xw, mw, m0, safe));
+  ir_value *keep[3] = {ir_cmp_build(&at, IR_CMP_EQ, m0, m1), s0, scaled};
+  return ir_binary(&at, IR_ADD, ir_build1(&at, IR_SELECT, t, 3, keep), term);
+}
+
+/* After the loop: the online sum op from the lanes' running maxima mv and sums sv, each
+ * lane rescaled to the row's max mfin: sum(sv * E(mv, mfin)). A row of -inf gives NaN, as
+ * the unfused sum(exp(-inf - -inf)) does. */
+static ir_value *online_total(stripper *s, ir_builder *ob, const ir_op *op, const ir_value *xw,
+                              const ir_value *mw, ir_value *mv, ir_value *mfin, ir_value *sv) {
+  ir_builder at = *ob;
+  at.loc = op->loc;
+  ir_value *mm = spread(s, &at, mfin, mv->type);
+  ir_value *f = online_term(s, &at, op->operands[0], xw, mw, mv, mm);
+  ir_value *r = reduce_last(s, &at, IR_RED_SUM, ir_binary(&at, IR_MUL, sv, f), ir_type_elem(sv->type));
+  r->name = op->results[0]->name;
+  return r;
+}
+
 static void emit_group(stripper *s, int g, scan_find *q) {
   sm_block *blk = s->b;
   sm_group *grp = &blk->groups[g];
@@ -701,7 +852,7 @@ static void emit_group(stripper *s, int g, scan_find *q) {
   int nred = 0, ncar = 0;
   q->tag++;
   q->nscans = 0;
-  for (int i = grp->first; i < grp->at; i++) {
+  for (int i = grp->first; i < grp->end; i++) {
     if (blk->group_of[i] != g) continue;
     if (is_reduction(blk->ops[i])) {
       nred++;
@@ -711,13 +862,18 @@ static void emit_group(stripper *s, int g, scan_find *q) {
   }
   ir_op **reds = SU_NEW_ARRAY(s->a, ir_op *, nred);
   int *first = SU_NEW_ARRAY(s->a, int, nred); /* its first carried value */
+  int *at_op = SU_NEW_ARRAY(s->a, int, nred); /* its op index */
+  int *red_of = SU_NEW_ARRAY(s->a, int, grp->end - grp->first); /* op index - first -> r */
+  ir_value **final = SU_NEW_ARRAY(s->a, ir_value *, nred);
   ir_value **accs = SU_NEW_ARRAY(s->a, ir_value *, ncar + q->nscans);
   const ir_type *i32 = ir_type_scalar(s->m, TK_I32);
   nred = ncar = 0;
-  for (int i = grp->first; i < grp->at; i++) {
+  for (int i = grp->first; i < grp->end; i++) {
     ir_op *op = blk->ops[i];
     if (blk->group_of[i] != g || !is_reduction(op)) continue;
     reds[nred] = op;
+    at_op[nred] = i;
+    red_of[i - grp->first] = nred;
     first[nred++] = ncar;
     const ir_type *ct = chunk_type(s, op->operands[0]->type);
     accs[ncar++] = identity(&ob, (ir_reduce_kind)op->attr, ct);
@@ -741,7 +897,7 @@ static void emit_group(stripper *s, int g, scan_find *q) {
   s->inner = (ir_builder){s->m, body, NULL, ob.loc};
 
   int r = 0;
-  for (int i = grp->first; i < grp->at; i++) {
+  for (int i = grp->first; i < grp->end; i++) {
     ir_op *op = blk->ops[i];
     if (blk->group_of[i] != g) continue;
     if (op->opc == IR_STORE) {
@@ -752,8 +908,15 @@ static void emit_group(stripper *s, int g, scan_find *q) {
       ir_op_copy_attrs(ir_build(&at, IR_STORE, op->noperands, opnds, 0, NULL), op); /* its hints */
       continue;
     }
-    ir_value *x = chunk_of(s, op->operands[0]);
     int c = first[r++];
+    if (blk->max_of[i] >= 0) { /* the chunk of the max's operand, not of exp(x - max) */
+      ir_value *xw = blk->ops[blk->max_of[i]]->operands[0];
+      int cm = first[red_of[blk->max_of[i] - grp->first]];
+      accs[c] = online_step(s, op, xw, blk->spread_of[i], body->args[1 + cm], accs[cm],
+                            body->args[1 + c], chunk_of(s, xw));
+      continue;
+    }
+    ir_value *x = chunk_of(s, op->operands[0]);
     if (op->opc == IR_REDUCE) {
       accs[c] = ir_binary(&s->inner, combine_op((ir_reduce_kind)op->attr), body->args[1 + c], x);
       continue;
@@ -774,7 +937,11 @@ static void emit_group(stripper *s, int g, scan_find *q) {
   ob.before = before;
   for (r = 0; r < nred; r++) {
     ir_value *acc = loop->results[first[r]], *red;
-    if (reds[r]->opc == IR_REDUCE) {
+    int mi = blk->max_of[at_op[r]];
+    if (mi >= 0) {
+      int rm = red_of[mi - grp->first];
+      red = online_total(s, &ob, reds[r], blk->ops[mi]->operands[0], blk->spread_of[at_op[r]], loop->results[first[rm]], final[rm], acc);
+    } else if (reds[r]->opc == IR_REDUCE) {
       red = copy_op(&ob, reds[r], &acc, reds[r]->results[0]->type);
       red->def->attr2 = acc->type->rank - 1;
     } else {
@@ -783,6 +950,7 @@ static void emit_group(stripper *s, int g, scan_find *q) {
       red = combine_arg(s, &at, reds[r]->attr == IR_RED_MAX, acc, loop->results[first[r] + 1]);
       red->name = reds[r]->results[0]->name;
     }
+    final[r] = red;
     ir_replace_all_uses(s->f, reds[r]->results[0], red);
   }
 }
@@ -837,7 +1005,10 @@ static bool analyze(stripper *s, int nvalues) {
   int ngroups = 0;
   for (int i = 0; i < s->nblocks; i++) ngroups += s->blocks[i].ngroups;
   /* the order check also says when a wide load feeds nothing (no group at all) */
-  return memory_order_ok(s, nvalues) && ngroups > 0;
+  if (!memory_order_ok(s, nvalues) || ngroups == 0) return false;
+  if (s->m->fuse_keep == IR_KEEP_AUTO || s->m->fuse_keep == IR_KEEP_ONLINE)
+    for (int i = 0; i < s->nblocks; i++) pair_online(s, &s->blocks[i]);
+  return true;
 }
 
 bool pass_fuse(ir_module *m, ir_func *f) {

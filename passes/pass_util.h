@@ -38,6 +38,10 @@ void pass_replace_op(ir_func *f, ir_op *op, ir_value *v);
  * "all"); nothing otherwise. What a pass left unchanged should say why, not be silent. */
 void pass_remark_missed(const ir_module *m, const char *pass, ir_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* -Rpass: the same for what a pass did and why (fuse's keep choice), reported when m's
+ * remark_done_passes name pass: "PASS: MESSAGE [-Rpass=PASS]". */
+void pass_remark(const ir_module *m, const char *pass, ir_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* ---- the target (its row of target/targets.def) ---- */
 typedef enum { PASS_MMA, PASS_CP_ASYNC, PASS_WGMMA, PASS_TMA } pass_feature;

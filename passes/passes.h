@@ -36,8 +36,10 @@ typedef struct {
   bool time_passes;          /* print a table of per-pass wall time to log at the end */
   bool fp_contract;          /* contract a * b + c into fma (contract, before fuse) */
   bool no_fuse;              /* -fno-fuse: materialize runs where fuse would */
+  int fuse_keep;             /* -ffuse-keep=: an ir_keep for fuse (0: its cost model) */
   su_diags *remarks;         /* -Rpass-missed: where passes' remarks go (NULL: none) */
   const char *remark_passes; /* which passes report: names, comma-separated, or "all" */
+  const char *remark_done_passes; /* -Rpass: which also say what they did (to remarks) */
   FILE *log;                 /* NULL means stderr */
 } pass_options;
 

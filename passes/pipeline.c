@@ -219,8 +219,11 @@ bool pass_run(ir_module *m, const pass_options *o, su_diags *d) {
 
   m->remarks = o->remarks;
   m->remark_passes = o->remark_passes;
+  m->remark_done_passes = o->remark_done_passes;
+  m->fuse_keep = o->fuse_keep;
   for (int i = 0; i < norder && r.ok; i++) run_entry(&r, order[i]);
   m->remarks = NULL;
+  m->fuse_keep = IR_KEEP_AUTO;
   if (r.ok && o->time_passes) print_times(&r);
   su_arena_free(scratch);
   return r.ok;
