@@ -247,8 +247,8 @@ typedef struct ir_func {
    * (Triton's specialization), tkc from --specialize; codegen relies on them. */
   int *param_div;
   /* What a pass decided that the IR itself does not show (fuse's keep-or-recompute choice
-   * and the estimated bytes of each option), printed as `// ` comment lines before the
-   * kernel; NULL: nothing. Not parsed back. */
+   * and the estimated bytes of each option), printed `note("...")` after the kernel's
+   * launch attributes; NULL: nothing. */
   const char *note;
 } ir_func;
 

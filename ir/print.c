@@ -194,12 +194,6 @@ static void print_block(su_buf *b, const ir_block *blk, int indent) {
 
 static void print_func(su_buf *b, ir_func *f) {
   ir_number_values(f);
-  for (const char *n = f->note; n && *n;) {
-    const char *e = strchr(n, '\n');
-    int len = e ? (int)(e - n) : (int)strlen(n);
-    su_buf_printf(b, "// %.*s\n", len, n);
-    n += len + (e != NULL);
-  }
   su_buf_puts(b, "kernel @");
   if (is_ident(f->name))
     su_buf_puts(b, f->name);
@@ -230,6 +224,11 @@ static void print_func(su_buf *b, ir_func *f) {
       else
         su_buf_printf(b, "%" PRId64, bd->ival);
     }
+    su_buf_puts(b, ")");
+  }
+  if (f->note) {
+    su_buf_puts(b, " note(");
+    print_string(b, f->note);
     su_buf_puts(b, ")");
   }
   print_loc(b, f->loc);

@@ -113,6 +113,9 @@ typedef struct {
   int cur;         /* the number of the loop being emitted (from 1, unique in the kernel) */
   ir_value **accs; /* the values the current loop yields */
   ir_builder outer, inner;
+  bool smem;       /* keep in shared memory: mark the chunk loops' loads (mark_kept) */
+  int64_t online_flops; /* what the online rewrite adds (pair_online) */
+  int *loaded;     /* value id of a wide load -> how many chunk loops have loaded it */
   const ir_block *src; /* the body of a user loop being copied into the chunk loop, or NULL */
   ir_builder copy;     /* where its copy goes */
 } stripper;
@@ -533,6 +536,7 @@ static int pair_online(stripper *s, sm_block *b) {
     for (int i = n->first; i < n->end; i++)
       if (b->group_of[i] == g + 1) {
         b->max_of[i] = online_max(s, b, g, b->ops[i], a->at, &mw);
+        s->online_flops += 7 * ir_type_numel(mw->type); /* a second exp, the rescale, selects */
         b->spread_of[i] = mw;
         b->group_of[i] = g;
       }
@@ -544,6 +548,168 @@ static int pair_online(stripper *s, sm_block *b) {
     saved++;
   }
   return saved;
+}
+
+
+/* ---- keep or recompute ------------------------------------------------------------------- */
+
+typedef struct {
+  const stripper *s;
+  int *seen, tag;
+  int *groups; /* value id of a wide load -> how many chunk loops read it */
+} read_count;
+
+static void count_tree(read_count *r, const ir_value *v) {
+  if (!is_wide(r->s, v->type) || !v->def || r->seen[v->id] == r->tag) return;
+  r->seen[v->id] = r->tag;
+  if (v->def->opc == IR_LOAD) r->groups[v->id]++;
+  if (v->def->opc == IR_FOR) return; /* an interchanged loop: re-run whole, not kept */
+  for (int k = 0; k < v->def->noperands; k++) count_tree(r, v->def->operands[k]);
+}
+
+/* The wide loads more than one chunk loop reads (what a keep would keep): their bytes and
+ * a chunk's per program, and the most loops reading one. */
+static int count_kept(const stripper *s, int nvalues, int64_t *bytes, int64_t *chunk_bytes,
+                      int64_t *values) {
+  read_count r = {s, SU_NEW_ARRAY(s->a, int, nvalues), 0, SU_NEW_ARRAY(s->a, int, nvalues)};
+  for (int bi = 0; bi < s->nblocks; bi++) {
+    const sm_block *b = &s->blocks[bi];
+    for (int g = 0; g < b->ngroups; g++) {
+      r.tag++;
+      for (int i = b->groups[g].first; i < b->groups[g].end; i++)
+        if (b->group_of[i] == g)
+          for (int k = 0; k < b->ops[i]->noperands; k++) count_tree(&r, b->ops[i]->operands[k]);
+    }
+  }
+  int most = 0;
+  *bytes = *chunk_bytes = *values = 0;
+  for (int bi = 0; bi < s->nblocks; bi++)
+    for (int i = 0; i < s->blocks[bi].nops; i++) {
+      const ir_op *op = s->blocks[bi].ops[i];
+      if (op->opc != IR_LOAD || !is_wide(s, op->results[0]->type)) continue;
+      int n = r.groups[op->results[0]->id];
+      if (n > most) most = n;
+      if (n < 2) continue;
+      const ir_type *t = op->results[0]->type;
+      int64_t eb = ir_dtype_bytes(t->dtype);
+      *bytes += ir_type_numel(t) * eb;
+      *values += ir_type_numel(t);
+      *chunk_bytes += ir_type_numel(t) / s->n * s->chunk * eb;
+    }
+  return most;
+}
+
+/* The grouping of every block (pair_online changes it), to try the rewrite and undo it. */
+typedef struct {
+  sm_group *groups;
+  int ngroups;
+  int *group_of, *max_of;
+  const ir_value **spread_of;
+} block_state;
+
+static block_state *save_blocks(stripper *s) {
+  block_state *st = SU_NEW_ARRAY(s->a, block_state, s->nblocks);
+  for (int i = 0; i < s->nblocks; i++) {
+    sm_block *b = &s->blocks[i];
+    st[i].ngroups = b->ngroups;
+    st[i].groups = su_memdup(s->a, b->groups, sizeof *b->groups * (size_t)(b->nops ? b->nops : 1));
+    st[i].group_of = su_memdup(s->a, b->group_of, sizeof(int) * (size_t)(b->nops ? b->nops : 1));
+    st[i].max_of = su_memdup(s->a, b->max_of, sizeof(int) * (size_t)(b->nops ? b->nops : 1));
+    st[i].spread_of = su_memdup(s->a, b->spread_of, sizeof(ir_value *) * (size_t)(b->nops ? b->nops : 1));
+  }
+  return st;
+}
+
+static void restore_blocks(stripper *s, const block_state *st) {
+  for (int i = 0; i < s->nblocks; i++) {
+    sm_block *b = &s->blocks[i];
+    size_t n = (size_t)(b->nops ? b->nops : 1);
+    b->ngroups = st[i].ngroups;
+    memcpy(b->groups, st[i].groups, sizeof *b->groups * n);
+    memcpy(b->group_of, st[i].group_of, sizeof(int) * n);
+    memcpy(b->max_of, st[i].max_of, sizeof(int) * n);
+    memcpy(b->spread_of, st[i].spread_of, sizeof(ir_value *) * n);
+  }
+  s->online_flops = 0;
+}
+
+static void print_kb(su_buf *b, double bytes) {
+  if (bytes >= 1024 * 1024) su_buf_printf(b, "%.1f MB", bytes / (1024 * 1024));
+  else su_buf_printf(b, "%.0f KB", bytes / 1024);
+}
+
+/* The choice and every option's estimate, as the remark and the IR's note say it. */
+static const char *describe(stripper *s, const pass_keep_cost *c, pass_keep chosen, const char *why) {
+  su_buf b = {0};
+  su_buf_printf(&b, "fuse: keep = %s (%s): ", pass_keep_name(chosen), why);
+  print_kb(&b, (double)c->kept_bytes);
+  su_buf_printf(&b, " per program read by %d loops; %s estimates per program (its machine time at "
+                "full occupancy):", c->reads_recompute, c->arch_used);
+  for (int k = 0; k < PASS_NKEEP; k++) {
+    su_buf_printf(&b, "%s %s ", k ? ";" : "", pass_keep_name((pass_keep)k));
+    bool built = k != PASS_KEEP_CLUSTER;
+    if (k == PASS_KEEP_REGISTERS && !c->avail[k]) {
+      su_buf_printf(&b, "does not fit (%lld values per thread, budget %lld)", (long long)c->values_per_thread,
+                    (long long)c->register_budget);
+      continue;
+    }
+    if (k == PASS_KEEP_ONLINE && !c->avail[k]) {
+      su_buf_puts(&b, "no max/sum pair");
+      continue;
+    }
+    if (k == PASS_KEEP_SMEM && !c->avail[k]) {
+      print_kb(&b, c->smem_bytes);
+      su_buf_puts(&b, " does not fit a block's shared memory");
+      continue;
+    }
+    if (k == PASS_KEEP_CLUSTER && !isfinite(c->seconds[k])) {
+      su_buf_puts(&b, "does not fit or no clusters");
+      continue;
+    }
+    print_kb(&b, c->hbm[k]);
+    su_buf_puts(&b, " HBM + ");
+    print_kb(&b, c->l2[k]);
+    su_buf_printf(&b, " L2, %.3g ns", c->seconds[k] * 1e9);
+    if (k == PASS_KEEP_SMEM) su_buf_printf(&b, " (%d programs/SM)", c->resident_smem);
+    if (!built) su_buf_puts(&b, " (not available yet)");
+  }
+  const char *r = su_strdup(s->m->arena, su_buf_str(&b));
+  su_buf_free(&b);
+  return r;
+}
+
+/* Decides how the values two chunk loops need are kept (m->fuse_keep, or the cost model),
+ * and sets the kernel up for it: pairs for the online rewrite, loads marked for the
+ * shared-memory keep, or nothing (recompute). Says so in a remark and the kernel's note. */
+static void choose_keep(stripper *s, int nvalues) {
+  pass_keep_cost c = {.arch = s->m->arch, .threads = 32 * s->f->num_warps};
+  int64_t values, dummy3;
+  c.reads_recompute = count_kept(s, nvalues, &c.kept_bytes, &c.chunk_bytes, &values);
+  if (c.kept_bytes == 0) return; /* nothing read twice: nothing to keep */
+  block_state *st = save_blocks(s);
+  int saved = 0;
+  for (int i = 0; i < s->nblocks; i++) saved += pair_online(s, &s->blocks[i]);
+  int64_t dummy1, dummy2;
+  c.reads_online = saved ? count_kept(s, nvalues, &dummy1, &dummy2, &dummy3) : 0;
+  if (saved && c.reads_online == 0) c.reads_online = 1;
+  c.online_flops = s->online_flops;
+  c.values_per_thread = values / c.threads;
+  c.register_budget = SM_MAX_PER_THREAD;
+  pass_keep_choose(&c);
+  pass_keep k = c.best;
+  const char *why = "the cost model's choice";
+  switch (s->m->fuse_keep) {
+  case IR_KEEP_RECOMPUTE: k = PASS_KEEP_RECOMPUTE, why = "-ffuse-keep"; break;
+  case IR_KEEP_ONLINE: k = saved ? PASS_KEEP_ONLINE : PASS_KEEP_RECOMPUTE, why = saved ? "-ffuse-keep" : "-ffuse-keep=online, but no max/sum pair"; break;
+  case IR_KEEP_SMEM: k = PASS_KEEP_SMEM, why = "-ffuse-keep"; break;
+  default:
+    if (c.cluster_wins) why = "the cost model's choice; cluster keep not available yet";
+  }
+  if (k != PASS_KEEP_ONLINE) restore_blocks(s, st);
+  s->smem = k == PASS_KEEP_SMEM;
+  const char *note = describe(s, &c, k, why);
+  s->f->note = note;
+  pass_remark(s->m, "fuse", s->f->loc, "kernel '%s': %s", s->f->name, note + 6);
 }
 
 /* ---- rewriting -------------------------------------------------------------------------- */
@@ -654,6 +820,17 @@ static ir_value *chunk_scan(stripper *s, const ir_op *op, ir_value *x) {
 
 static ir_value *chunk_of(stripper *s, ir_value *v);
 
+/* The shared-memory keep: the chunk loops' clones of wide load `id` say so (`keep =
+ * [id, 0]` on the first loop's, which stages each chunk; [id, 1] on the later ones, which
+ * read it back); smemkeep.c makes it so on a GPU target, the interpreter loads as usual. */
+static void mark_kept(stripper *s, ir_op *load, int id) {
+  int *k = SU_NEW_ARRAY(s->m->arena, int, 2);
+  k[0] = id;
+  k[1] = s->loaded[id]++ ? 1 : 0;
+  load->ints = k;
+  load->nints = 2;
+}
+
 /* The chunk loop's copy of an interchanged user loop (interchangeable): the same bounds,
  * its carried tiles' chunks as the inits, its body copied with chunk types (s->src and
  * s->copy route the body's values, scalars included, into the copy). Returns the copy of
@@ -728,7 +905,9 @@ static ir_value *chunk_of(stripper *s, ir_value *v) {
   }
   if (!variant) return s->inv[id] = copy_op(&s->outer, op, opnds, t);
   s->var_of[id] = s->cur;
-  return s->var[id] = carried_scan(op) ? chunk_scan(s, op, opnds[0]) : copy_op(&s->inner, op, opnds, t);
+  s->var[id] = carried_scan(op) ? chunk_scan(s, op, opnds[0]) : copy_op(&s->inner, op, opnds, t);
+  if (op->opc == IR_LOAD && s->smem) mark_kept(s, s->var[id]->def, id);
+  return s->var[id];
 }
 
 /* Whether lane value v beats the running best b of an argmax (max) or argmin: the first
@@ -1006,8 +1185,7 @@ static bool analyze(stripper *s, int nvalues) {
   for (int i = 0; i < s->nblocks; i++) ngroups += s->blocks[i].ngroups;
   /* the order check also says when a wide load feeds nothing (no group at all) */
   if (!memory_order_ok(s, nvalues) || ngroups == 0) return false;
-  if (s->m->fuse_keep == IR_KEEP_AUTO || s->m->fuse_keep == IR_KEEP_ONLINE)
-    for (int i = 0; i < s->nblocks; i++) pair_online(s, &s->blocks[i]);
+  choose_keep(s, nvalues);
   return true;
 }
 
@@ -1021,6 +1199,7 @@ bool pass_fuse(ir_module *m, ir_func *f) {
     s.var_of = SU_NEW_ARRAY(s.a, int, nvalues);
     s.base = SU_NEW_ARRAY(s.a, ir_value *, nvalues);
     s.scan_slot = SU_NEW_ARRAY(s.a, int, nvalues);
+    s.loaded = SU_NEW_ARRAY(s.a, int, nvalues);
     scan_find q = {&s, 0, SU_NEW_ARRAY(s.a, int, nvalues), SU_NEW_ARRAY(s.a, ir_op *, nvalues), 0};
     for (int bi = 0; bi < s.nblocks; bi++) {
       s.b = &s.blocks[bi];
