@@ -38,15 +38,14 @@
  * depend on c0 (splats, constants, the arange base) are built once before the first loop
  * of their block that needs them.
  *
- * Keep or recompute. A value needed by two groups (softmax's x: max, sum, normalize) is
- * always recomputed: reloaded and its producers re-run in the later loop. Registers
- * cannot keep it (that is why we strip-mine); shared memory could: 228 KB on H200 holds
- * about 57k f32, so a row of N <= ~48k f32 per CTA (leaving room for the reductions)
- * could be staged once and read back at shared-memory bandwidth instead of re-reading
- * global memory (L2 usually hits for a row this small). That keep path pays when the
- * producers are expensive or the loads are not L2-resident, and costs occupancy (one CTA
- * per SM at 128 KB). It is not implemented: recomputation needs no barrier and suits the
- * bandwidth-bound kernels this pass targets (docs/passes.md).
+ * Keep or recompute. A wide load two loops read (softmax's x: max, sum, normalize) is
+ * recomputed (reloaded, its producers re-run), kept in shared memory (mark_kept: the
+ * loads say so, smemkeep.c stages them on a GPU target), or, for a max and a sum of
+ * exponentials of it, not read twice: the online rewrite (pair_online, online_step)
+ * fuses the two loops into one carrying each lane's running max and rescaled sum. Which
+ * one is m->fuse_keep's, or the cost model's (fusecost.c) on the target's bandwidths and
+ * shared memory; choose_keep says it in a -Rpass remark and the kernel's note
+ * (docs/passes.md, "Keep or recompute").
  *
  * Memory order. Re-running a load is exact only if its memory has not changed since the
  * original load: a wide load is recomputed in a loop only when no store or atomic lies
