@@ -332,6 +332,14 @@ def launch_softmax(ins, y):
         softmax_kernel[(r,)](x, y, x.stride(0), n, BLOCK=block, num_warps=warps_for(block))
 
 
+def launch_softmax_chunked(ins, y):
+    """Triton's best hand-written kernel for rows too wide for one tile: the chunked online
+    softmax (two passes over x), the anchor of tk's one-tile rows (issue 10)."""
+    (x,) = ins
+    r, n = x.shape
+    softmax_online_kernel[(r,)](x, y, x.stride(0), n, BLOCK=4096, num_warps=8)
+
+
 def norm_inputs(with_bias):
     def make(r, n):
         x = rand((r, n), torch.float16)
@@ -524,6 +532,12 @@ def measure_all():
     for r, n in ((4096, 1024), (4096, 4096), (8192, 8192), (1024, 131072)):
         guard(f"softmax f32 {r}x{n}",
               lambda r=r, n=n: rows("softmax", r, n, launch_softmax,
+                                    lambda x: torch.softmax(x, dim=-1),
+                                    lambda r, n: (rand((r, n), torch.float32),), 1e-5))
+    # issue 10: tk's softmax written as one logical tile against Triton's chunked kernel
+    for r, n in ((4096, 32768), (1024, 131072)):
+        guard(f"softmax f32 {r}x{n} one tile",
+              lambda r=r, n=n: rows("softmax", r, n, launch_softmax_chunked,
                                     lambda x: torch.softmax(x, dim=-1),
                                     lambda r, n: (rand((r, n), torch.float32),), 1e-5))
     # 4096 (one tile a row) and 16384 (wider than a thread's registers: fuse's chunk loops)

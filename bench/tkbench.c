@@ -103,6 +103,15 @@ static const workload workloads[] = {
   {"softmax f32 1024x131072", "softmax_online.tk", "softmax_online", 4096, true, 1024, 131072,
    8.0 * 1024 * 131072, CHECK_SOFTMAX, 4,
    {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}, 0},
+  /* issue 10's rows: softmax written as one logical tile (arange(0, N), no user loop);
+   * fuse cuts it into chunk loops and its cost model picks how x is kept (the online
+   * rewrite for both: x read twice, tkc -Rpass=fuse says why) */
+  {"softmax f32 4096x32768 one tile", "softmax.tk", "softmax", 32768, true, 4096, 32768,
+   8.0 * 4096 * 32768, CHECK_SOFTMAX, 4,
+   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}, 0},
+  {"softmax f32 1024x131072 one tile", "softmax.tk", "softmax", 131072, true, 1024, 131072,
+   8.0 * 1024 * 131072, CHECK_SOFTMAX, 4,
+   {{W_IN, TK_F32, Z_MAT}, {W_OUT, TK_F32, Z_MAT}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}}, 0},
   {"layernorm f16 8192x4096", "layernorm.tk", "layernorm", 4096, true, 8192, 4096,
    4.0 * 8192 * 4096, CHECK_NONE, 9,
    {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_IN, TK_F16, Z_N},

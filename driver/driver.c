@@ -65,6 +65,7 @@ static pass_options pass_opts(const drv_options *o) {
       .only = o->only_passes,
       .time_passes = o->time_passes,
       .no_fuse = o->no_fuse,
+      .fuse_keep = o->fuse_keep,
       .log = o->log,
       .fp_contract = o->fp_contract,
   };
@@ -74,8 +75,9 @@ static pass_options pass_opts(const drv_options *o) {
 bool drv_optimize(ir_module *m, const drv_options *o, su_diags *d) {
   m->arch = o->arch;
   pass_options po = pass_opts(o);
-  po.remarks = o->remark_missed ? d : NULL;
+  po.remarks = o->remark_missed || o->remark_done ? d : NULL;
   po.remark_passes = o->remark_missed;
+  po.remark_done_passes = o->remark_done;
   return pass_run(m, &po, d);
 }
 

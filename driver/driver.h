@@ -46,6 +46,9 @@ typedef struct {
                                they leave unchanged; NULL: none */
   bool no_fuse;             /* -fno-fuse: materialize every op's result (the unfused
                                baseline) instead of fusing (pass_options.no_fuse) */
+  int fuse_keep;            /* -ffuse-keep=: an ir_keep (0: fuse's cost model decides) */
+  const char *remark_done;  /* -Rpass=LIST: passes that also say what they did (fuse's keep
+                               choice and its estimates); NULL: none */
 } drv_options;
 
 /* Sets o to the defaults (target.h): no defines, TG_DEFAULT_OPT_LEVEL, TG_DEFAULT_ARCH,

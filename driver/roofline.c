@@ -306,16 +306,14 @@ void drv_roofline_kernel(const ir_func *f, const char *arch, const unsigned grid
   double footprint;
   cost k = kernel_cost(&c, &footprint);
   double programs = (double)grid[0] * grid[1] * grid[2];
-  /* Re-reads hit L2 when what the resident programs re-read fits in it. Resident: a full
-   * SM holds 2048 threads; the register and shared-memory limits are ignored. */
-  double threads = 32.0 * (f->num_warps > 0 ? f->num_warps : 1);
-  double per_sm = 2048.0 / threads < 1 ? 1 : (double)(int)(2048.0 / threads);
+  /* Re-reads hit L2 when what the resident programs re-read fits in it. Resident: as the
+   * thread and block limits of an SM allow (registers and shared memory ignored). */
+  double per_sm = tg_resident_per_sm(t, 32 * (f->num_warps > 0 ? f->num_warps : 1), 0);
   double resident = programs < t->sms * per_sm ? programs : t->sms * per_sm;
   out->reread_footprint = footprint * resident;
-  /* the share of the re-read data still in L2 when it is read again (LRU over a window
-   * larger than L2 keeps about that much of it) */
-  out->reread_hit = k.reread <= 0 ? 0
-                    : out->reread_footprint <= t->l2_bytes ? 1 : t->l2_bytes / out->reread_footprint;
+  /* the share of the re-read data still in L2 when it is read again (tg_l2_hit: the rule
+   * fusion's cost model uses too) */
+  out->reread_hit = k.reread <= 0 ? 0 : tg_l2_hit(t, out->reread_footprint);
   out->hbm_bytes = (k.hbm + (1 - out->reread_hit) * k.reread) * programs;
   out->xprog_bytes = k.xprog * programs;
   out->l2_bytes = (k.xprog + out->reread_hit * k.reread) * programs;

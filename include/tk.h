@@ -113,6 +113,16 @@ typedef struct {
 /* The input precision of an f32 dot (Triton's input_precision): TK_DOT_DEFAULT is tf32. */
 typedef enum { TK_DOT_DEFAULT = 0, TK_DOT_TF32, TK_DOT_IEEE, TK_DOT_TF32X3 } tk_dot_precision;
 
+/* How fusion keeps a wide value two of its chunk loops need (tkc -ffuse-keep=): its cost
+ * model's choice (TK_FUSE_KEEP_AUTO), or forced: recomputed (reloaded), the online rewrite
+ * for max/sum pairs (one loop, the documented reassociation), or staged in shared memory. */
+typedef enum {
+  TK_FUSE_KEEP_AUTO = 0,
+  TK_FUSE_KEEP_RECOMPUTE,
+  TK_FUSE_KEEP_ONLINE,
+  TK_FUSE_KEEP_SMEM
+} tk_fuse_keep;
+
 typedef struct {
   const tk_define *defines;
   int ndefines;
@@ -127,6 +137,8 @@ typedef struct {
                           (tkc -ffp-contract=fast); 0: never */
   int no_fuse;         /* 1: as tkc -fno-fuse, every op's result goes through global scratch
                           memory (the unfused baseline; launches allocate the scratch) */
+  tk_fuse_keep fuse_keep; /* as tkc -ffuse-keep=: how fusion keeps a value two of its loops
+                          need (docs/passes.md, "Keep or recompute"); 0: its cost model */
 } tk_compile_options;
 
 /* Compiles .tk source text. name is used in diagnostics (e.g. "softmax.tk"). opts may be

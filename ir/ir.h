@@ -258,6 +258,10 @@ typedef struct ir_func {
    * Set for integer and pointer parameters only. The JIT sets them per argument signature
    * (Triton's specialization), tkc from --specialize; codegen relies on them. */
   int *param_div;
+  /* What a pass decided that the IR itself does not show (fuse's keep-or-recompute choice
+   * and the estimated bytes of each option), printed `note("...")` after the kernel's
+   * launch attributes; NULL: nothing. */
+  const char *note;
 } ir_func;
 
 struct ir_module {
@@ -274,10 +278,25 @@ struct ir_module {
   const su_source *src;
   su_diags *remarks;
   const char *remark_passes;
+  /* -Rpass: the passes (comma-separated, or "all") that also say what they did (fuse's
+   * keep choice); NULL: none. Not printed. */
+  const char *remark_done_passes;
+  /* How fuse keeps a value two chunk loops need (ir_keep; pass_options.fuse_keep for the
+   * run). Not printed. */
+  int fuse_keep;
   ir_func **funcs;
   int nfuncs, capfuncs;
   void *types; /* interning tables (private to types.c) */
 };
+
+/* How fuse keeps a wide value that two chunk loops need (-ffuse-keep=, docs/passes.md
+ * "Keep or recompute"): chosen by its cost model, or forced. */
+typedef enum {
+  IR_KEEP_AUTO = 0,  /* the cost model's choice */
+  IR_KEEP_RECOMPUTE, /* reload it and re-run its producers in each later loop */
+  IR_KEEP_ONLINE,    /* max/sum pairs: one loop with the online rescaling; others recompute */
+  IR_KEEP_SMEM,      /* the first loop stages it in shared memory; later loops read it back */
+} ir_keep;
 
 /* ---- building ------------------------------------------------------------------------- */
 

@@ -684,6 +684,14 @@ static void parse_kernel(parser *p) {
     next(p);
     parse_bindings(p, f);
   }
+  if (is_word(p, "note")) {
+    next(p);
+    expect_punct(p, '(');
+    if (p->tok.kind != IRT_STRING) fail_at(p, p->tok.loc, "expected a string, found %s", describe(&p->tok));
+    f->note = p->tok.text;
+    next(p);
+    expect_punct(p, ')');
+  }
   f->loc = parse_loc_opt(p);
   expect_punct(p, '{');
   parse_block_body(p, f->body);

@@ -226,6 +226,11 @@ static void print_func(su_buf *b, ir_func *f) {
     }
     su_buf_puts(b, ")");
   }
+  if (f->note) {
+    su_buf_puts(b, " note(");
+    print_string(b, f->note);
+    su_buf_puts(b, ")");
+  }
   print_loc(b, f->loc);
   su_buf_puts(b, " {\n");
   print_block(b, f->body, 2);

@@ -89,6 +89,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax ftz = {IR_MOD_FTZ, 0, {{0}}};
   static const ir_syntax likely = {IR_MOD_LIKELY, 0, {{0}}};
   static const ir_syntax cache = {IR_MOD_CACHE, 0, {{0}}};
+  static const ir_syntax kept = {IR_MOD_CACHE, 1, {{"keep", IR_SLOT_INTS}}};
   static const ir_syntax wspec = {IR_MOD_NONE, 2, {{"producer_warps", IR_SLOT_ATTR}, {"regs", IR_SLOT_INTS}}};
   switch (op) {
   case IR_CONST: return &konst;
@@ -103,7 +104,8 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_ARGREDUCE:
   case IR_SCAN: return &reduce;
   case IR_ATOMIC: case IR_SMEM_ATOMIC: return &atomic;
-  case IR_LOAD: case IR_STORE: return &cache;
+  case IR_LOAD: return &kept;
+  case IR_STORE: return &cache;
   case IR_PRINT: return &prefix;
   case IR_ASSERT: return &msg;
   case IR_TENSOR_MAP: return &tmap;

@@ -441,6 +441,8 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
     check_access(v, op, r, 1);
     if (op->noperands == 3 && op->operands[2]->type != r) ir_verr(v, op, "'other' must have the result type %s", ir_vts(v, r));
     check_hints(v, op);
+    if (op->ints && (op->nints != 2 || op->ints[0] < 0 || op->ints[1] < 0 || op->ints[1] > 1))
+      ir_verr(v, op, "keep must be [id, 0 (stages its chunk) or 1 (reads it back)]");
     return;
   case IR_STORE:
     check_access(v, op, op->operands[1]->type, 2);

@@ -38,15 +38,14 @@
  * depend on c0 (splats, constants, the arange base) are built once before the first loop
  * of their block that needs them.
  *
- * Keep or recompute. A value needed by two groups (softmax's x: max, sum, normalize) is
- * always recomputed: reloaded and its producers re-run in the later loop. Registers
- * cannot keep it (that is why we strip-mine); shared memory could: 228 KB on H200 holds
- * about 57k f32, so a row of N <= ~48k f32 per CTA (leaving room for the reductions)
- * could be staged once and read back at shared-memory bandwidth instead of re-reading
- * global memory (L2 usually hits for a row this small). That keep path pays when the
- * producers are expensive or the loads are not L2-resident, and costs occupancy (one CTA
- * per SM at 128 KB). It is not implemented: recomputation needs no barrier and suits the
- * bandwidth-bound kernels this pass targets (docs/passes.md).
+ * Keep or recompute. A wide load two loops read (softmax's x: max, sum, normalize) is
+ * recomputed (reloaded, its producers re-run), kept in shared memory (mark_kept: the
+ * loads say so, smemkeep.c stages them on a GPU target), or, for a max and a sum of
+ * exponentials of it, not read twice: the online rewrite (pair_online, online_step)
+ * fuses the two loops into one carrying each lane's running max and rescaled sum. Which
+ * one is m->fuse_keep's, or the cost model's (fusecost.c) on the target's bandwidths and
+ * shared memory; choose_keep says it in a -Rpass remark and the kernel's note
+ * (docs/passes.md, "Keep or recompute").
  *
  * Memory order. Re-running a load is exact only if its memory has not changed since the
  * original load: a wide load is recomputed in a loop only when no store or atomic lies
@@ -74,10 +73,11 @@
 #define SM_MAX_STR "32"
 enum { SM_CHUNK_PER_THREAD = 16 };
 
-/* One loop of the rewrite: its roots are the ops of [first, at) of its block marked with
- * its index; the loop goes before ops[at] (the end of the block when at == nops). */
+/* One loop of the rewrite: its roots are the ops of [first, end) of its block marked with
+ * its index; the loop goes before ops[at] (the end of the block when at == nops). end is at
+ * but for a loop that took over the online sums of the next group (pair_online): theirs. */
 typedef struct {
-  int first, at;
+  int first, end, at;
 } sm_group;
 
 /* One block of the kernel (its body, a loop body, a branch), read in order. */
@@ -87,6 +87,8 @@ typedef struct {
   int nops;
   int *group_of; /* op index -> the group that runs it as a root, or -1 */
   bool *writes;  /* op index -> the op stores or does atomics (nested ones included) */
+  int *max_of;   /* op index of an online sum -> that of the max it is rescaled by, or -1 */
+  const ir_value **spread_of; /* op index of an online sum -> the max spread to the wide tile */
   sm_group *groups;
   int ngroups;
 } sm_block;
@@ -110,6 +112,9 @@ typedef struct {
   int cur;         /* the number of the loop being emitted (from 1, unique in the kernel) */
   ir_value **accs; /* the values the current loop yields */
   ir_builder outer, inner;
+  bool smem;       /* keep in shared memory: mark the chunk loops' loads (mark_kept) */
+  int64_t online_flops; /* what the online rewrite adds (pair_online) */
+  int *loaded;     /* value id of a wide load -> how many chunk loops have loaded it */
   const ir_block *src; /* the body of a user loop being copied into the chunk loop, or NULL */
   ir_builder copy;     /* where its copy goes */
 } stripper;
@@ -337,7 +342,7 @@ static void form_groups(stripper *s, sm_block *b) {
   int open = -1;
   for (int i = 0; i < b->nops; i++) {
     if (open >= 0 && closes_group(s, b, open, i)) {
-      b->groups[open].at = i;
+      b->groups[open].at = b->groups[open].end = i;
       open = -1;
     }
     if (!is_root(s, b->ops[i])) continue;
@@ -347,7 +352,7 @@ static void form_groups(stripper *s, sm_block *b) {
     }
     b->group_of[i] = open;
   }
-  if (open >= 0) b->groups[open].at = b->nops;
+  if (open >= 0) b->groups[open].at = b->groups[open].end = b->nops;
 }
 
 /* Reads block blk's ops into b and forms its groups. */
@@ -357,10 +362,12 @@ static void read_block(stripper *s, sm_block *b, ir_block *blk) {
   b->ops = SU_NEW_ARRAY(s->a, ir_op *, b->nops);
   b->group_of = SU_NEW_ARRAY(s->a, int, b->nops);
   b->writes = SU_NEW_ARRAY(s->a, bool, b->nops);
+  b->max_of = SU_NEW_ARRAY(s->a, int, b->nops);
+  b->spread_of = SU_NEW_ARRAY(s->a, const ir_value *, b->nops);
   int i = 0;
   for (ir_op *op = blk->first; op; op = op->next, i++) {
     b->ops[i] = op;
-    b->group_of[i] = -1;
+    b->group_of[i] = b->max_of[i] = -1;
     for (int k = 0; k < op->nresults; k++) s->pos[op->results[k]->id] = i;
     b->writes[i] = is_write_op(op);
     for (int r = 0; r < op->nregions; r++) ir_walk(op->regions[r], find_write, &b->writes[i]);
@@ -442,6 +449,266 @@ static bool memory_order_ok(const stripper *s, int nvalues) {
                        "be re-run after the store or atomic at line %u, which may have changed "
                        "its memory", s->f->name, c.bad_write->loc.line);
   return c.ok;
+}
+
+/* ---- the online rewrite of max/sum pairs ------------------------------------------------- */
+
+/* Whether the wide tile w spreads m along the last axis: splat(m) of a scalar, or
+ * broadcast(expand_dims(m, 1)) of a tile of rows. */
+static bool spreads(const ir_value *w, const ir_value *m) {
+  const ir_op *d = w->def;
+  if (!d) return false;
+  if (d->opc == IR_SPLAT) return d->operands[0] == m;
+  const ir_op *e = d->opc == IR_BROADCAST ? d->operands[0]->def : NULL;
+  return e && e->opc == IR_EXPAND_DIMS && e->attr2 == 1 && e->operands[0] == m;
+}
+
+/* Whether v is computed before ops[at] of block b by no root of group g: defined in an
+ * enclosing block, a block argument, or earlier in b (the roots of g are before `at` but
+ * are not final inside g's loop). */
+static bool ready_before(const stripper *s, const sm_block *b, int g, const ir_value *v, int at) {
+  if (!v->def || v->def->parent != b->blk) return true;
+  int i = s->pos[v->id];
+  return i < at && b->group_of[i] != g;
+}
+
+/* A lane-uniform factor: a constant, or a splat of a scalar ready before ops[at]. */
+static bool uniform_factor(const stripper *s, const sm_block *b, int g, const ir_value *u, int at) {
+  const ir_op *d = u->def;
+  if (!d) return false;
+  return d->opc == IR_CONST || (d->opc == IR_SPLAT && ready_before(s, b, g, d->operands[0], at));
+}
+
+/* The online form of sum root `sum` against the max roots of group g (whose loop goes
+ * before ops[at]): sum(E) with E = exp(D) or exp2(D), D = x - M or (x - M) * u (u on
+ * either side, lane-uniform), M the max of x spread along the last axis. Each term is
+ * then exp(k (x - m)) for one k, so changing m to m' multiplies it by exp(k (m - m')):
+ * D with x := m and M := m', which is what the rewrite computes. Returns the op index of
+ * the max (its spread in *mw), or -1. */
+static int online_max(const stripper *s, const sm_block *b, int g, const ir_op *sum, int at,
+                      const ir_value **mw) {
+  if (sum->opc != IR_REDUCE || sum->attr != IR_RED_SUM || !is_reduction(sum)) return -1;
+  const ir_op *e = sum->operands[0]->def;
+  if (!e || (e->opc != IR_EXP && e->opc != IR_EXP2) || !ir_dtype_is_float(e->results[0]->type->dtype))
+    return -1;
+  const ir_op *d = e->operands[0]->def, *sub = d;
+  if (d && d->opc == IR_MUL) {
+    sub = NULL;
+    for (int k = 0; k < 2 && !sub; k++)
+      if (d->operands[k]->def && d->operands[k]->def->opc == IR_SUB &&
+          uniform_factor(s, b, g, d->operands[1 - k], at))
+        sub = d->operands[k]->def;
+  }
+  if (!sub || sub->opc != IR_SUB) return -1;
+  const ir_value *x = sub->operands[0], *w = sub->operands[1];
+  const ir_op *wd = w->def;
+  if (!wd || (wd->opc != IR_SPLAT && wd->opc != IR_BROADCAST)) return -1;
+  const ir_op *ed = wd->opc == IR_BROADCAST ? wd->operands[0]->def : NULL;
+  if (wd->opc == IR_BROADCAST && (!ed || ed->opc != IR_EXPAND_DIMS)) return -1;
+  const ir_value *m = ed ? ed->operands[0] : wd->operands[0];
+  if (!spreads(w, m) || !m->def || m->def->parent != b->blk) return -1;
+  int j = s->pos[m->id];
+  const ir_op *mx = b->ops[j];
+  if (b->group_of[j] != g || mx->opc != IR_REDUCE || mx->attr != IR_RED_MAX || mx->operands[0] != x)
+    return -1;
+  *mw = w;
+  return j;
+}
+
+/* Fuses, in block b, each group whose roots are all online sums (online_max) into the
+ * group before it, the one computing their max: one loop carrying, per lane, the running
+ * max and the running sum rescaled to it. The sums' loads move up to that loop; no store
+ * or atomic may lie between its place and theirs. Returns how many loops it saved. */
+static int pair_online(stripper *s, sm_block *b) {
+  int saved = 0;
+  for (int g = 0; g + 1 < b->ngroups;) {
+    sm_group *a = &b->groups[g], *n = &b->groups[g + 1];
+    bool ok = true;
+    for (int q = a->at; ok && q < n->at; q++) ok = !b->writes[q];
+    const ir_value *mw;
+    for (int i = n->first; ok && i < n->end; i++)
+      if (b->group_of[i] == g + 1) ok = online_max(s, b, g, b->ops[i], a->at, &mw) >= 0;
+    if (!ok) {
+      g++;
+      continue;
+    }
+    for (int i = n->first; i < n->end; i++)
+      if (b->group_of[i] == g + 1) {
+        b->max_of[i] = online_max(s, b, g, b->ops[i], a->at, &mw);
+        s->online_flops += 7 * ir_type_numel(mw->type); /* a second exp, the rescale, selects */
+        b->spread_of[i] = mw;
+        b->group_of[i] = g;
+      }
+    a->end = n->end;
+    for (int k = g + 1; k + 1 < b->ngroups; k++) b->groups[k] = b->groups[k + 1];
+    b->ngroups--;
+    for (int i = 0; i < b->nops; i++)
+      if (b->group_of[i] > g) b->group_of[i]--;
+    saved++;
+  }
+  return saved;
+}
+
+
+/* ---- keep or recompute ------------------------------------------------------------------- */
+
+typedef struct {
+  const stripper *s;
+  int *seen, tag;
+  int *groups; /* value id of a wide load -> how many chunk loops read it */
+} read_count;
+
+static void count_tree(read_count *r, const ir_value *v) {
+  if (!is_wide(r->s, v->type) || !v->def || r->seen[v->id] == r->tag) return;
+  r->seen[v->id] = r->tag;
+  if (v->def->opc == IR_LOAD) r->groups[v->id]++;
+  if (v->def->opc == IR_FOR) return; /* an interchanged loop: re-run whole, not kept */
+  for (int k = 0; k < v->def->noperands; k++) count_tree(r, v->def->operands[k]);
+}
+
+/* The wide loads more than one chunk loop reads (what a keep would keep): their bytes and
+ * a chunk's per program, and the most loops reading one. */
+static int count_kept(const stripper *s, int nvalues, int64_t *bytes, int64_t *chunk_bytes,
+                      int64_t *values) {
+  read_count r = {s, SU_NEW_ARRAY(s->a, int, nvalues), 0, SU_NEW_ARRAY(s->a, int, nvalues)};
+  for (int bi = 0; bi < s->nblocks; bi++) {
+    const sm_block *b = &s->blocks[bi];
+    for (int g = 0; g < b->ngroups; g++) {
+      r.tag++;
+      for (int i = b->groups[g].first; i < b->groups[g].end; i++)
+        if (b->group_of[i] == g)
+          for (int k = 0; k < b->ops[i]->noperands; k++) count_tree(&r, b->ops[i]->operands[k]);
+    }
+  }
+  int most = 0;
+  *bytes = *chunk_bytes = *values = 0;
+  for (int bi = 0; bi < s->nblocks; bi++)
+    for (int i = 0; i < s->blocks[bi].nops; i++) {
+      const ir_op *op = s->blocks[bi].ops[i];
+      if (op->opc != IR_LOAD || !is_wide(s, op->results[0]->type)) continue;
+      int n = r.groups[op->results[0]->id];
+      if (n > most) most = n;
+      if (n < 2) continue;
+      const ir_type *t = op->results[0]->type;
+      int64_t eb = ir_dtype_bytes(t->dtype);
+      *bytes += ir_type_numel(t) * eb;
+      *values += ir_type_numel(t);
+      *chunk_bytes += ir_type_numel(t) / s->n * s->chunk * eb;
+    }
+  return most;
+}
+
+/* The grouping of every block (pair_online changes it), to try the rewrite and undo it. */
+typedef struct {
+  sm_group *groups;
+  int ngroups;
+  int *group_of, *max_of;
+  const ir_value **spread_of;
+} block_state;
+
+static block_state *save_blocks(stripper *s) {
+  block_state *st = SU_NEW_ARRAY(s->a, block_state, s->nblocks);
+  for (int i = 0; i < s->nblocks; i++) {
+    sm_block *b = &s->blocks[i];
+    st[i].ngroups = b->ngroups;
+    st[i].groups = su_memdup(s->a, b->groups, sizeof *b->groups * (size_t)(b->nops ? b->nops : 1));
+    st[i].group_of = su_memdup(s->a, b->group_of, sizeof(int) * (size_t)(b->nops ? b->nops : 1));
+    st[i].max_of = su_memdup(s->a, b->max_of, sizeof(int) * (size_t)(b->nops ? b->nops : 1));
+    st[i].spread_of = su_memdup(s->a, b->spread_of, sizeof(ir_value *) * (size_t)(b->nops ? b->nops : 1));
+  }
+  return st;
+}
+
+static void restore_blocks(stripper *s, const block_state *st) {
+  for (int i = 0; i < s->nblocks; i++) {
+    sm_block *b = &s->blocks[i];
+    size_t n = (size_t)(b->nops ? b->nops : 1);
+    b->ngroups = st[i].ngroups;
+    memcpy(b->groups, st[i].groups, sizeof *b->groups * n);
+    memcpy(b->group_of, st[i].group_of, sizeof(int) * n);
+    memcpy(b->max_of, st[i].max_of, sizeof(int) * n);
+    memcpy(b->spread_of, st[i].spread_of, sizeof(ir_value *) * n);
+  }
+  s->online_flops = 0;
+}
+
+static void print_kb(su_buf *b, double bytes) {
+  if (bytes >= 1024 * 1024) su_buf_printf(b, "%.1f MB", bytes / (1024 * 1024));
+  else su_buf_printf(b, "%.0f KB", bytes / 1024);
+}
+
+/* The choice and every option's estimate, as the remark and the IR's note say it. */
+static const char *describe(stripper *s, const pass_keep_cost *c, pass_keep chosen, const char *why) {
+  su_buf b = {0};
+  su_buf_printf(&b, "fuse: keep = %s (%s): ", pass_keep_name(chosen), why);
+  print_kb(&b, (double)c->kept_bytes);
+  su_buf_printf(&b, " per program read by %d loops; %s estimates per program (its machine time at "
+                "full occupancy):", c->reads_recompute, c->arch_used);
+  for (int k = 0; k < PASS_NKEEP; k++) {
+    su_buf_printf(&b, "%s %s ", k ? ";" : "", pass_keep_name((pass_keep)k));
+    bool built = k != PASS_KEEP_CLUSTER;
+    if (k == PASS_KEEP_REGISTERS && !c->avail[k]) {
+      su_buf_printf(&b, "does not fit (%lld values per thread, budget %lld)", (long long)c->values_per_thread,
+                    (long long)c->register_budget);
+      continue;
+    }
+    if (k == PASS_KEEP_ONLINE && !c->avail[k]) {
+      su_buf_puts(&b, "no max/sum pair");
+      continue;
+    }
+    if (k == PASS_KEEP_SMEM && !c->avail[k]) {
+      print_kb(&b, c->smem_bytes);
+      su_buf_puts(&b, " does not fit a block's shared memory");
+      continue;
+    }
+    if (k == PASS_KEEP_CLUSTER && !isfinite(c->seconds[k])) {
+      su_buf_puts(&b, "does not fit or no clusters");
+      continue;
+    }
+    print_kb(&b, c->hbm[k]);
+    su_buf_puts(&b, " HBM + ");
+    print_kb(&b, c->l2[k]);
+    su_buf_printf(&b, " L2, %.3g ns", c->seconds[k] * 1e9);
+    if (k == PASS_KEEP_SMEM) su_buf_printf(&b, " (%d programs/SM)", c->resident_smem);
+    if (!built) su_buf_puts(&b, " (not available yet)");
+  }
+  const char *r = su_strdup(s->m->arena, su_buf_str(&b));
+  su_buf_free(&b);
+  return r;
+}
+
+/* Decides how the values two chunk loops need are kept (m->fuse_keep, or the cost model),
+ * and sets the kernel up for it: pairs for the online rewrite, loads marked for the
+ * shared-memory keep, or nothing (recompute). Says so in a remark and the kernel's note. */
+static void choose_keep(stripper *s, int nvalues) {
+  pass_keep_cost c = {.arch = s->m->arch, .threads = 32 * s->f->num_warps};
+  int64_t values, dummy3;
+  c.reads_recompute = count_kept(s, nvalues, &c.kept_bytes, &c.chunk_bytes, &values);
+  if (c.kept_bytes == 0) return; /* nothing read twice: nothing to keep */
+  block_state *st = save_blocks(s);
+  int saved = 0;
+  for (int i = 0; i < s->nblocks; i++) saved += pair_online(s, &s->blocks[i]);
+  int64_t dummy1, dummy2;
+  c.reads_online = saved ? count_kept(s, nvalues, &dummy1, &dummy2, &dummy3) : 0;
+  if (saved && c.reads_online == 0) c.reads_online = 1;
+  c.online_flops = s->online_flops;
+  c.values_per_thread = values / c.threads;
+  c.register_budget = SM_MAX_PER_THREAD;
+  pass_keep_choose(&c);
+  pass_keep k = c.best;
+  const char *why = "the cost model's choice";
+  switch (s->m->fuse_keep) {
+  case IR_KEEP_RECOMPUTE: k = PASS_KEEP_RECOMPUTE, why = "-ffuse-keep"; break;
+  case IR_KEEP_ONLINE: k = saved ? PASS_KEEP_ONLINE : PASS_KEEP_RECOMPUTE, why = saved ? "-ffuse-keep" : "-ffuse-keep=online, but no max/sum pair"; break;
+  case IR_KEEP_SMEM: k = PASS_KEEP_SMEM, why = "-ffuse-keep"; break;
+  default:
+    if (c.cluster_wins) why = "the cost model's choice; cluster keep not available yet";
+  }
+  if (k != PASS_KEEP_ONLINE) restore_blocks(s, st);
+  s->smem = k == PASS_KEEP_SMEM;
+  const char *note = describe(s, &c, k, why);
+  s->f->note = note;
+  pass_remark(s->m, "fuse", s->f->loc, "kernel '%s': %s", s->f->name, note + 6);
 }
 
 /* ---- rewriting -------------------------------------------------------------------------- */
@@ -552,6 +819,17 @@ static ir_value *chunk_scan(stripper *s, const ir_op *op, ir_value *x) {
 
 static ir_value *chunk_of(stripper *s, ir_value *v);
 
+/* The shared-memory keep: the chunk loops' clones of wide load `id` say so (`keep =
+ * [id, 0]` on the first loop's, which stages each chunk; [id, 1] on the later ones, which
+ * read it back); smemkeep.c makes it so on a GPU target, the interpreter loads as usual. */
+static void mark_kept(stripper *s, ir_op *load, int id) {
+  int *k = SU_NEW_ARRAY(s->m->arena, int, 2);
+  k[0] = id;
+  k[1] = s->loaded[id]++ ? 1 : 0;
+  load->ints = k;
+  load->nints = 2;
+}
+
 /* The chunk loop's copy of an interchanged user loop (interchangeable): the same bounds,
  * its carried tiles' chunks as the inits, its body copied with chunk types (s->src and
  * s->copy route the body's values, scalars included, into the copy). Returns the copy of
@@ -626,7 +904,9 @@ static ir_value *chunk_of(stripper *s, ir_value *v) {
   }
   if (!variant) return s->inv[id] = copy_op(&s->outer, op, opnds, t);
   s->var_of[id] = s->cur;
-  return s->var[id] = carried_scan(op) ? chunk_scan(s, op, opnds[0]) : copy_op(&s->inner, op, opnds, t);
+  s->var[id] = carried_scan(op) ? chunk_scan(s, op, opnds[0]) : copy_op(&s->inner, op, opnds, t);
+  if (op->opc == IR_LOAD && s->smem) mark_kept(s, s->var[id]->def, id);
+  return s->var[id];
 }
 
 /* Whether lane value v beats the running best b of an argmax (max) or argmin: the first
@@ -693,6 +973,55 @@ static void find_scans(scan_find *q, const ir_value *v) {
  * over the uses of the original ones. A reduction carries one accumulator tile of a
  * chunk's shape; an argmax or argmin two (the running best value and its index); a scan
  * its running total. */
+/* The exponential term E of an online sum (online_max) rebuilt on chunks with x := a and
+ * the spread max M := mm (both of the chunk's shape), at b; its lane-uniform factors are
+ * chunk clones built before the loop. */
+static ir_value *online_term(stripper *s, ir_builder *b, const ir_value *v, const ir_value *x,
+                             const ir_value *mw, ir_value *a, ir_value *mm) {
+  if (v == x) return a;
+  if (v == mw) return mm;
+  const ir_op *op = v->def;
+  if (op->opc == IR_CONST || op->opc == IR_SPLAT) return chunk_of(s, (ir_value *)v);
+  ir_value *opnds[2];
+  for (int k = 0; k < op->noperands; k++) opnds[k] = online_term(s, b, op->operands[k], x, mw, a, mm);
+  return copy_op(b, op, opnds, a->type);
+}
+
+/* One chunk's step of online sum op (its spread max mw) in the loop body: with the lane's
+ * running max going from m0 to m1 (the max's accumulator before and after this chunk) and
+ * its running sum s0,
+ *   s1 = (m0 == m1 ? s0 : s0 * E(m0, m1')) + E(x, m1'),  m1' = (m1 == -inf ? 0 : m1)
+ * so that a lane whose values so far are all -inf (masked) keeps 0 instead of the NaN of
+ * exp(-inf - -inf), and a lane whose max did not grow is not rescaled (no rounding). */
+static ir_value *online_step(stripper *s, const ir_op *op, const ir_value *xw, const ir_value *mw,
+                             ir_value *m0, ir_value *m1, ir_value *s0, ir_value *x) {
+  const ir_value *e = op->operands[0];
+  ir_builder at = s->inner;
+  at.loc = op->loc;
+  const ir_type *t = x->type;
+  ir_value *ninf = ir_const_float(&s->outer, t, -INFINITY), *zero = ir_const_float(&s->outer, t, 0.0);
+  ir_value *sel[3] = {ir_cmp_build(&at, IR_CMP_EQ, m1, ninf), zero, m1};
+  ir_value *safe = ir_build1(&at, IR_SELECT, t, 3, sel);
+  ir_value *term = online_term(s, &at, e, xw, mw, x, safe);
+  ir_value *scaled = ir_binary(&at, IR_MUL, s0, online_term(s, &at, e, xw, mw, m0, safe));
+  ir_value *keep[3] = {ir_cmp_build(&at, IR_CMP_EQ, m0, m1), s0, scaled};
+  return ir_binary(&at, IR_ADD, ir_build1(&at, IR_SELECT, t, 3, keep), term);
+}
+
+/* After the loop: the online sum op from the lanes' running maxima mv and sums sv, each
+ * lane rescaled to the row's max mfin: sum(sv * E(mv, mfin)). A row of -inf gives NaN, as
+ * the unfused sum(exp(-inf - -inf)) does. */
+static ir_value *online_total(stripper *s, ir_builder *ob, const ir_op *op, const ir_value *xw,
+                              const ir_value *mw, ir_value *mv, ir_value *mfin, ir_value *sv) {
+  ir_builder at = *ob;
+  at.loc = op->loc;
+  ir_value *mm = spread(s, &at, mfin, mv->type);
+  ir_value *f = online_term(s, &at, op->operands[0], xw, mw, mv, mm);
+  ir_value *r = reduce_last(s, &at, IR_RED_SUM, ir_binary(&at, IR_MUL, sv, f), ir_type_elem(sv->type));
+  r->name = op->results[0]->name;
+  return r;
+}
+
 static void emit_group(stripper *s, int g, scan_find *q) {
   sm_block *blk = s->b;
   sm_group *grp = &blk->groups[g];
@@ -701,7 +1030,7 @@ static void emit_group(stripper *s, int g, scan_find *q) {
   int nred = 0, ncar = 0;
   q->tag++;
   q->nscans = 0;
-  for (int i = grp->first; i < grp->at; i++) {
+  for (int i = grp->first; i < grp->end; i++) {
     if (blk->group_of[i] != g) continue;
     if (is_reduction(blk->ops[i])) {
       nred++;
@@ -711,13 +1040,18 @@ static void emit_group(stripper *s, int g, scan_find *q) {
   }
   ir_op **reds = SU_NEW_ARRAY(s->a, ir_op *, nred);
   int *first = SU_NEW_ARRAY(s->a, int, nred); /* its first carried value */
+  int *at_op = SU_NEW_ARRAY(s->a, int, nred); /* its op index */
+  int *red_of = SU_NEW_ARRAY(s->a, int, grp->end - grp->first); /* op index - first -> r */
+  ir_value **final = SU_NEW_ARRAY(s->a, ir_value *, nred);
   ir_value **accs = SU_NEW_ARRAY(s->a, ir_value *, ncar + q->nscans);
   const ir_type *i32 = ir_type_scalar(s->m, TK_I32);
   nred = ncar = 0;
-  for (int i = grp->first; i < grp->at; i++) {
+  for (int i = grp->first; i < grp->end; i++) {
     ir_op *op = blk->ops[i];
     if (blk->group_of[i] != g || !is_reduction(op)) continue;
     reds[nred] = op;
+    at_op[nred] = i;
+    red_of[i - grp->first] = nred;
     first[nred++] = ncar;
     const ir_type *ct = chunk_type(s, op->operands[0]->type);
     accs[ncar++] = identity(&ob, (ir_reduce_kind)op->attr, ct);
@@ -741,7 +1075,7 @@ static void emit_group(stripper *s, int g, scan_find *q) {
   s->inner = (ir_builder){s->m, body, NULL, ob.loc};
 
   int r = 0;
-  for (int i = grp->first; i < grp->at; i++) {
+  for (int i = grp->first; i < grp->end; i++) {
     ir_op *op = blk->ops[i];
     if (blk->group_of[i] != g) continue;
     if (op->opc == IR_STORE) {
@@ -752,8 +1086,15 @@ static void emit_group(stripper *s, int g, scan_find *q) {
       ir_op_copy_attrs(ir_build(&at, IR_STORE, op->noperands, opnds, 0, NULL), op); /* its hints */
       continue;
     }
-    ir_value *x = chunk_of(s, op->operands[0]);
     int c = first[r++];
+    if (blk->max_of[i] >= 0) { /* the chunk of the max's operand, not of exp(x - max) */
+      ir_value *xw = blk->ops[blk->max_of[i]]->operands[0];
+      int cm = first[red_of[blk->max_of[i] - grp->first]];
+      accs[c] = online_step(s, op, xw, blk->spread_of[i], body->args[1 + cm], accs[cm],
+                            body->args[1 + c], chunk_of(s, xw));
+      continue;
+    }
+    ir_value *x = chunk_of(s, op->operands[0]);
     if (op->opc == IR_REDUCE) {
       accs[c] = ir_binary(&s->inner, combine_op((ir_reduce_kind)op->attr), body->args[1 + c], x);
       continue;
@@ -774,7 +1115,11 @@ static void emit_group(stripper *s, int g, scan_find *q) {
   ob.before = before;
   for (r = 0; r < nred; r++) {
     ir_value *acc = loop->results[first[r]], *red;
-    if (reds[r]->opc == IR_REDUCE) {
+    int mi = blk->max_of[at_op[r]];
+    if (mi >= 0) {
+      int rm = red_of[mi - grp->first];
+      red = online_total(s, &ob, reds[r], blk->ops[mi]->operands[0], blk->spread_of[at_op[r]], loop->results[first[rm]], final[rm], acc);
+    } else if (reds[r]->opc == IR_REDUCE) {
       red = copy_op(&ob, reds[r], &acc, reds[r]->results[0]->type);
       red->def->attr2 = acc->type->rank - 1;
     } else {
@@ -783,6 +1128,7 @@ static void emit_group(stripper *s, int g, scan_find *q) {
       red = combine_arg(s, &at, reds[r]->attr == IR_RED_MAX, acc, loop->results[first[r] + 1]);
       red->name = reds[r]->results[0]->name;
     }
+    final[r] = red;
     ir_replace_all_uses(s->f, reds[r]->results[0], red);
   }
 }
@@ -837,7 +1183,9 @@ static bool analyze(stripper *s, int nvalues) {
   int ngroups = 0;
   for (int i = 0; i < s->nblocks; i++) ngroups += s->blocks[i].ngroups;
   /* the order check also says when a wide load feeds nothing (no group at all) */
-  return memory_order_ok(s, nvalues) && ngroups > 0;
+  if (!memory_order_ok(s, nvalues) || ngroups == 0) return false;
+  choose_keep(s, nvalues);
+  return true;
 }
 
 bool pass_fuse(ir_module *m, ir_func *f) {
@@ -850,6 +1198,7 @@ bool pass_fuse(ir_module *m, ir_func *f) {
     s.var_of = SU_NEW_ARRAY(s.a, int, nvalues);
     s.base = SU_NEW_ARRAY(s.a, ir_value *, nvalues);
     s.scan_slot = SU_NEW_ARRAY(s.a, int, nvalues);
+    s.loaded = SU_NEW_ARRAY(s.a, int, nvalues);
     scan_find q = {&s, 0, SU_NEW_ARRAY(s.a, int, nvalues), SU_NEW_ARRAY(s.a, ir_op *, nvalues), 0};
     for (int bi = 0; bi < s.nblocks; bi++) {
       s.b = &s.blocks[bi];

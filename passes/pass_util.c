@@ -116,8 +116,9 @@ static bool names_pass(const char *list, const char *pass) {
   return false;
 }
 
-void pass_remark_missed(const ir_module *m, const char *pass, ir_loc loc, const char *fmt, ...) {
-  if (!m->remarks || !m->remark_passes || !names_pass(m->remark_passes, pass)) return;
+static void remark(const ir_module *m, const char *list, const char *flag, const char *pass,
+                   ir_loc loc, const char *fmt, va_list ap) {
+  if (!m->remarks || !list || !names_pass(list, pass)) return;
   /* the byte offset of line:col, so that the remark shows the source line and a caret */
   su_loc at = {m->src, UINT32_MAX, 0, loc.line, loc.col};
   if (m->src && loc.line > 0) {
@@ -127,10 +128,21 @@ void pass_remark_missed(const ir_module *m, const char *pass, ir_loc loc, const 
       if (m->src->text[i++] == '\n') line++;
     if (line == loc.line && loc.col > 0 && i + loc.col - 1 <= m->src->len) at.off = (uint32_t)(i + loc.col - 1);
   }
-  char msg[512];
+  char msg[768];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  su_remark(m->remarks, at, "%s: %s [%s=%s]", pass, msg, flag, pass);
+}
+
+void pass_remark_missed(const ir_module *m, const char *pass, ir_loc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  remark(m, m->remark_passes, "-Rpass-missed", pass, loc, fmt, ap);
   va_end(ap);
-  su_remark(m->remarks, at, "%s: %s [-Rpass-missed=%s]", pass, msg, pass);
+}
+
+void pass_remark(const ir_module *m, const char *pass, ir_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  remark(m, m->remark_done_passes, "-Rpass", pass, loc, fmt, ap);
+  va_end(ap);
 }

@@ -38,6 +38,40 @@ void pass_replace_op(ir_func *f, ir_op *op, ir_value *v);
  * "all"); nothing otherwise. What a pass left unchanged should say why, not be silent. */
 void pass_remark_missed(const ir_module *m, const char *pass, ir_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* -Rpass: the same for what a pass did and why (fuse's keep choice), reported when m's
+ * remark_done_passes name pass: "PASS: MESSAGE [-Rpass=PASS]". */
+void pass_remark(const ir_module *m, const char *pass, ir_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- fusion's keep-or-recompute cost model (fusecost.c) ---- */
+typedef enum {
+  PASS_KEEP_REGISTERS, PASS_KEEP_RECOMPUTE, PASS_KEEP_ONLINE, PASS_KEEP_SMEM, PASS_KEEP_CLUSTER,
+  PASS_NKEEP
+} pass_keep;
+typedef struct {
+  /* what fuse tells it, per program */
+  const char *arch;       /* the target; NULL or one without ceilings: TG_DEFAULT_ARCH's */
+  int64_t kept_bytes;     /* the wide loads more than one chunk loop reads, in bytes */
+  int64_t chunk_bytes;    /* one chunk of them */
+  int reads_recompute;    /* loops reading them when recomputed (the most of any) */
+  int reads_online;       /* the same after the online rewrite; 0: no max/sum pair */
+  int64_t online_flops;   /* the rewrite's extra FLOPs */
+  int threads;
+  int64_t values_per_thread, register_budget; /* for the registers option */
+  /* what it says: bytes per program from HBM and from L2, seconds of the machine per
+   * program, which options exist here, and the choice */
+  double hbm[PASS_NKEEP], l2[PASS_NKEEP], seconds[PASS_NKEEP];
+  bool avail[PASS_NKEEP];
+  double smem_bytes, cluster_bytes; /* per program (per CTA) with the reserve */
+  int resident_smem;                /* programs per SM with the shared-memory keep */
+  pass_keep best;                   /* the cheapest available option */
+  bool cluster_wins;                /* the cluster keep would beat it (not built yet) */
+  const char *arch_used;
+} pass_keep_cost;
+/* Costs every option of c and picks one (fusecost.c has the rules). */
+void pass_keep_choose(pass_keep_cost *c);
+/* "registers", "recompute", "online", "smem", "cluster". */
+const char *pass_keep_name(pass_keep k);
 
 /* ---- the target (its row of target/targets.def) ---- */
 typedef enum { PASS_MMA, PASS_CP_ASYNC, PASS_WGMMA, PASS_TMA } pass_feature;

@@ -14,7 +14,7 @@
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
  *    fixed point with a bound), kloop, licm, canonicalize again, [contract,] fuse (materialize with
  *    no_fuse); then, when the module
- *    has a target (ir_module.arch), the target part: tiling, persist, swpipe, lower_dot,
+ *    has a target (ir_module.arch), the target part: tiling, histogram, smemkeep, expfold, unmask, persist, swpipe, lower_dot,
  *    tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
@@ -36,8 +36,10 @@ typedef struct {
   bool time_passes;          /* print a table of per-pass wall time to log at the end */
   bool fp_contract;          /* contract a * b + c into fma (contract, before fuse) */
   bool no_fuse;              /* -fno-fuse: materialize runs where fuse would */
+  int fuse_keep;             /* -ffuse-keep=: an ir_keep for fuse (0: its cost model) */
   su_diags *remarks;         /* -Rpass-missed: where passes' remarks go (NULL: none) */
   const char *remark_passes; /* which passes report: names, comma-separated, or "all" */
+  const char *remark_done_passes; /* -Rpass: which also say what they did (to remarks) */
   FILE *log;                 /* NULL means stderr */
 } pass_options;
 
@@ -82,6 +84,10 @@ bool pass_fuse(ir_module *m, ir_func *f);
  * its consumers load it back, behind barriers: the unfused baseline, with results
  * identical to the fused kernel's. Tiled IR is left unchanged (materialize.c). */
 bool pass_materialize(ir_module *m, ir_func *f);
+/* The shared-memory keep fuse chose (GPU targets, after tiling): the first chunk loop's
+ * load of a kept value also stores each chunk to a shared buffer, and the later loops'
+ * reloads read it back there instead (smemkeep.c). */
+bool pass_smemkeep(ir_module *m, ir_func *f);
 /* Gives every tile value a thread layout: memory accesses choose coalesced blocked layouts,
  * which spread through elementwise, shape and control ops; reductions yield slices of
  * their operand's layout; where two choices meet, an explicit convert_layout (tiling.c).

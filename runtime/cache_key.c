@@ -237,6 +237,7 @@ rt_cache_key rt_cache_key_compile_id(const rt_compiler_id *id, const char *sourc
   rt_key_int(&k, opts && opts->accurate_math);
   rt_key_int(&k, opts && opts->fp_contract);
   rt_key_int(&k, opts && opts->no_fuse ? 1 : 0);
+  rt_key_int(&k, opts ? (int)opts->fuse_keep : 0);
   int nd = opts && opts->defines ? opts->ndefines : 0;
   rt_key_int(&k, nd);
   for (int i = 0; i < nd; i++) {

@@ -65,3 +65,15 @@ bool tg_has_ceilings(const char *arch) {
 void tg_names(su_buf *b, const char *sep) {
   for (int i = 0; i < NARCHS; i++) su_buf_printf(b, "%s%s", i ? sep : "", table[i].name);
 }
+
+int tg_resident_per_sm(const tg_arch *t, int threads, double smem_bytes) {
+  int n = threads > 0 ? t->threads_sm / threads : 1;
+  if (n > t->blocks_sm) n = t->blocks_sm;
+  if (smem_bytes > 0 && n > t->smem_sm / smem_bytes) n = (int)(t->smem_sm / smem_bytes);
+  return n < 1 ? 1 : n;
+}
+
+double tg_l2_hit(const tg_arch *t, double footprint) {
+  if (footprint <= 0) return 0;
+  return footprint <= t->l2_bytes ? 1 : t->l2_bytes / footprint;
+}

@@ -80,6 +80,14 @@ int tg_smem_max(const char *arch);
 int tg_smem_sm(const char *arch);
 /* Whether arch has measured (or datasheet) ceilings for the roofline. */
 bool tg_has_ceilings(const char *arch);
+/* ---- the cost rules the roofline and fusion's cost model share (docs/roofline.md) ---- */
+/* Programs of `threads` threads and smem_bytes of shared memory each that one SM holds at
+ * once: the thread, block and shared-memory limits of t (registers ignored); at least 1. */
+int tg_resident_per_sm(const tg_arch *t, int threads, double smem_bytes);
+/* The share of re-read bytes that still hit L2 when the programs resident at once re-read
+ * `footprint` bytes in all: 1 when it fits in t's L2, else L2 / footprint (LRU over a
+ * window larger than the cache keeps about that much of it); 0 when footprint is 0. */
+double tg_l2_hit(const tg_arch *t, double footprint);
 /* Appends the table's names to b, separated by sep ("sm_80, sm_86, ..."). */
 void tg_names(su_buf *b, const char *sep);
 

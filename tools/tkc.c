@@ -86,6 +86,12 @@ static void usage(FILE *f) {
           "                       off (the default): every product and sum rounded\n"
           "  -Rpass-missed=A,B    the named passes (or 'all') say, as remarks at the .tk\n"
           "                       line, what they leave unchanged and why (fuse, kloop)\n"
+          "  -Rpass=A,B           the named passes (or 'all') also say what they chose (fuse:\n"
+          "                       how a value two of its loops need is kept, and the\n"
+          "                       estimated bytes of each option)\n"
+          "  -ffuse-keep=auto|recompute|online|smem\n"
+          "                       how fusion keeps a value two of its loops need: its cost\n"
+          "                       model's choice (auto, the default), or forced\n"
           "  -fno-fuse            do not fuse: every op's result goes through global scratch\n"
           "                       memory and back (the unfused baseline fusion is measured\n"
           "                       against; results are the same)\n"
@@ -242,6 +248,15 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
     } else if (!strncmp(s, "-Rpass-missed=", 14)) {
       if (!s[14]) usage_error("%s needs pass names (or 'all')", s);
       o->drv.remark_missed = s + 14;
+    } else if (!strncmp(s, "-Rpass=", 7)) {
+      if (!s[7]) usage_error("%s needs pass names (or 'all')", s);
+      o->drv.remark_done = s + 7;
+    } else if (!strncmp(s, "-ffuse-keep=", 12)) {
+      static const char *const keeps[] = {"auto", "recompute", "online", "smem"};
+      int k = 0;
+      while (k < 4 && strcmp(s + 12, keeps[k])) k++;
+      if (k == 4) usage_error("-ffuse-keep expects auto, recompute, online or smem, got '%s'", s + 12);
+      o->drv.fuse_keep = k;
     } else if (!strcmp(s, "-fno-fuse")) {
       o->drv.no_fuse = true;
     } else if (!strcmp(s, "--roofline")) {

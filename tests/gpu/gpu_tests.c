@@ -214,6 +214,16 @@ static const gpu_case cases[] = {
   {"loop_rows", NULL, LOOP_ROWS_TK, "loop_rows", true, false, 8192, 6,
    {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0},
     {S_N, TK_I32, 0}, {S_ROWS, TK_I32, 0}}, 2, true},
+  /* one logical tile wider than registers (issue 10): fusion's chunk loops, x kept as the
+   * cost model says (test_case_keep forces each choice) */
+  {"softmax_wide", "softmax.tk", NULL, "softmax", true, false, 16384, 4,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, true},
+  {"cross_entropy_wide", "cross_entropy.tk", NULL, "cross_entropy_i32", true, false, 16384, 5,
+   {{IN, F32, SZ_MAT}, {TGT, TK_I32, SZ_ROWS}, {OUT, F32, SZ_ROWS}, {S_STRIDE, TK_I64, 0},
+    {S_N, TK_I32, 0}}, 0, true},
+  {"rmsnorm_wide", "rmsnorm.tk", NULL, "rmsnorm", true, false, 16384, 7,
+   {{IN, F16, SZ_MAT}, {OUT, F16, SZ_MAT}, {IN, F16, SZ_N}, {OUT, F32, SZ_ROWS},
+    {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}, {S_EPS, F32, 0}}, 0, true},
 };
 
 /* The shapes every case runs at: 1-D kernels use n only; row kernels rows x n with the
@@ -239,6 +249,7 @@ static const shape shapes_wide_rows[] = {{2 * 2048 + 5, 3, 1}, {8192 + 1, 5, 0},
 typedef struct {
   gh_harness h;
   const char *samples;
+  tk_fuse_keep keep; /* how fusion keeps, on both contexts (test_case_keep) */
 } globals;
 static globals G; /* the one fixture the whole program shares: contexts are expensive */
 
@@ -323,7 +334,9 @@ static tk_kernel *compile_as(tk_context *ctx, const gpu_case *c, bool no_fuse) {
   char path[512] = "";
   if (c->file) snprintf(path, sizeof path, "%s/%s", G.samples, c->file);
   gh_source src = {c->name, c->source, path, c->kernel};
-  return no_fuse ? gh_compile_nofuse(&G.h, ctx, &src, &d) : gh_compile(&G.h, ctx, &src, &d);
+  if (no_fuse) return gh_compile_nofuse(&G.h, ctx, &src, &d);
+  tk_compile_options keep = {.fuse_keep = G.keep};
+  return gh_compile_with(&G.h, ctx, &src, &d, &keep);
 }
 
 static tk_kernel *compile(tk_context *ctx, const gpu_case *c) { return compile_as(ctx, c, false); }
@@ -429,11 +442,48 @@ static void run_case(const gpu_case *c, bool no_fuse) {
     }
 }
 
-static void test_case(void **state) { run_case(*state, false); }
+static void test_case(void **state) {
+  G.keep = TK_FUSE_KEEP_AUTO;
+  run_case(*state, false);
+}
 
 /* The same case compiled -fno-fuse on the device (every op through global scratch
  * memory, a hidden argument the backend allocates) against the fused interpreter. */
 static void test_case_nofuse(void **state) { run_case(*state, true); }
+
+/* A wide case with fusion's keep forced (tkc -ffuse-keep=), on the device and on the
+ * interpreter alike: recomputed, the online rewrite (within its bound, docs/language.md
+ * "Precision"), and the shared-memory keep (the interpreter runs the recomputed IR; the
+ * device stages each chunk and reads it back, passes/smemkeep.c). */
+typedef struct {
+  const char *name, *case_name;
+  tk_fuse_keep keep;
+} keep_test;
+static const keep_test keep_tests[] = {
+  {"softmax_wide keep=recompute", "softmax_wide", TK_FUSE_KEEP_RECOMPUTE},
+  {"softmax_wide keep=online", "softmax_wide", TK_FUSE_KEEP_ONLINE},
+  {"softmax_wide keep=smem", "softmax_wide", TK_FUSE_KEEP_SMEM},
+  {"cross_entropy_wide keep=online", "cross_entropy_wide", TK_FUSE_KEEP_ONLINE},
+  {"cross_entropy_wide keep=smem", "cross_entropy_wide", TK_FUSE_KEEP_SMEM},
+  {"rmsnorm_wide keep=smem", "rmsnorm_wide", TK_FUSE_KEEP_SMEM},
+  {"softmax_rows keep=online", "softmax_rows", TK_FUSE_KEEP_ONLINE},
+  {"softmax_rows keep=smem", "softmax_rows", TK_FUSE_KEEP_SMEM},
+  {"layernorm_rows keep=smem", "layernorm_rows", TK_FUSE_KEEP_SMEM},
+  {"loop_rows keep=online", "loop_rows", TK_FUSE_KEEP_ONLINE},
+  {"loop_rows keep=smem", "loop_rows", TK_FUSE_KEEP_SMEM},
+};
+enum { NKEEP = sizeof keep_tests / sizeof keep_tests[0] };
+
+static void test_case_keep(void **state) {
+  const keep_test *t = *state;
+  const gpu_case *c = NULL;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    if (!strcmp(cases[i].name, t->case_name)) c = &cases[i];
+  assert_non_null(c);
+  G.keep = t->keep;
+  run_case(c, false);
+  G.keep = TK_FUSE_KEEP_AUTO;
+}
 
 /* ---- device tests of the backend itself ---------------------------------------------- */
 
@@ -1403,7 +1453,7 @@ int main(void) {
     cmocka_unit_test(test_fake_arch_from_device),
   };
   enum { NCASES = sizeof cases / sizeof cases[0] };
-  struct CMUnitTest dev[2 * NCASES + 4] = {
+  struct CMUnitTest dev[2 * NCASES + 4 + NKEEP] = {
     cmocka_unit_test(test_aot_ptx),
     cmocka_unit_test(test_bad_ptx_reports_log),
     cmocka_unit_test(test_scalar_abi),
@@ -1416,5 +1466,8 @@ int main(void) {
     dev[4 + NCASES + i] =
         (struct CMUnitTest){nofuse_names[i], test_case_nofuse, NULL, NULL, (void *)&cases[i]};
   }
-  return gh_run(&G.h, host, sizeof host / sizeof *host, dev, 2 * NCASES + 4);
+  for (int i = 0; i < NKEEP; i++)
+    dev[4 + 2 * NCASES + i] =
+        (struct CMUnitTest){keep_tests[i].name, test_case_keep, NULL, NULL, (void *)&keep_tests[i]};
+  return gh_run(&G.h, host, sizeof host / sizeof *host, dev, 2 * NCASES + 4 + NKEEP);
 }

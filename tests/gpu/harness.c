@@ -111,6 +111,7 @@ static tk_kernel *compile_with(const gh_harness *h, tk_context *ctx, const gh_so
     o.accurate_math = numerics->accurate_math;
     o.fp_contract = numerics->fp_contract;
     o.arch = numerics->arch;
+    o.fuse_keep = numerics->fuse_keep;
   }
   tk_module *m = NULL;
   tk_status s = src->text

@@ -74,7 +74,7 @@ void gh_define_str(gh_defines *d, const char *name, const char *v);
 tk_kernel *gh_compile(const gh_harness *h, tk_context *ctx, const gh_source *src,
                       const gh_defines *d);
 /* The same with the numerics fields of *numerics (dot_precision, accurate_math,
- * fp_contract; NULL: the defaults) and its arch (NULL: the context's). */
+ * fp_contract; NULL: the defaults), its fuse_keep, and its arch (NULL: the context's). */
 tk_kernel *gh_compile_with(const gh_harness *h, tk_context *ctx, const gh_source *src,
                            const gh_defines *d, const tk_compile_options *numerics);
 /* The same with no_fuse set (-fno-fuse: the unfused baseline through global scratch). */

@@ -14,9 +14,10 @@
 #include "sema/sema.h"
 
 /* src compiled with the ndefs compile-time parameters defs, then the passes `passes` (a
- * --passes list) at -O3; fails the test on any diagnostic. */
-static inline ir_module *pk_compile(su_arena *a, const char *src, const sema_define *defs, int ndefs,
-                                    const char *passes) {
+ * --passes list) at -O3 with fuse keeping as `keep` says (an ir_keep); fails the test on
+ * any diagnostic. */
+static inline ir_module *pk_compile_keep(su_arena *a, const char *src, const sema_define *defs,
+                                         int ndefs, const char *passes, int keep) {
   su_diags d;
   su_diags_init(&d, a, stderr);
   su_source *s = su_source_new(a, "t.tk", src, strlen(src));
@@ -26,10 +27,16 @@ static inline ir_module *pk_compile(su_arena *a, const char *src, const sema_def
   sema_options o = {.defines = defs, .ndefines = ndefs};
   assert_true(sema_check(a, f, m, &o, &d));
   sema_lower(f, m);
-  pass_options po = {.opt_level = 3, .verify_each = true, .only = passes};
+  pass_options po = {.opt_level = 3, .verify_each = true, .only = passes, .fuse_keep = keep};
   assert_true(pass_run(m, &po, &d));
   assert_true(ir_verify(m, &d));
   return m;
+}
+
+/* The same with fuse's cost model deciding. */
+static inline ir_module *pk_compile(su_arena *a, const char *src, const sema_define *defs, int ndefs,
+                                    const char *passes) {
+  return pk_compile_keep(a, src, defs, ndefs, passes, IR_KEEP_AUTO);
 }
 
 #endif

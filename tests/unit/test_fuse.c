@@ -26,10 +26,13 @@ static const char *const WITHOUT = "canonicalize,licm,canonicalize,tiling";
 /* -fno-fuse's pipeline: every op's result through global scratch memory */
 static const char *const MATERIALIZED = "canonicalize,licm,canonicalize,materialize,tiling";
 
+/* The keep fuse is forced to (an ir_keep) in compile: each check runs every choice. */
+static int g_keep = IR_KEEP_AUTO;
+
 /* src with BLOCK bound to block, through the passes. */
 static ir_module *compile(su_arena *a, const char *src, int block, const char *passes) {
   sema_define def = {"BLOCK", su_fmt(a, "%d", block)};
-  return pk_compile(a, src, &def, 1, passes);
+  return pk_compile_keep(a, src, &def, 1, passes, g_keep);
 }
 
 typedef struct {
@@ -196,9 +199,9 @@ static void check_baseline(const char *src, int block, const arg_spec *cases, in
 /* Compiles src both ways, checks the fused one has `loops` loops more than the unfused
  * one (the user's own loops are in both) and no tile wider than a chunk, then runs both
  * over each argument list of cases (nargs each) and compares what they wrote: floats
- * within atol (see close_enough), or bit for bit when exact. */
-static void check_kernel_ex(const char *src, int block, int loops, const arg_spec *cases, int ncases,
-                            int nargs, tk_grid grid, double atol, bool exact) {
+ * within atol (see close_enough), or bit for bit when exact. For the keep g_keep. */
+static void check_kernel_keep(const char *src, int block, int loops, const arg_spec *cases, int ncases,
+                              int nargs, tk_grid grid, double atol, bool exact) {
   su_arena *a = su_arena_new();
   ir_module *with = compile(a, src, block, WITH);
   ir_module *without = compile(a, src, block, WITHOUT);
@@ -214,6 +217,28 @@ static void check_kernel_ex(const char *src, int block, int loops, const arg_spe
   }
   su_arena_free(a);
   check_baseline(src, block, cases, ncases, nargs, grid, atol);
+}
+
+/* check_kernel_keep for each keep fuse can be forced to (recompute: `loops` loops; online:
+ * `online` loops, its max/sum pairs fused; shared memory: `loops`, the IR being
+ * recompute's until the target part stages the kept loads) and for the cost model's
+ * choice (either count). The online rewrite's results stay within atol plus the
+ * relative 1e-4 of close_enough (docs/language.md, "Precision": its bound is far less). */
+static void check_kernel_modes(const char *src, int block, int loops, int online, const arg_spec *cases,
+                               int ncases, int nargs, tk_grid grid, double atol, bool exact) {
+  const int keeps[] = {IR_KEEP_RECOMPUTE, IR_KEEP_ONLINE, IR_KEEP_SMEM};
+  for (int k = 0; k < 3; k++) {
+    g_keep = keeps[k];
+    check_kernel_keep(src, block, keeps[k] == IR_KEEP_ONLINE ? online : loops, cases, ncases, nargs,
+                      grid, atol, exact);
+  }
+  g_keep = IR_KEEP_AUTO;
+}
+
+/* A kernel without max/sum pairs: every keep gives the same loops. */
+static void check_kernel_ex(const char *src, int block, int loops, const arg_spec *cases, int ncases,
+                            int nargs, tk_grid grid, double atol, bool exact) {
+  check_kernel_modes(src, block, loops, loops, cases, ncases, nargs, grid, atol, exact);
 }
 
 static void check_kernel(const char *src, int block, int loops, const arg_spec *cases, int ncases,
@@ -248,7 +273,7 @@ static void test_softmax(void **st) {
     cases[k][2] = (arg_spec){VAL_I64, 0, STRIDE, 0};
     cases[k][3] = (arg_spec){VAL_I32, 0, ns[k], 0};
   }
-  check_kernel(softmax, 4096, 3, &cases[0][0], NN, 4, (tk_grid){ROWS, 1, 1}, 1e-12);
+  check_kernel_modes(softmax, 4096, 3, 2, &cases[0][0], NN, 4, (tk_grid){ROWS, 1, 1}, 1e-12, false);
 }
 
 /* Two loops (max, sum) around a scalar load of the target; a scalar store after them. */
@@ -281,7 +306,7 @@ static void test_cross_entropy(void **st) {
     cases[k][3] = (arg_spec){VAL_I64, 0, STRIDE, 0};
     cases[k][4] = (arg_spec){VAL_I32, 0, ns[k], 0};
   }
-  check_kernel(src, 2048, 2, &cases[0][0], NN, 5, (tk_grid){ROWS, 1, 1}, 1e-6);
+  check_kernel_modes(src, 2048, 2, 1, &cases[0][0], NN, 5, (tk_grid){ROWS, 1, 1}, 1e-6, false);
 }
 
 /* No reduction: one loop of loads and a store, offsets from program_id. */
@@ -541,7 +566,7 @@ static void test_rows_softmax_arg_scan(void **st) {
     cases[k][6] = (arg_spec){VAL_I32, 0, NROWS, 0};
   }
   /* max and both argreduces; sum; normalize and scan */
-  check_kernel(src, 2048, 3, &cases[0][0], NN, 7, (tk_grid){2, 1, 1}, 1e-6);
+  check_kernel_modes(src, 2048, 3, 2, &cases[0][0], NN, 7, (tk_grid){2, 1, 1}, 1e-6, false);
 }
 
 /* Reductions, argreduces and scans along the rows of a block (axis 0 of [4, BLOCK]): each
@@ -654,8 +679,109 @@ static void test_in_loop_and_if(void **st) {
     cases[k][4] = (arg_spec){VAL_I32, 0, ns[k], 0};
     cases[k][5] = (arg_spec){VAL_I32, 0, k == 0 ? 0 : M, 0};
   }
-  /* three in the user loop, one in the then branch, two in the else branch */
-  check_kernel(src, 2048, 6, &cases[0][0], NN, 6, (tk_grid){1, 1, 1}, 1e-6);
+  /* three in the user loop (two online), one in the then branch, two in the else branch */
+  check_kernel_modes(src, 2048, 6, 5, &cases[0][0], NN, 6, (tk_grid){1, 1, 1}, 1e-6, false);
+}
+
+/* The online rewrite's forms: a scale on either side of (v - m), exp2, the log-sum-exp
+ * (m + log(s)) stored per row, on 1-D rows and on a block of rows; rows entirely masked
+ * (-inf: m = -inf, s NaN, as unfused), rows masked past a few lanes (lanes that only
+ * ever see -inf), and rows holding +inf or NaN. */
+static void test_online_forms(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, out: *f32, stride: i64, n: i32, t: f32) {\n"
+      "  let row = program_id(0);\n"
+      "  let cols = arange(0, BLOCK);\n"
+      "  let v = load(x + (row as i64) * stride + cols, cols < n && cols < row * 700, -inf);\n"
+      "  let bad = where(cols == 5 && row == 1, inf, where(cols == 9 && row == 2, (v - v) / (v - v), v));\n"
+      "  let w = where(row == 1 || row == 2, bad, v);\n"
+      "  let m = max(w, 0);\n"
+      "  let lse = m + log(sum(exp(w - m), 0));\n"
+      "  let s1 = sum(exp((w - m) * t), 0);\n"
+      "  let s2 = sum(exp2(0.5 * (w - m)), 0);\n"
+      "  store(out + row * 4, lse);\n"
+      "  store(out + row * 4 + 1, s1);\n"
+      "  store(out + row * 4 + 2, s2);\n"
+      "  store(out + row * 4 + 3, m);\n"
+      "}\n";
+  enum { ROWS = 6, STRIDE = 4096 };
+  const int ns[] = {1, 513, 1500, 4096};
+  enum { NN = sizeof ns / sizeof *ns };
+  arg_spec cases[NN][5];
+  for (int k = 0; k < NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, ROWS * STRIDE, -30, 30};
+    cases[k][1] = (arg_spec){BUF_F32, ROWS * 4, 0, 1};
+    cases[k][2] = (arg_spec){VAL_I64, 0, STRIDE, 0};
+    cases[k][3] = (arg_spec){VAL_I32, 0, ns[k], 0};
+    cases[k][4] = (arg_spec){VAL_F32, 0, 0.7, 0};
+  }
+  /* recompute: the max, the sum the log needs, the two other sums; online: one loop */
+  check_kernel_modes(src, 4096, 3, 1, &cases[0][0], NN, 5, (tk_grid){ROWS, 1, 1}, 1e-6, false);
+
+  const char *rows =
+      "@launch(warps = 1)\n"
+      "kernel r<BLOCK: i32 = 1>(x: *f32, out: *f32, stride: i64, n: i32, t: f32) {\n"
+      "  let rs = program_id(0) * 2 + arange(0, 2);\n"
+      "  let cols = arange(0, BLOCK);\n"
+      "  let mask = cols[None, :] < n && cols[None, :] < (rs * 900)[:, None];\n"
+      "  let v = load(x + (rs as i64)[:, None] * stride + cols[None, :], mask, -inf);\n"
+      "  let m = max(v, 1);\n"
+      "  let lse = m + log(sum(exp(t * (v - m[:, None])), 1));\n"
+      "  let s2 = sum(exp2(v - m[:, None]), 1);\n"
+      "  store(out + rs * 2, lse);\n"
+      "  store(out + rs * 2 + 1, s2);\n"
+      "}\n";
+  arg_spec rcases[NN][5];
+  for (int k = 0; k < NN; k++) {
+    rcases[k][0] = (arg_spec){BUF_F32, ROWS * STRIDE, -30, 30};
+    rcases[k][1] = (arg_spec){BUF_F32, ROWS * 2, 0, 1};
+    rcases[k][2] = (arg_spec){VAL_I64, 0, STRIDE, 0};
+    rcases[k][3] = (arg_spec){VAL_I32, 0, ns[k] / 2, 0};
+    rcases[k][4] = (arg_spec){VAL_F32, 0, 1.3, 0};
+  }
+  check_kernel_modes(rows, 2048, 3, 1, &rcases[0][0], NN, 5, (tk_grid){ROWS / 2, 1, 1}, 1e-6, false);
+}
+
+/* Sums the online rewrite must not take: exp(v - m) times another tile, the max of
+ * another tile, exp of (v - m) plus a lane-varying term, a store between the max and the
+ * sum (the sum's reload may not move above it), and a scale computed from the max. */
+static void test_online_refused(void **st) {
+  (void)st;
+  const char *src =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, z: *f32, out: *f32, n: i32) {\n"
+      "  let cols = arange(0, BLOCK);\n"
+      "  let v = load(x + cols, cols < n, -inf);\n"
+      "  let u = load(z + cols, cols < n, 0.0);\n"
+      "  let m = max(v, 0);\n"
+      "  store(out, sum(exp(v - m) * u, 0));\n"
+      "}\n";
+  const char *other =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, z: *f32, out: *f32, n: i32) {\n"
+      "  let cols = arange(0, BLOCK);\n"
+      "  let v = load(x + cols, cols < n, -inf);\n"
+      "  let u = load(z + cols, cols < n, -inf);\n"
+      "  let m = max(u, 0);\n"
+      "  store(out, sum(exp(v - m), 0) + sum(exp(v - m + u), 0));\n"
+      "}\n";
+  const char *stored =
+      "@launch(warps = 1)\n"
+      "kernel k<BLOCK: i32 = 1>(x: *f32, z: *f32, out: *f32, n: i32) {\n"
+      "  let cols = arange(0, BLOCK);\n"
+      "  let v = load(x + cols, cols < n, -inf);\n"
+      "  let m = max(v, 0);\n"
+      "  store(out + 1, m);\n"
+      "  store(out, sum(exp((v - m) * m), 0));\n"
+      "}\n";
+  enum { N = 3000 };
+  arg_spec cases[4] = {{BUF_F32, N, -5, 5}, {BUF_F32, N, -1, 1}, {BUF_F32, 2, 0, 1}, {VAL_I32, 0, 2500, 0}};
+  /* two loops whatever the keep */
+  check_kernel(src, 4096, 2, cases, 1, 4, (tk_grid){1, 1, 1}, 1e-6);
+  check_kernel(other, 4096, 2, cases, 1, 4, (tk_grid){1, 1, 1}, 1e-6);
+  (void)stored; /* a store of the max between: refused by the memory-order rule (no fuse) */
 }
 
 /* ---- kernels left alone -------------------------------------------------------------------- */
@@ -828,6 +954,8 @@ int main(void) {
       cmocka_unit_test(test_rows_layernorm),
       cmocka_unit_test(test_rows_softmax_arg_scan),
       cmocka_unit_test(test_in_loop_and_if),
+      cmocka_unit_test(test_online_forms),
+      cmocka_unit_test(test_online_refused),
       cmocka_unit_test(test_rows_column_ops),
       cmocka_unit_test(test_interchange),
       cmocka_unit_test(test_unsupported_ops),

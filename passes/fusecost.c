@@ -1,0 +1,118 @@
+/* Fusion's keep-or-recompute cost model (docs/passes.md, "Keep or recompute"). A wide
+ * value two chunk loops need (softmax's row x) can be kept in registers, in shared
+ * memory, in the distributed shared memory of a cluster, recomputed (reloaded), or — for
+ * a max and a sum of exponentials — not needed twice at all (the online rewrite). Each
+ * option is costed per program in seconds of the machine's throughput, on the target's
+ * row of targets.def, with the roofline's rules (target.h: tg_l2_hit, tg_resident_per_sm):
+ *
+ *   bytes   the first read from HBM; each re-read from L2 for the share that stays there
+ *           (the proportional rule, over what the resident programs re-read) and from
+ *           HBM for the rest; t = max(HBM / hbm_bw, (HBM + L2) / l2_bw).
+ *   flops   the online rewrite's extra work per element (a second exp, the rescale and
+ *           its selects) at f32_flops.
+ *   occupancy  a keep in shared memory takes kept + reserve bytes per program (reserve:
+ *           the 1024-byte alignment of the buffers and the two halves of a chunk's
+ *           exchange scratch, codegen/smem.c), which limits the programs an SM holds.
+ *           Under 2 resident programs per SM, one program's loads are not overlapped with
+ *           another's reductions and its barriers: the time is divided by r / 2 (one
+ *           program: half the bandwidth). The rule is the simplest one that makes the
+ *           model prefer recomputation from L2 over a keep that leaves one block per SM,
+ *           which is what hand-written kernels measure on Hopper (one CTA per SM reaches
+ *           about half of HBM bandwidth on a streaming kernel).
+ *   cluster the kept value spread over a 4-CTA cluster: the per-CTA share and the reserve
+ *           per CTA, re-reads at l2_bw (the table has no DSMEM figure; the L2 one stands
+ *           in). Not built yet: it is costed and reported, never chosen.
+ *   registers only when the values fit the register budget (never for a tile fuse cuts:
+ *           that is why it cuts it).
+ *
+ * The cheapest available option wins; a tie within 1% goes to the earlier of
+ * registers, recompute, online, shared memory (exact before reassociated, no shared
+ * memory before some). */
+#include "pass_util.h"
+
+#include "../target/target.h"
+
+#include <math.h>
+
+static const char *const names[PASS_NKEEP] = {"registers", "recompute", "online", "smem", "cluster"};
+
+const char *pass_keep_name(pass_keep k) { return names[k]; }
+
+enum { CLUSTER_CTAS = 4 };
+
+/* Seconds of the machine per program for `hbm` and `l2` bytes and `flops`, with r
+ * programs resident per SM (the latency rule above). */
+static double seconds(const tg_arch *t, double hbm, double l2, double flops, int r) {
+  double s = hbm / t->hbm_bw;
+  if ((hbm + l2) / t->l2_bw > s) s = (hbm + l2) / t->l2_bw;
+  if (flops / t->f32_flops > s) s = flops / t->f32_flops;
+  return r < 2 ? s * 2.0 / r : s;
+}
+
+/* Re-reads of `bytes` per program, `times` each, by programs of `threads` threads with
+ * smem bytes each: the HBM and L2 shares by the proportional rule. */
+static void rereads(const tg_arch *t, double bytes, int times, int threads, double smem, double *hbm,
+                    double *l2) {
+  double resident = (double)t->sms * tg_resident_per_sm(t, threads, smem);
+  double hit = tg_l2_hit(t, bytes * resident);
+  *l2 = hit * bytes * times;
+  *hbm = (1 - hit) * bytes * times;
+}
+
+void pass_keep_choose(pass_keep_cost *c) {
+  const char *arch = c->arch && tg_has_ceilings(c->arch) ? c->arch : TG_DEFAULT_ARCH;
+  const tg_arch *t = tg_find(arch);
+  double b = (double)c->kept_bytes, reserve = 1024.0 + 2.0 * (double)c->chunk_bytes;
+  for (int k = 0; k < PASS_NKEEP; k++) c->avail[k] = false, c->seconds[k] = INFINITY;
+
+  /* registers: the values each thread would hold across the loops */
+  c->hbm[PASS_KEEP_REGISTERS] = b;
+  c->l2[PASS_KEEP_REGISTERS] = 0;
+  if (c->values_per_thread <= c->register_budget) {
+    c->avail[PASS_KEEP_REGISTERS] = true;
+    c->seconds[PASS_KEEP_REGISTERS] = seconds(t, b, 0, 0, tg_resident_per_sm(t, c->threads, 0));
+  }
+
+  double h, l;
+  rereads(t, b, c->reads_recompute - 1, c->threads, 0, &h, &l);
+  c->hbm[PASS_KEEP_RECOMPUTE] = b + h;
+  c->l2[PASS_KEEP_RECOMPUTE] = l;
+  c->avail[PASS_KEEP_RECOMPUTE] = true;
+  c->seconds[PASS_KEEP_RECOMPUTE] = seconds(t, b + h, l, 0, tg_resident_per_sm(t, c->threads, 0));
+
+  c->hbm[PASS_KEEP_ONLINE] = c->l2[PASS_KEEP_ONLINE] = 0;
+  if (c->reads_online > 0) {
+    rereads(t, b, c->reads_online - 1, c->threads, 0, &h, &l);
+    c->hbm[PASS_KEEP_ONLINE] = b + h;
+    c->l2[PASS_KEEP_ONLINE] = l;
+    c->avail[PASS_KEEP_ONLINE] = true;
+    c->seconds[PASS_KEEP_ONLINE] =
+        seconds(t, b + h, l, (double)c->online_flops, tg_resident_per_sm(t, c->threads, 0));
+  }
+
+  /* shared memory: read once; the chunks come back at shared-memory speed (not charged) */
+  c->smem_bytes = b + reserve;
+  c->hbm[PASS_KEEP_SMEM] = b;
+  c->l2[PASS_KEEP_SMEM] = 0;
+  if (c->smem_bytes <= t->smem_block) {
+    c->avail[PASS_KEEP_SMEM] = true;
+    c->resident_smem = tg_resident_per_sm(t, c->threads, c->smem_bytes);
+    c->seconds[PASS_KEEP_SMEM] = seconds(t, b, 0, 0, c->resident_smem);
+  }
+
+  /* a cluster: each CTA keeps a quarter; three quarters of each re-read are remote */
+  c->cluster_bytes = b / CLUSTER_CTAS + reserve;
+  c->hbm[PASS_KEEP_CLUSTER] = b;
+  c->l2[PASS_KEEP_CLUSTER] = b * (c->reads_recompute - 1) * (CLUSTER_CTAS - 1) / CLUSTER_CTAS;
+  c->cluster_wins = false;
+  if ((t->features & TG_CLUSTERS) && c->cluster_bytes <= t->smem_block)
+    c->seconds[PASS_KEEP_CLUSTER] =
+        seconds(t, b, c->l2[PASS_KEEP_CLUSTER], 0, tg_resident_per_sm(t, c->threads, c->cluster_bytes));
+
+  int best = -1;
+  for (int k = 0; k < PASS_NKEEP; k++)
+    if (c->avail[k] && (best < 0 || c->seconds[k] < c->seconds[best] * 0.99)) best = k;
+  c->best = (pass_keep)best;
+  c->cluster_wins = c->seconds[PASS_KEEP_CLUSTER] < c->seconds[best] * 0.99;
+  c->arch_used = arch;
+}
