@@ -162,7 +162,10 @@ static ir_value *invariant(kl *s, ir_value *v) {
   ir_value *opnds[8];
   SU_ASSERT(op->noperands <= 8);
   s->depth++;
-  for (int i = 0; i < op->noperands; i++) opnds[i] = rebuild(s, op->operands[i]);
+  /* its operands as they are, not on one step: a value CSE shares between the K index and
+   * another axis of the same length (arange(0, BN) with BN = KP) is traced, but here it is
+   * read whole */
+  for (int i = 0; i < op->noperands; i++) opnds[i] = invariant(s, op->operands[i]);
   s->depth--;
   ir_op *n = ir_op_new(s->m, op->opc, op->loc, op->noperands, opnds, 1, &v->type);
   ir_op_copy_attrs(n, op);
