@@ -23,15 +23,6 @@ typedef struct {
   bool changed;
 } contract;
 
-static int uses(const ir_block *blk, const ir_value *v) {
-  int n = 0;
-  for (const ir_op *op = blk->first; op; op = op->next) {
-    for (int i = 0; i < op->noperands; i++) n += op->operands[i] == v;
-    for (int r = 0; r < op->nregions; r++) n += uses(op->regions[r], v);
-  }
-  return n;
-}
-
 /* The float multiply defining v in op's block, or NULL. */
 static ir_op *product(const ir_op *op, ir_value *v) {
   ir_op *d = v->def;
@@ -69,6 +60,6 @@ bool pass_contract(ir_module *m, ir_func *f) {
   contract k = {m, f, NULL, 0, 0, false};
   ir_walk(f->body, visit, &k);
   for (int i = 0; i < k.nmuls; i++)
-    if (k.muls[i]->parent && !uses(f->body, k.muls[i]->results[0])) ir_op_erase(k.muls[i]);
+    if (k.muls[i]->parent && !pass_count_uses(f->body, k.muls[i]->results[0])) ir_op_erase(k.muls[i]);
   return k.changed;
 }

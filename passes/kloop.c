@@ -233,22 +233,13 @@ static ir_value *mask_bound(const kl *s, const ir_value *m, int depth) {
   return y->def->operands[0];
 }
 
-static int uses_in(const ir_block *blk, const ir_value *v) {
-  int n = 0;
-  for (const ir_op *op = blk->first; op; op = op->next) {
-    for (int i = 0; i < op->noperands; i++) n += op->operands[i] == v;
-    for (int r = 0; r < op->nregions; r++) n += uses_in(op->regions[r], v);
-  }
-  return n;
-}
-
 /* Why the two loads of dot cannot move to it, or NULL when they can. */
 static const char *movable(kl *s, ir_op *dot) {
   ir_op *ld[2] = {dot->operands[0]->def, dot->operands[1]->def};
   for (int i = 0; i < 2; i++) {
     if (!ld[i] || ld[i]->opc != IR_LOAD) return i ? "its b is not a load" : "its a is not a load";
     if (ld[i]->parent != dot->parent) return "a load of its operands is in another block";
-    if (uses_in(s->f->body, ld[i]->results[0]) != 1) return "a load of its operands has other users";
+    if (pass_count_uses(s->f->body, ld[i]->results[0]) != 1) return "a load of its operands has other users";
   }
   int seen = 0;
   for (ir_op *op = dot->parent->first; op != dot; op = op->next) {

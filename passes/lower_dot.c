@@ -28,26 +28,17 @@ typedef struct {
   bool changed;
 } lower;
 
-static int count_uses(const ir_block *blk, const ir_value *v) {
-  int n = 0;
-  for (const ir_op *op = blk->first; op; op = op->next) {
-    for (int i = 0; i < op->noperands; i++) n += op->operands[i] == v;
-    for (int r = 0; r < op->nregions; r++) n += count_uses(op->regions[r], v);
-  }
-  return n;
-}
-
 /* The slot an operand is read from: its smem_load when the dot is its only user, seen
  * through a transpose used by the dot alone (*trans set; trans may be NULL to refuse). */
 static ir_op *slot_read(lower *l, ir_value *v, bool *trans) {
   ir_op *d = v->def;
   if (trans) *trans = false;
-  if (trans && d && d->opc == IR_TRANS && d->nints == 2 && d->ints[0] == 1 && count_uses(l->f->body, v) == 1) {
+  if (trans && d && d->opc == IR_TRANS && d->nints == 2 && d->ints[0] == 1 && pass_count_uses(l->f->body, v) == 1) {
     *trans = true;
     v = d->operands[0];
     d = v->def;
   }
-  if (!d || d->opc != IR_SMEM_LOAD || count_uses(l->f->body, v) != 1) return NULL;
+  if (!d || d->opc != IR_SMEM_LOAD || pass_count_uses(l->f->body, v) != 1) return NULL;
   return d;
 }
 
@@ -114,10 +105,10 @@ static void overlap(lower *l, ir_op *wg, ir_op *wait) {
   ir_op *L = body->parent;
   if (!L || L->opc != IR_FOR || L->attr) return;
   ir_value *acc = wg->operands[wg->noperands - 1];
-  if (acc->def || acc->owner != body || acc->index == 0 || count_uses(body, acc) != 1) return;
+  if (acc->def || acc->owner != body || acc->index == 0 || pass_count_uses(body, acc) != 1) return;
   int j = acc->index - 1;
   ir_value *r = wait->results[0];
-  if (count_uses(l->f->body, r) != 1 || body->last->operands[j] != r) return;
+  if (pass_count_uses(l->f->body, r) != 1 || body->last->operands[j] != r) return;
   ir_op *rel = release_after(wait);
   if (!rel) return;
   ir_value *slot = rel->operands[1];

@@ -146,3 +146,12 @@ void pass_remark(const ir_module *m, const char *pass, ir_loc loc, const char *f
   remark(m, m->remark_done_passes, "-Rpass", pass, loc, fmt, ap);
   va_end(ap);
 }
+
+int pass_count_uses(const ir_block *blk, const ir_value *v) {
+  int n = 0;
+  for (const ir_op *op = blk->first; op; op = op->next) {
+    for (int i = 0; i < op->noperands; i++) n += op->operands[i] == v;
+    for (int r = 0; r < op->nregions; r++) n += pass_count_uses(op->regions[r], v);
+  }
+  return n;
+}

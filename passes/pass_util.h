@@ -26,6 +26,9 @@ bool pass_const_eq(const ir_value *v, double k);
 /* True if v is an integer constant with every bit of its width set. */
 bool pass_const_all_ones(const ir_value *v);
 
+/* How many operands of the ops in blk (and in their regions, at any depth) are v. */
+int pass_count_uses(const ir_block *blk, const ir_value *v);
+
 /* A new constant of type t (canonicalized) placed just before op. */
 ir_value *pass_const_int_before(ir_module *m, ir_op *op, const ir_type *t, int64_t v);
 ir_value *pass_const_float_before(ir_module *m, ir_op *op, const ir_type *t, double v);

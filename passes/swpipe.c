@@ -58,15 +58,6 @@ typedef struct {
 
 /* ---- finding candidates ---- */
 
-static int uses_in(const ir_block *blk, const ir_value *v) {
-  int n = 0;
-  for (const ir_op *op = blk->first; op; op = op->next) {
-    for (int i = 0; i < op->noperands; i++) n += op->operands[i] == v;
-    for (int r = 0; r < op->nregions; r++) n += uses_in(op->regions[r], v);
-  }
-  return n;
-}
-
 /* v can be recomputed at another iteration from the induction variable: its computation
  * inside the body is pure and reads no other carried value. */
 static bool recomputable(const ir_block *body, const ir_value *v, int depth) {
@@ -90,7 +81,7 @@ static bool pipelinable_load(const pipe *p, const ir_op *ld) {
   if (!ld || ld->opc != IR_LOAD || ld->parent != body) return false;
   if (ld->results[0]->type->kind != IR_TILE || ld->results[0]->type->rank != 2) return false;
   if (ld->noperands == 3 && !pass_const_eq(ld->operands[2], 0)) return false;
-  if (uses_in(p->f->body, ld->results[0]) != 1) return false;
+  if (pass_count_uses(p->f->body, ld->results[0]) != 1) return false;
   for (int i = 0; i < ld->noperands && i < 2; i++)
     if (!recomputable(body, ld->operands[i], 0)) return false;
   return true;
@@ -321,7 +312,7 @@ static void find_loops(ir_op *op, void *arg) {
  * alone reads. */
 static ir_op *operand_load(const pipe *p, ir_value *v) {
   ir_op *d = v->def;
-  if (d && d->opc == IR_TRANS && d->nints == 2 && d->ints[0] == 1 && uses_in(p->f->body, v) == 1)
+  if (d && d->opc == IR_TRANS && d->nints == 2 && d->ints[0] == 1 && pass_count_uses(p->f->body, v) == 1)
     d = d->operands[0]->def;
   return d;
 }
