@@ -8,6 +8,7 @@
 #ifndef TK_TESTS_PASS_CHECK_H
 #define TK_TESTS_PASS_CHECK_H
 
+#include <stdint.h>
 #include <string.h>
 
 #include "passes/passes.h"
@@ -37,6 +38,21 @@ static inline ir_module *pk_compile_keep(su_arena *a, const char *src, const sem
 static inline ir_module *pk_compile(su_arena *a, const char *src, const sema_define *defs, int ndefs,
                                     const char *passes) {
   return pk_compile_keep(a, src, defs, ndefs, passes, IR_KEEP_AUTO);
+}
+
+/* m as the IR printer writes it, in a. */
+static inline char *pk_print(su_arena *a, const ir_module *m) {
+  su_buf b = {0};
+  ir_print(&b, m);
+  char *s = su_strdup(a, su_buf_str(&b));
+  su_buf_free(&b);
+  return s;
+}
+
+/* The next number of a reproducible stream (a 64-bit LCG's high bits) for test inputs. */
+static inline uint64_t pk_next_random(uint64_t *state) {
+  *state = *state * 6364136223846793005u + 1442695040888963407u;
+  return *state >> 11;
 }
 
 #endif

@@ -55,14 +55,6 @@ static census count(const ir_module *m, ir_opcode opc) {
   return c;
 }
 
-static char *print(su_arena *a, const ir_module *m) {
-  su_buf b = {0};
-  ir_print(&b, m);
-  char *s = su_strdup(a, su_buf_str(&b));
-  su_buf_free(&b);
-  return s;
-}
-
 /* ---- running both versions ---------------------------------------------------------------- */
 
 typedef enum { BUF_F32, BUF_I32, BUF_U32, BUF_I64, VAL_I32, VAL_I64, VAL_F32 } arg_kind;
@@ -77,16 +69,11 @@ typedef struct {
 
 enum { MAX_ARGS = 10 };
 
-static uint64_t next_random(uint64_t *state) {
-  *state = *state * 6364136223846793005u + 1442695040888963407u;
-  return *state >> 11;
-}
-
 static int elem_bytes(arg_kind k) { return k == BUF_I64 ? 8 : 4; }
 
 static void fill(void *p, const arg_spec *s, uint64_t *rng) {
   for (int64_t i = 0; i < s->n; i++) {
-    double u = (double)next_random(rng) / 9007199254740992.0; /* [0, 1) */
+    double u = (double)pk_next_random(rng) / 9007199254740992.0; /* [0, 1) */
     double v = s->lo + u * (s->hi - s->lo);
     switch (s->kind) {
     case BUF_F32: ((float *)p)[i] = (float)v; break;
@@ -789,8 +776,8 @@ static void test_online_refused(void **st) {
 /* src compiles to the same IR with and without fuse. */
 static void check_unchanged(const char *src, int block) {
   su_arena *a = su_arena_new();
-  const char *with = print(a, compile(a, src, block, WITH));
-  const char *without = print(a, compile(a, src, block, WITHOUT));
+  const char *with = pk_print(a, compile(a, src, block, WITH));
+  const char *without = pk_print(a, compile(a, src, block, WITHOUT));
   assert_string_equal(with, without);
   su_arena_free(a);
 }

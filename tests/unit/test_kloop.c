@@ -43,14 +43,6 @@ static census count(const ir_module *m, ir_opcode opc) {
   return c;
 }
 
-static char *print(su_arena *a, const ir_module *m) {
-  su_buf b = {0};
-  ir_print(&b, m);
-  char *s = su_strdup(a, su_buf_str(&b));
-  su_buf_free(&b);
-  return s;
-}
-
 /* ---- running a kernel ---------------------------------------------------------------- */
 
 typedef enum { BUF_F32, BUF_F16, BUF_I8, BUF_I32, VAL_I32 } arg_kind;
@@ -64,14 +56,9 @@ enum { MAX_ARGS = 8 };
 
 static int elem_bytes(arg_kind k) { return k == BUF_F16 ? 2 : k == BUF_I8 ? 1 : 4; }
 
-static uint64_t next_random(uint64_t *state) {
-  *state = *state * 6364136223846793005u + 1442695040888963407u;
-  return *state >> 11;
-}
-
 static void fill(void *p, const arg_spec *s, uint64_t *rng) {
   for (int64_t i = 0; i < s->n; i++) {
-    double u = (double)next_random(rng) / 9007199254740992.0; /* [0, 1) */
+    double u = (double)pk_next_random(rng) / 9007199254740992.0; /* [0, 1) */
     switch (s->kind) {
     case BUF_F32: ((float *)p)[i] = (float)(2 * u - 1); break;
     case BUF_F16: {
@@ -299,8 +286,8 @@ static void test_forms(void **st) {
   check_kernel(acc16, NULL, 0, 256, 1, &cases[0][0], 2, 4, (tk_grid){1, 1, 1}, 0);
   su_arena *a = su_arena_new();
   ir_module *m = pk_compile(a, acc16, NULL, 0, WITH);
-  assert_non_null(strstr(print(a, m), "const 256 : i32")); /* the bound: KP, no min */
-  assert_null(strstr(print(a, m), " min "));
+  assert_non_null(strstr(pk_print(a, m), "const 256 : i32")); /* the bound: KP, no min */
+  assert_null(strstr(pk_print(a, m), " min "));
   su_arena_free(a);
 }
 
@@ -321,7 +308,7 @@ static void test_one_bound(void **st) {
                           {{BUF_F32, 16 * 128}, {BUF_F32, 128 * 16}, {BUF_F32, 256}, {VAL_I32, 128}}};
   check_kernel(src, NULL, 0, 128, 1, &cases[0][0], 2, 4, (tk_grid){1, 1, 1}, 0);
   su_arena *a = su_arena_new();
-  assert_null(strstr(print(a, pk_compile(a, src, NULL, 0, WITH)), " min "));
+  assert_null(strstr(pk_print(a, pk_compile(a, src, NULL, 0, WITH)), " min "));
   su_arena_free(a);
 }
 
@@ -390,8 +377,8 @@ static void test_unchanged(void **st) {
   };
   for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++) {
     su_arena *a = su_arena_new();
-    const char *x = print(a, pk_compile(a, srcs[i], NULL, 0, WITH));
-    const char *y = print(a, pk_compile(a, srcs[i], NULL, 0, WITHOUT));
+    const char *x = pk_print(a, pk_compile(a, srcs[i], NULL, 0, WITH));
+    const char *y = pk_print(a, pk_compile(a, srcs[i], NULL, 0, WITHOUT));
     if (strcmp(x, y)) fail_msg("kernel %zu changed by kloop:\n%s", i, x);
     su_arena_free(a);
   }
