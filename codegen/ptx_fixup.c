@@ -16,7 +16,13 @@
  *   reduction, `IADD3 RZ, -a, -b` for some elements and the plain sum for others), so
  *   the negation is written as its definition, `not` then `add 1`, which ptxas keeps;
  *   so is neg.s16, whose `sub.u16 0, a` ptxas also lost before a packed min.u16x2 (seed
- *   5119731: -x of u16 values into a min reduction came out as x). */
+ *   5119731: -x of u16 values into a min reduction came out as x).
+ * - selp.f32 with a -0.0 immediate: ptxas compiles `selp.f32 d, 1.0, -0.0, p` (what LLVM
+ *   writes when only the sign of a select is demanded) as FSET.BF, whose false is +0.0, so
+ *   the sign is lost (seed 5003384: copysign(cols, where(isnan(x), 1.0, -|y|)) came out
+ *   +cols). The select is written on the bits, selp.b32 with the immediates as integers.
+ *   Unlike the others, this one is read in the SASS but its rewrite is not yet checked
+ *   there (tests/diff/gpu-run-2026-12-02.txt). */
 #include "cg.h"
 
 #include <string.h>
@@ -39,7 +45,7 @@ static bool operands(const char *p, const char **d, size_t *dn, const char **a, 
 
 /* The first of the rewritten instructions at or after p, or NULL. */
 static const char *next_hit(const char *p) {
-  static const char *OPS[] = {"neg.s16", "abs.s16", "neg.s32", "neg.s64"};
+  static const char *OPS[] = {"neg.s16", "abs.s16", "neg.s32", "neg.s64", "selp.f32"};
   const char *best = NULL;
   for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++) {
     const char *h = strstr(p, OPS[i]);
@@ -55,6 +61,28 @@ void cg_ptx_fixup(su_buf *out, const char *ptx, size_t len) {
     if (!hit || hit >= e) {
       su_buf_put(out, p, (size_t)(e - p));
       return;
+    }
+    if (hit[0] == 's') { /* selp.f32: on the bits when an immediate is -0.0 */
+      const char *semi = strchr(hit, ';');
+      if (!semi || semi >= e) semi = e - 1;
+      size_t n = (size_t)(semi + 1 - hit);
+      su_buf_put(out, p, (size_t)(hit - p));
+      const char *z = strstr(hit, "0f80000000");
+      if (!z || z > semi) {
+        su_buf_put(out, hit, n);
+      } else {
+        su_buf_puts(out, "selp.b32");
+        for (const char *q = hit + 8; q <= semi; q++) {
+          if (q[0] == '0' && q[1] == 'f' && q + 9 < semi) {
+            su_buf_puts(out, "0x");
+            q++;
+            continue;
+          }
+          su_buf_put(out, q, 1);
+        }
+      }
+      p = semi + 1;
+      continue;
     }
     const char *d, *a, *end;
     size_t dn, an;
