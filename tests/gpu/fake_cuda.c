@@ -21,14 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_cuda.h"
+
 typedef int CUresult;
 
-typedef struct {
-  void *fn;
-  unsigned grid[3], block[3];
-  void **params;
-  void *stream; /* last, so readers of the fields above need no change */
-} fake_launch;
 
 /* The fake's state: one process, one test at a time. */
 static int ndevices = 1;
@@ -155,12 +151,6 @@ CUresult cuEventDestroy_v2(void *e) { (void)e; return 0; }
  * fake_cuda_set_occupancy(n) the blocks per SM that
  * cuOccupancyMaxActiveBlocksPerMultiprocessor reports, and fake_cuda_occupancy_query()
  * what its last call was asked: the function, the threads and the dynamic shared memory. */
-typedef struct {
-  void *fn;
-  int threads;
-  size_t dynamic_smem;
-  int calls;
-} fake_occupancy_query;
 enum { FAKE_FUNC_ATTRS = 32 };
 static int func_attrs[FAKE_FUNC_ATTRS];
 static int occupancy_blocks;

@@ -29,6 +29,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include "fake_cuda.h"
 #include "harness.h"
 #include "runtime/cache.h"
 #include "runtime/ptx_sig.h"
@@ -647,12 +648,6 @@ static void test_jit_cache(void **state) {
 
 /* ---- the backend's host side, against the fake driver (tests/gpu/fake_cuda.c) --------- */
 
-typedef struct {
-  void *fn;
-  unsigned grid[3], block[3];
-  void **params;
-} fake_launch;
-
 /* A CUDA context on the fake driver ($TK_FAKE_LIBCUDA), with the cache in a fresh
  * directory; skips the test when the fake was not built or named. */
 static tk_context *fake_context(void **lib, char *cachedir) {
@@ -1051,13 +1046,6 @@ static void test_fake_specialization(void **state) {
  * very function a launch with such arguments then runs; the variant in use is untouched;
  * the dynamic shared memory and threads are what tk launches with; another arch than the
  * context's is TK_ERR_UNSUPPORTED saying why. */
-typedef struct {
-  void *fn;
-  int threads;
-  size_t dynamic_smem;
-  int calls;
-} fake_occupancy_query;
-
 static void test_fake_resources_from_driver(void **state) {
   (void)state;
   void *lib;
