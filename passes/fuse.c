@@ -569,7 +569,7 @@ static void count_tree(read_count *r, const ir_value *v) {
 /* The wide loads more than one chunk loop reads (what a keep would keep): their bytes and
  * a chunk's per program, and the most loops reading one. */
 static int count_kept(const stripper *s, int nvalues, int64_t *bytes, int64_t *chunk_bytes,
-                      int64_t *values) {
+                      int64_t *values, int64_t *other) {
   read_count r = {s, SU_NEW_ARRAY(s->a, int, nvalues), 0, SU_NEW_ARRAY(s->a, int, nvalues)};
   for (int bi = 0; bi < s->nblocks; bi++) {
     const sm_block *b = &s->blocks[bi];
@@ -582,15 +582,21 @@ static int count_kept(const stripper *s, int nvalues, int64_t *bytes, int64_t *c
   }
   int most = 0;
   *bytes = *chunk_bytes = *values = 0;
+  if (other) *other = 0;
   for (int bi = 0; bi < s->nblocks; bi++)
     for (int i = 0; i < s->blocks[bi].nops; i++) {
       const ir_op *op = s->blocks[bi].ops[i];
+      if (op->opc == IR_STORE && other && is_wide(s, op->operands[1]->type))
+        *other += ir_type_numel(op->operands[1]->type) * ir_dtype_bytes(op->operands[1]->type->dtype);
       if (op->opc != IR_LOAD || !is_wide(s, op->results[0]->type)) continue;
       int n = r.groups[op->results[0]->id];
       if (n > most) most = n;
-      if (n < 2) continue;
       const ir_type *t = op->results[0]->type;
       int64_t eb = ir_dtype_bytes(t->dtype);
+      if (n < 2) {
+        if (other) *other += ir_type_numel(t) * eb; /* read once whatever is kept */
+        continue;
+      }
       *bytes += ir_type_numel(t) * eb;
       *values += ir_type_numel(t);
       *chunk_bytes += ir_type_numel(t) / s->n * s->chunk * eb;
@@ -683,13 +689,13 @@ static const char *describe(stripper *s, const pass_keep_cost *c, pass_keep chos
 static void choose_keep(stripper *s, int nvalues) {
   pass_keep_cost c = {.arch = s->m->arch, .threads = 32 * s->f->num_warps};
   int64_t values, dummy3;
-  c.reads_recompute = count_kept(s, nvalues, &c.kept_bytes, &c.chunk_bytes, &values);
+  c.reads_recompute = count_kept(s, nvalues, &c.kept_bytes, &c.chunk_bytes, &values, &c.other_bytes);
   if (c.kept_bytes == 0) return; /* nothing read twice: nothing to keep */
   block_state *st = save_blocks(s);
   int saved = 0;
   for (int i = 0; i < s->nblocks; i++) saved += pair_online(s, &s->blocks[i]);
   int64_t dummy1, dummy2;
-  c.reads_online = saved ? count_kept(s, nvalues, &dummy1, &dummy2, &dummy3) : 0;
+  c.reads_online = saved ? count_kept(s, nvalues, &dummy1, &dummy2, &dummy3, NULL) : 0;
   if (saved && c.reads_online == 0) c.reads_online = 1;
   c.online_flops = s->online_flops;
   c.values_per_thread = values / c.threads;

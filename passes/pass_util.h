@@ -55,6 +55,8 @@ typedef struct {
   /* what fuse tells it, per program */
   const char *arch;       /* the target; NULL or one without ceilings: TG_DEFAULT_ARCH's */
   int64_t kept_bytes;     /* the wide loads more than one chunk loop reads, in bytes */
+  int64_t other_bytes;    /* the rest of its wide traffic (stores, loads read once): the
+                           * same under every option, but slowed alike by low occupancy */
   int64_t chunk_bytes;    /* one chunk of them */
   int reads_recompute;    /* loops reading them when recomputed (the most of any) */
   int reads_online;       /* the same after the online rewrite; 0: no max/sum pair */
