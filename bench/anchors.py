@@ -541,7 +541,7 @@ def measure_all():
                                     lambda x: torch.softmax(x, dim=-1),
                                     lambda r, n: (rand((r, n), torch.float32),), 1e-5))
     # 4096 (one tile a row) and 16384 (wider than a thread's registers: fuse's chunk loops)
-    for r, n in ((8192, 4096), (4096, 16384)):
+    for r, n in ((8192, 4096), (4096, 16384), (8192, 16384), (2048, 65536)):
         guard(f"layernorm f16 {r}x{n}", lambda r=r, n=n: rows(
             "layernorm", r, n, launch_layernorm,
             lambda x, w, b: F.layer_norm(x, (x.shape[1],), w, b, 1e-5), norm_inputs(True), 2e-2))

@@ -137,6 +137,24 @@ static const workload workloads[] = {
   {"rmsnorm f16 4096x16384", "rmsnorm.tk", "rmsnorm", 16384, true, 4096, 16384,
    4.0 * 4096 * 16384, CHECK_NONE, 7,
    {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_OUT, TK_F32, Z_ROWS},
+    {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}, {W_EPS, TK_F32, 0}}, 0},  /* issue 10's norm rows: one logical tile a row, wider than 4096 */
+  {"layernorm f16 8192x16384", "layernorm.tk", "layernorm", 16384, true, 8192, 16384,
+   4.0 * 8192 * 16384, CHECK_NONE, 9,
+   {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_IN, TK_F16, Z_N},
+    {W_OUT, TK_F32, Z_ROWS}, {W_OUT, TK_F32, Z_ROWS}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0},
+    {W_EPS, TK_F32, 0}}, 0},
+  {"rmsnorm f16 8192x16384", "rmsnorm.tk", "rmsnorm", 16384, true, 8192, 16384,
+   4.0 * 8192 * 16384, CHECK_NONE, 7,
+   {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_OUT, TK_F32, Z_ROWS},
+    {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}, {W_EPS, TK_F32, 0}}, 0},
+  {"layernorm f16 2048x65536", "layernorm.tk", "layernorm", 65536, true, 2048, 65536,
+   4.0 * 2048 * 65536, CHECK_NONE, 9,
+   {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_IN, TK_F16, Z_N},
+    {W_OUT, TK_F32, Z_ROWS}, {W_OUT, TK_F32, Z_ROWS}, {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0},
+    {W_EPS, TK_F32, 0}}, 0},
+  {"rmsnorm f16 2048x65536", "rmsnorm.tk", "rmsnorm", 65536, true, 2048, 65536,
+   4.0 * 2048 * 65536, CHECK_NONE, 7,
+   {{W_IN, TK_F16, Z_MAT}, {W_OUT, TK_F16, Z_MAT}, {W_IN, TK_F16, Z_N}, {W_OUT, TK_F32, Z_ROWS},
     {W_STRIDE, TK_I64, 0}, {W_N, TK_I32, 0}, {W_EPS, TK_F32, 0}}, 0},
 };
 
@@ -263,7 +281,7 @@ static tk_kernel *compile_as(bench *b, const char *file, const char *kernel, int
   if (warps) d[nd++] = d[1];
   if (rows) d[nd++] = d[2];
   tk_compile_options o = {.defines = d, .ndefines = nd, .opt_level = 3, .no_cache = no_cache,
-                          .no_fuse = no_fuse};
+                          .no_fuse = no_fuse, .fuse_keep = (tk_fuse_keep)b->fuse_keep};
   tk_kernel *k = NULL;
   if (tk_module_compile_file(b->ctx, mod, path, &o) != TK_OK ||
       tk_module_get_kernel(*mod, kernel, &k) != TK_OK) {
@@ -718,9 +736,21 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--samples") && i + 1 < argc) b.samples = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = true;
-    else {
+    else if (!strcmp(argv[i], "--fuse-keep") && i + 1 < argc) {
+      const char *k = argv[++i];
+      static const char *const names[] = {"auto", "recompute", "online", "smem"};
+      b.fuse_keep = -1;
+      for (int j = 0; j < 4; j++)
+        if (!strcmp(k, names[j])) b.fuse_keep = j;
+      if (b.fuse_keep < 0) {
+        fprintf(stderr, "tkbench: --fuse-keep takes auto, recompute, online or smem\n");
+        return 2;
+      }
+    } else {
       fprintf(stderr, "usage: tkbench [--tkc PATH] [--samples DIR] [--quick] [--only TEXT]\n"
-                      "  --only TEXT  run only the workloads whose name contains TEXT\n");
+                      "               [--fuse-keep auto|recompute|online|smem]\n"
+                      "  --only TEXT  run only the workloads whose name contains TEXT\n"
+                      "  --fuse-keep  force fusion's keep choice for the row kernels\n");
       return 2;
     }
   }

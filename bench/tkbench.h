@@ -17,6 +17,7 @@ typedef struct {
   const char *samples;
   const char *tkc;
   int runs;          /* timed runs per workload (median taken) */
+  int fuse_keep;     /* tk_fuse_keep for every row kernel's compile (--fuse-keep) */
   tk_devptr flush;   /* scratch buffer written before every timed run to evict L2 */
   size_t flush_bytes;
   uint64_t rng;
