@@ -81,16 +81,18 @@ bool drv_codegen(const ir_module *m, const drv_options *o, cg_format f, su_buf *
 /* ---- specialization (Triton's, on divisibility) ---------------------------------------- */
 
 /* tkc --specialize=LIST: LIST is "all" (every integer and pointer parameter of every
- * kernel is a multiple of DRV_SPEC_DIV) or NAME[:D],... (each parameter called NAME, in
- * every kernel having an integer or pointer one, is a multiple of D, a power of two,
- * default DRV_SPEC_DIV; for a pointer: its address in bytes). Sets m's parameter facts;
- * false with the reason in why (m then partly specialized) for an item with no name, a D
- * that is no power of two, or a name no integer or pointer parameter has. */
+ * kernel is a multiple of DRV_SPEC_DIV, every f32 and f64 one positive and finite: the
+ * facts of the JIT's load-time variant) or NAME[:D|:pos],... (each parameter called NAME,
+ * in every kernel having one: an integer or pointer a multiple of D, a power of two,
+ * default DRV_SPEC_DIV, for a pointer its address in bytes; an f32 or f64, with no
+ * suffix or ":pos", positive and finite). Sets m's parameter facts; false with the reason
+ * in why (m then partly specialized) for an item with no name, a suffix that is neither a
+ * power of two nor "pos", or a name no parameter of a fitting type has. */
 bool drv_specialize_list(ir_module *m, const char *list, su_arena *a, su_buf *why);
-/* The JIT's variant for a divisibility signature: a shallow copy of m (sharing its
- * bodies, allocated in a) holding only `only` (NULL: every kernel), each kernel's
- * specializable parameter i < 64 known a multiple of DRV_SPEC_DIV when bit i of bits is
- * set, the others keeping their facts. What libtk generates today: m as optimized
+/* The JIT's variant for a signature: a shallow copy of m (sharing its bodies, allocated
+ * in a) holding only `only` (NULL: every kernel), each kernel's specializable parameter
+ * i < 64 given its fact when bit i of bits is set (an integer or pointer a multiple of
+ * DRV_SPEC_DIV, a float positive), the others keeping their facts. What libtk generates today: m as optimized
  * without a target, not lowered (see drv_variant). */
 ir_module *drv_specialize(su_arena *a, const ir_module *m, const ir_func *only, uint64_t bits);
 /* The same variant made ready for the target: deep copies (ir_func_clone, in m's arena)

@@ -82,6 +82,12 @@ ir_value *ir_func_add_param(ir_module *m, ir_func *f, const char *name, const ir
     div[f->body->nargs] = 1;
     f->param_div = div;
   }
+  if (f->param_pos) {
+    bool *pos = SU_NEW_ARRAY(m->arena, bool, f->body->nargs + 1);
+    memcpy(pos, f->param_pos, sizeof *pos * (size_t)f->body->nargs);
+    pos[f->body->nargs] = false;
+    f->param_pos = pos;
+  }
   ir_value *v = ir_block_add_arg(m, f->body, t);
   v->name = n;
   return v;
@@ -99,6 +105,20 @@ void ir_func_set_param_div(ir_module *m, ir_func *f, int i, int d) {
     for (int k = 0; k < f->body->nargs; k++) f->param_div[k] = 1;
   }
   f->param_div[i] = d;
+}
+
+bool ir_param_pos(const ir_func *f, int i) {
+  return f->param_pos && i >= 0 && i < f->body->nargs && f->param_pos[i];
+}
+
+void ir_func_set_param_pos(ir_module *m, ir_func *f, int i, bool pos) {
+  SU_ASSERT(i >= 0 && i < f->body->nargs);
+  if (!f->param_pos) {
+    if (!pos) return;
+    f->param_pos = SU_NEW_ARRAY(m->arena, bool, f->body->nargs);
+    for (int k = 0; k < f->body->nargs; k++) f->param_pos[k] = false;
+  }
+  f->param_pos[i] = pos;
 }
 
 ir_func *ir_module_find(const ir_module *m, const char *name) {

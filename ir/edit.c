@@ -164,6 +164,7 @@ ir_func *ir_func_clone(ir_module *m, const ir_func *f) {
   }
   int n = f->body->nargs;
   if (f->param_div) g->param_div = su_memdup(m->arena, f->param_div, sizeof(int) * (size_t)(n ? n : 1));
+  if (f->param_pos) g->param_pos = su_memdup(m->arena, f->param_pos, sizeof(bool) * (size_t)(n ? n : 1));
   clone_block_into(m, f->body, g->body, vm);
   return g;
 }

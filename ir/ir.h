@@ -258,6 +258,11 @@ typedef struct ir_func {
    * Set for integer and pointer parameters only. The JIT sets them per argument signature
    * (Triton's specialization), tkc from --specialize; codegen relies on them. */
   int *param_div;
+  /* Per parameter, parallel to body->args (NULL: nothing known): the argument is known
+   * positive and finite (0 < x < inf). Set for float parameters only, by the same
+   * specialization bit as param_div (docs/ir.md, "Parameter facts"); lets a pass move a
+   * multiply by it across max (expfold). */
+  bool *param_pos;
   /* What a pass decided that the IR itself does not show (fuse's keep-or-recompute choice
    * and the estimated bytes of each option), printed `note("...")` after the kernel's
    * launch attributes; NULL: nothing. */
@@ -315,6 +320,16 @@ void ir_func_set_param_div(ir_module *m, ir_func *f, int i, int d);
 /* Whether a parameter of type t can carry a divisibility fact: an integer other than i1,
  * or a pointer. */
 bool ir_param_can_divide(const ir_type *t);
+/* Whether f's parameter i is known positive and finite. */
+bool ir_param_pos(const ir_func *f, int i);
+/* Records that parameter i (an f32 or f64 scalar) is positive and finite, or (pos false)
+ * that nothing is known. */
+void ir_func_set_param_pos(ir_module *m, ir_func *f, int i, bool pos);
+/* Whether a parameter of type t can carry the positivity fact: an f32 or f64 scalar. */
+bool ir_param_can_be_positive(const ir_type *t);
+/* Whether a parameter of type t has a specialization bit (the JIT's signature): one of
+ * the two above. */
+bool ir_param_specializable(const ir_type *t);
 /* Finds a kernel by name. */
 ir_func *ir_module_find(const ir_module *m, const char *name);
 
@@ -325,7 +340,8 @@ typedef struct {
   const char *name;    /* the .tk name; "" when it has none */
   tk_dtype type;       /* a scalar's dtype, or TK_PTR */
   tk_dtype pointee;    /* a pointer's element dtype; TK_NDTYPE for a scalar or when unknown */
-  bool specializable;  /* ir_param_can_divide: the JIT may specialize on its divisibility */
+  bool specializable;  /* ir_param_specializable: the JIT may specialize on its divisibility
+                        * (integers, pointers) or positivity (f32, f64) */
 } ir_sig_param;
 
 /* What a caller must know of a kernel to launch it: its parameters, its compile-time

@@ -619,20 +619,27 @@ static void parse_bindings(parser *p, ir_func *f) {
   for (int i = 0; i < v.len; i++) f->bindings[i] = *(ir_binding *)v.data[i];
 }
 
-/* `{div = D}` after the last parameter's type: what is known about its values. */
+/* `{div = D}` or `{pos}` after the last parameter's type: what is known about its
+ * values. */
 static void parse_param_facts(parser *p, ir_func *f) {
   int i = f->body->nargs - 1;
   const ir_type *t = f->body->args[i]->type;
   su_loc at = p->tok.loc;
   expect_punct(p, '{');
+  if (is_word(p, "pos")) {
+    next(p);
+    expect_punct(p, '}');
+    if (!ir_param_can_be_positive(t)) fail_at(p, at, "only f32 and f64 parameters can be known positive");
+    ir_func_set_param_pos(p->m, f, i, true);
+    return;
+  }
   expect_word(p, "div");
   expect_punct(p, '=');
   su_loc dat = p->tok.loc;
   int64_t d = parse_int(p, 1, 1 << 30, "a divisibility");
   if (d & (d - 1)) fail_at(p, dat, "divisibility %lld is not a power of two", (long long)d);
   expect_punct(p, '}');
-  if (t->kind != IR_PTR && !(t->kind == IR_SCALAR && ir_dtype_is_int(t->dtype) && t->dtype != TK_I1))
-    fail_at(p, at, "only integer and pointer parameters take a divisibility");
+  if (!ir_param_can_divide(t)) fail_at(p, at, "only integer and pointer parameters take a divisibility");
   ir_func_set_param_div(p->m, f, i, (int)d);
 }
 

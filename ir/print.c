@@ -209,6 +209,7 @@ static void print_func(su_buf *b, ir_func *f) {
     su_buf_puts(b, ": ");
     ir_type_print(b, v->type);
     if (ir_param_div(f, i) != 1) su_buf_printf(b, " {div = %d}", ir_param_div(f, i));
+    if (ir_param_pos(f, i)) su_buf_puts(b, " {pos}");
   }
   su_buf_printf(b, ") warps(%d) stages(%d)", f->num_warps, f->num_stages);
   if (f->persistent) su_buf_puts(b, " persistent");

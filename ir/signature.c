@@ -7,6 +7,12 @@ bool ir_param_can_divide(const ir_type *t) {
   return t->kind == IR_PTR || (t->kind == IR_SCALAR && ir_dtype_is_int(t->dtype) && t->dtype != TK_I1);
 }
 
+bool ir_param_can_be_positive(const ir_type *t) {
+  return t->kind == IR_SCALAR && (t->dtype == TK_F32 || t->dtype == TK_F64);
+}
+
+bool ir_param_specializable(const ir_type *t) { return ir_param_can_divide(t) || ir_param_can_be_positive(t); }
+
 ir_signature *ir_func_signature(su_arena *a, const ir_func *f) {
   ir_signature *s = SU_NEW(a, ir_signature);
   s->name = f->name;
@@ -18,7 +24,7 @@ ir_signature *ir_func_signature(su_arena *a, const ir_func *f) {
     p->name = f->param_names && f->param_names[i] ? f->param_names[i] : "";
     p->type = t->kind == IR_PTR ? TK_PTR : t->dtype;
     p->pointee = t->kind == IR_PTR ? t->elem->dtype : TK_NDTYPE;
-    p->specializable = ir_param_can_divide(t);
+    p->specializable = ir_param_specializable(t);
   }
   s->consts = f->bindings;
   s->nconsts = f->nbindings;

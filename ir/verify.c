@@ -525,12 +525,18 @@ static void collect(ir_op *op, void *ctx) {
     for (int i = 0; i < op->regions[r]->nargs; i++) v->byid[op->regions[r]->args[i]->id] = op->regions[r]->args[i];
 }
 
-/* Divisibilities are powers of two, on integer and pointer parameters only. */
+/* Divisibilities are powers of two, on integer and pointer parameters only; positivity is
+ * on float parameters only. */
 static void check_param_facts(verifier *v, const ir_func *f) {
   for (int i = 0; i < f->body->nargs; i++) {
     int d = ir_param_div(f, i);
     const ir_type *t = f->body->args[i]->type;
     bool fits = ir_param_can_divide(t);
+    if (ir_param_pos(f, i) && !ir_param_can_be_positive(t)) {
+      su_loc loc = {v->src, 1, 0, f->loc.line, f->loc.col};
+      su_error(v->d, loc, "kernel '%s': parameter %d is known positive, but is not an f32 or f64", f->name, i);
+      v->ok = false;
+    }
     if (d == 1 || (d > 1 && !(d & (d - 1)) && fits)) continue;
     su_loc loc = {v->src, 1, 0, f->loc.line, f->loc.col};
     su_error(v->d, loc, "kernel '%s': parameter %d has divisibility %d%s", f->name, i, d,

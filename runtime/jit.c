@@ -204,9 +204,14 @@ uint64_t rt_jit_pack(rt_jit_kernel *jk, const tk_arg *args) {
       uint32_t bits;
       memcpy(&bits, &f, 4);
       slot[i] = bits;
+      /* positive and finite: sign clear, not zero, exponent not all ones */
+      key |= jk->bits[i] & (0 - (uint64_t)(bits - 1u < 0x7f7fffffu));
       break;
     }
-    case SLOT_F64: memcpy(&slot[i], &args[i].v.f, 8); break;
+    case SLOT_F64:
+      memcpy(&slot[i], &args[i].v.f, 8);
+      key |= jk->bits[i] & (0 - (uint64_t)(slot[i] - 1u < UINT64_C(0x7fefffffffffffff)));
+      break;
     }
   }
   return key;

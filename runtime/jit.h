@@ -8,9 +8,11 @@
  * Contract:
  *  - Nothing here knows about CUDA: a variant's function is the backend's handle, opaque.
  *  - A signature has bit i set when parameter i (< 64) is specializable (ir_sig_param) and
- *    its argument a multiple of DRV_SPEC_DIV (a pointer: its address). A kernel without IR
- *    (AOT PTX) has no bits: one variant, signature 0.
- *  - The variant with every bit set (sizes multiple of 16, aligned allocations) is the one
+ *    its argument a multiple of DRV_SPEC_DIV (a pointer: its address), or for an f32 or
+ *    f64, positive and finite. A kernel without IR (AOT PTX) has no bits: one variant,
+ *    signature 0.
+ *  - The variant with every bit set (sizes multiple of 16, aligned allocations, positive
+ *    scales) is the one
  *    compiled for the whole module at load; any other, for its kernel alone, on the first
  *    launch with that signature, each under its own cache key (rt_cache_key_variant).
  * Prefix: rt_jit_.

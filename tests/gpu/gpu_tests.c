@@ -38,7 +38,7 @@
 
 /* What a kernel parameter is for. Buffers (IN, OUT, ZERO, TGT) have an element type and
  * a size; scalars take a value from the run's shape. */
-typedef enum { IN, OUT, ZERO, TGT, S_N, S_ROWS, S_STRIDE, S_EPS } role;
+typedef enum { IN, OUT, ZERO, TGT, S_N, S_ROWS, S_STRIDE, S_EPS, S_SCALE, S_NSCALE } role;
 typedef enum { SZ_N, SZ_ROWS, SZ_ROWS2, SZ_MAT, SZ_16 } sizing;
 
 typedef struct {
@@ -75,6 +75,18 @@ static const char HIST_TK[] =
   "    let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
   "    let m = offs < n;\n"
   "    atomic_add(counts + (load(x + offs, m) & 15), 1, m);\n"
+  "}\n";
+
+/* Scores scaled by a run-time scale: a positive one is specialized on (expfold takes the
+ * max before the scale and folds it into exp2's fma), a negative one is not. */
+static const char SCALED_TK[] =
+  "kernel scaled_softmax<BLOCK: i32 = 1024>(x: *f32, y: *f32, stride: i64, n: i32, scale: f32) {\n"
+  "    let row = program_id(0) as i64;\n"
+  "    let c = arange(0, BLOCK);\n"
+  "    let ok = c < n;\n"
+  "    let s = where(ok, load(x + row * stride + c, ok, 0.0) * scale, -inf);\n"
+  "    let p = exp(s - max(s, 0));\n"
+  "    store(y + row * stride + c, p / sum(p, 0), ok);\n"
   "}\n";
 
 static const char OTHER_TK[] =
@@ -190,6 +202,12 @@ static const gpu_case cases[] = {
    {{IN, TK_I32, SZ_N}, {IN, TK_I32, SZ_N}, {OUT, TK_I32, SZ_N}, {S_N, TK_I32, 0}}, 0, false},
   {"hist_atomic", NULL, HIST_TK, "hist", false, false, 256, 3,
    {{IN, TK_I32, SZ_N}, {ZERO, TK_I32, SZ_16}, {S_N, TK_I32, 0}}, 0, false},
+  {"scaled_softmax_pos", NULL, SCALED_TK, "scaled_softmax", true, false, 1024, 5,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0},
+    {S_SCALE, F32, 0}}, 0, false},
+  {"scaled_softmax_neg", NULL, SCALED_TK, "scaled_softmax", true, false, 1024, 5,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0},
+    {S_NSCALE, F32, 0}}, 0, false},
   {"masked_other", NULL, OTHER_TK, "masked_other", false, false, 256, 3,
    {{IN, F32, SZ_N}, {OUT, F32, SZ_N}, {S_N, TK_I32, 0}}, 0, false},
   {"argmax_rows", NULL, ARGMAX_TK, "argmax_rows", true, false, 8192, 4,
@@ -356,6 +374,7 @@ static long elems(sizing z, const shape *sh) {
 static tk_arg scalar_arg(const param_spec *p, const shape *sh) {
   int64_t v = p->r == S_N ? sh->n : p->r == S_ROWS ? sh->rows : sh->n + sh->pad;
   if (p->r == S_EPS) return tk_arg_f32(1e-5f);
+  if (p->r == S_SCALE || p->r == S_NSCALE) return tk_arg_f32(p->r == S_SCALE ? 0.37f : -0.37f);
   return p->t == TK_I64 ? tk_arg_i64(v) : tk_arg_i32((int32_t)v);
 }
 
@@ -1041,6 +1060,54 @@ static void test_fake_specialization(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+static int count_of(const char *text, const char *what) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+  return n;
+}
+
+/* f32 multiplies in PTX text (LLVM writes them mul.rn.f32, or mul.f32) */
+static int f32_muls(const char *ptx) { return count_of(ptx, "mul.rn.f32") + count_of(ptx, "mul.f32"); }
+
+static void *launch_scaled(void *lib, tk_kernel *k, float scale) {
+  tk_arg args[] = {tk_arg_ptr(0x1000), tk_arg_ptr(0x2000), tk_arg_i64(1024), tk_arg_i32(1024),
+                   tk_arg_f32(scale)};
+  assert_int_equal(tk_launch(k, (tk_grid){1, 1, 1}, NULL, args, 5), TK_OK);
+  return last_launch(lib)->fn;
+}
+
+/* Specialization on a float's sign: the variant loaded at compile time takes the scale
+ * positive (expfold multiplies the row max, not each score, by it); zero, a negative
+ * scale, NaN or infinity get the variant that assumes nothing, at their first launch. */
+static void test_fake_scale_specialization(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  tk_module *m;
+  tk_kernel *k;
+  int loads = fake_loads(lib);
+  assert_int_equal(tk_module_compile(ctx, &m, SCALED_TK, strlen(SCALED_TK), "scaled.tk", NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "scaled_softmax", &k), TK_OK);
+  assert_int_equal(fake_loads(lib), loads + 1);
+  int pos_muls = f32_muls(fake_last_ptx(lib));
+  void *pos = launch_scaled(lib, k, 0.125f);
+  assert_int_equal(fake_loads(lib), loads + 1);
+  assert_true(launch_scaled(lib, k, 3.0e38f) == pos);
+  void *any = launch_scaled(lib, k, -0.125f);
+  assert_int_equal(fake_loads(lib), loads + 2);
+  assert_true(any != pos);
+  int any_muls = f32_muls(fake_last_ptx(lib));
+  assert_true(pos_muls < any_muls); /* a multiply per score in the second only */
+  assert_true(launch_scaled(lib, k, 0.0f) == any);
+  assert_true(launch_scaled(lib, k, -0.0f) == any);
+  assert_true(launch_scaled(lib, k, NAN) == any);
+  assert_true(launch_scaled(lib, k, INFINITY) == any);
+  assert_true(launch_scaled(lib, k, 1e-45f) == pos);
+  assert_int_equal(fake_loads(lib), loads + 2);
+  fake_done(ctx, lib, dir);
+}
+
 /* tk_kernel_resources without ptxas (TK_PTXAS naming no file): the driver's numbers for
  * the variant that takes any arguments, compiled and loaded for the query, once, and the
  * very function a launch with such arguments then runs; the variant in use is untouched;
@@ -1435,6 +1502,7 @@ int main(void) {
     cmocka_unit_test(test_fake_nofuse_scratch),
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),
+    cmocka_unit_test(test_fake_scale_specialization),
     cmocka_unit_test(test_fake_resources_from_driver),
     cmocka_unit_test(test_fake_cache_other_builds),
     cmocka_unit_test(test_fake_cache_rejected_entry),

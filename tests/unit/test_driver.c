@@ -37,11 +37,15 @@ static void compile(fx *x, const char *src) {
   x->m = drv_compile(x->a, s, &o, &x->d);
 }
 
-/* The divisibility facts of kernel k's parameters, as "1,16,..." */
+/* The facts of kernel k's parameters, as "1,16,+,...": a divisibility, or + for one known
+ * positive. */
 static const char *facts(fx *x, const ir_module *m, int k) {
   su_buf b = {0};
   for (int i = 0; i < m->funcs[k]->body->nargs; i++)
-    su_buf_printf(&b, "%s%d", i ? "," : "", ir_param_div(m->funcs[k], i));
+    if (ir_param_pos(m->funcs[k], i))
+      su_buf_printf(&b, "%s+", i ? "," : "");
+    else
+      su_buf_printf(&b, "%s%d", i ? "," : "", ir_param_div(m->funcs[k], i));
   const char *s = su_strdup(x->a, su_buf_str(&b));
   su_buf_free(&b);
   return s;
@@ -69,13 +73,20 @@ static void test_specialize_list(void **state) {
   assert_true(drv_specialize_list(x.m, "n,x:32", x.a, &why));
   assert_string_equal(facts(&x, x.m, 0), "32,1,16,1,1,1");
   assert_string_equal(facts(&x, x.m, 1), "32,16");
+  assert_true(drv_specialize_list(x.m, "s:pos", x.a, &why));
+  assert_string_equal(facts(&x, x.m, 0), "32,1,16,1,+,1");
   assert_true(drv_specialize_list(x.m, "all", x.a, &why));
-  assert_string_equal(facts(&x, x.m, 0), "16,16,16,16,1,1"); /* never f32 or i1 */
+  assert_string_equal(facts(&x, x.m, 0), "16,16,16,16,+,1"); /* never i1 */
+  compile(&x, SRC); /* a bare name: whichever fact its type takes */
+  assert_true(drv_specialize_list(x.m, "s,k", x.a, &why));
+  assert_string_equal(facts(&x, x.m, 0), "1,1,1,16,+,1");
   static const struct { const char *list, *why; } bad[] = {
-      {"s", "no kernel has an integer or pointer parameter 's'"},
-      {"n:12", "'n:12' needs a power of two after ':'"},
-      {"n:0", "'n:0' needs a power of two after ':'"},
-      {"n:", "'n:' needs a power of two after ':'"},
+      {"on", "no kernel has an integer, pointer, f32 or f64 parameter 'on'"},
+      {"n:pos", "no kernel has an f32 or f64 parameter 'n'"},
+      {"s:16", "no kernel has an integer or pointer parameter 's'"},
+      {"n:12", "'n:12' needs a power of two or 'pos' after ':'"},
+      {"n:0", "'n:0' needs a power of two or 'pos' after ':'"},
+      {"n:", "'n:' needs a power of two or 'pos' after ':'"},
       {":4", "':4' has no parameter name"},
       {"n,nope:2", "no kernel has an integer or pointer parameter 'nope'"},
   };
@@ -115,11 +126,11 @@ static void test_variants(void **state) {
   assert_int_equal(all->nfuncs, 2);
   assert_string_equal(all->arch, "sm_90a");
   assert_true(layouts(all) > 0);
-  assert_string_equal(facts(&x, all, 0), "16,16,16,16,1,1");
+  assert_string_equal(facts(&x, all, 0), "16,16,16,16,+,1");
   assert_string_equal(facts(&x, all, 1), "16,16");
   assert_true(all->funcs[0]->body != x.m->funcs[0]->body);
   ir_module *some = drv_variant(x.m, NULL, 1u << 0 | 1u << 3 | 1u << 4, &o, &x.d);
-  assert_string_equal(facts(&x, some, 0), "16,4,1,16,1,1");
+  assert_string_equal(facts(&x, some, 0), "16,4,1,16,+,1");
   ir_module *one = drv_variant(x.m, x.m->funcs[1], 2, &o, &x.d);
   assert_int_equal(one->nfuncs, 1);
   assert_string_equal(one->funcs[0]->name, "other");
@@ -131,7 +142,7 @@ static void test_variants(void **state) {
   assert_true(ir_verify(x.m, &x.d) && ir_verify(all, &x.d) && ir_verify(one, &x.d));
   /* the unlowered variant the JIT generates today: the same facts on a shallow copy */
   ir_module *flat = drv_specialize(x.a, x.m, NULL, 1u << 0 | 1u << 3 | 1u << 4);
-  assert_string_equal(facts(&x, flat, 0), "16,4,1,16,1,1");
+  assert_string_equal(facts(&x, flat, 0), "16,4,1,16,+,1");
   assert_ptr_equal(flat->funcs[0]->body, x.m->funcs[0]->body);
   assert_null(flat->arch);
   ir_module *flat1 = drv_specialize(x.a, x.m, x.m->funcs[1], 2);

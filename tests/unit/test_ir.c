@@ -613,14 +613,14 @@ static void test_signature(void **state) {
   assert_int_equal(s->nparams, 5);
   static const struct { const char *name; tk_dtype type, pointee; bool spec; const char *text; } want[] = {
       {"x", TK_PTR, TK_F16, true, "ptr<f16>"}, {"n", TK_I32, TK_NDTYPE, true, "i32"},
-      {"flag", TK_I1, TK_NDTYPE, false, "i1"}, {"s", TK_F32, TK_NDTYPE, false, "f32"},
+      {"flag", TK_I1, TK_NDTYPE, false, "i1"}, {"s", TK_F32, TK_NDTYPE, true, "f32"},
       {"u", TK_U64, TK_NDTYPE, true, "u64"}};
   for (int i = 0; i < 5; i++) {
     assert_string_equal(s->params[i].name, want[i].name);
     assert_int_equal(s->params[i].type, want[i].type);
     assert_int_equal(s->params[i].pointee, want[i].pointee);
     assert_int_equal(s->params[i].specializable, want[i].spec);
-    assert_int_equal(s->params[i].specializable, ir_param_can_divide(m->funcs[0]->body->args[i]->type));
+    assert_int_equal(s->params[i].specializable, ir_param_specializable(m->funcs[0]->body->args[i]->type));
     su_buf b = {0};
     ir_sig_param_print(&b, &s->params[i]);
     assert_string_equal(su_buf_str(&b), want[i].text);

@@ -2,6 +2,7 @@
  * a signature bit, the signature and slots a launch's arguments give, the variant table,
  * and the PTX of a variant through the disk cache (compiled once, then found under the
  * variant's own key). */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -64,21 +65,22 @@ static int entries(const char *dir) {
   return n;
 }
 
-/* Bits go to the integer (not i1) and pointer parameters; a kernel without IR has none. */
+/* Bits go to the integer (not i1), pointer and f32/f64 parameters; a kernel without IR has
+ * none. */
 static void test_bits(void **state) {
   fixture *f = *state;
   rt_jit_kernel *jk = rt_jit_kernel_new(f->a, &f->k);
   assert_int_equal(jk->nparams, 7);
   assert_int_equal(jk->block, 128);
-  assert_true(rt_jit_full_key(jk) == (1u << 0 | 1u << 1 | 1u << 2 | 1u << 6));
+  assert_true(rt_jit_full_key(jk) == (1u << 0 | 1u << 1 | 1u << 2 | 1u << 3 | 1u << 6));
   for (int i = 0; i < 7; i++) assert_ptr_equal(jk->argv[i], &jk->slots[i]);
   rt_kernel aot = f->k;
   aot.ir = NULL;
   assert_true(rt_jit_full_key(rt_jit_kernel_new(f->a, &aot)) == 0);
 }
 
-/* The signature of a launch: a bit for each multiple of 16; the slots hold the ABI's
- * bytes. */
+/* The signature of a launch: a bit for each multiple of 16 and each positive finite
+ * float; the slots hold the ABI's bytes. */
 static void test_pack(void **state) {
   fixture *f = *state;
   rt_jit_kernel *jk = rt_jit_kernel_new(f->a, &f->k);
@@ -86,7 +88,7 @@ static void test_pack(void **state) {
   h.v.f = 1.5;
   tk_arg args[] = {tk_arg_ptr(0x1000), tk_arg_ptr(0x2004), tk_arg_i32(4096), tk_arg_f32(2.5f),
                    h, tk_arg_bool(7), tk_arg_u64(48)};
-  assert_true(rt_jit_pack(jk, args) == (1u << 0 | 1u << 2 | 1u << 6));
+  assert_true(rt_jit_pack(jk, args) == (1u << 0 | 1u << 2 | 1u << 3 | 1u << 6));
   assert_true(jk->slots[1] == 0x2004);
   float s;
   memcpy(&s, &jk->slots[3], 4);
@@ -95,6 +97,19 @@ static void test_pack(void **state) {
   assert_int_equal(jk->slots[5], 1);
   args[2] = tk_arg_i32(-16); /* negative multiples count */
   args[6] = tk_arg_u64(17);
+  args[3] = tk_arg_f32(1e-45f); /* the smallest subnormal is positive */
+  assert_true(rt_jit_pack(jk, args) == (1u << 0 | 1u << 2 | 1u << 3));
+  args[3] = tk_arg_f32(3.4028235e38f); /* the largest finite too */
+  assert_true(rt_jit_pack(jk, args) == (1u << 0 | 1u << 2 | 1u << 3));
+  /* zero (either sign), negative, infinite and NaN are not */
+  static const float not_positive[] = {0.0f, -0.0f, -2.5f, INFINITY, -INFINITY, NAN};
+  for (size_t i = 0; i < sizeof not_positive / sizeof *not_positive; i++) {
+    args[3] = tk_arg_f32(not_positive[i]);
+    assert_true(rt_jit_pack(jk, args) == (1u << 0 | 1u << 2));
+  }
+  tk_arg big = {TK_F32, {0}};
+  big.v.f = 1e300; /* positive as a double, infinite as the f32 the kernel gets */
+  args[3] = big;
   assert_true(rt_jit_pack(jk, args) == (1u << 0 | 1u << 2));
   args[0] = tk_arg_ptr(0x1008);
   args[2] = tk_arg_i32(1000);

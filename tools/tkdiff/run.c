@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@ struct td_runner {
   tk_context *interp, *cuda;
   su_buf batch;                 /* the sources of the pending kernels */
   uint64_t seeds[MAX_BATCH];
-  uint64_t keys[MAX_BATCH];     /* the JIT's divisibility signature of each kernel's launch */
+  uint64_t keys[MAX_BATCH];     /* the JIT's signature of each kernel's launch (divisibility, positivity) */
   char *names[MAX_BATCH];
   char *srcs[MAX_BATCH];
   int nbatch;
@@ -276,14 +277,23 @@ static bool compare_all(const td_kernel *k, const outputs *ref, const outputs *g
  * module is compiled), a quarter that of their launch (bit i for a pointer, since device
  * allocations are aligned far beyond 16, or an integer that is a multiple of 16), a
  * quarter none (tkc's default). */
+/* Whether a float argument is what the JIT's positivity bit means: 0 < x < inf as the
+ * parameter's type holds it. */
+static bool positive(tk_dtype t, double v) {
+  if (t == TK_F32) return (float)v > 0 && (float)v < HUGE_VALF;
+  return v > 0 && v < HUGE_VAL;
+}
+
 static uint64_t launch_key(const td_kernel *k) {
   uint64_t key = 0;
   int how = (int)(k->seed % 4);
   if (how == 3) return 0;
   for (int i = 0; i < k->nparams && i < 64; i++) {
     const td_param *p = &k->params[i];
+    bool flt = !p->is_ptr && (p->arg.type == TK_F32 || p->arg.type == TK_F64);
     bool spec = p->is_ptr || (ir_dtype_is_int(p->arg.type) && p->arg.type != TK_I1 &&
-                              (how < 2 || (p->arg.v.u & 15) == 0));
+                              (how < 2 || (p->arg.v.u & 15) == 0)) ||
+                (flt && (how < 2 || positive(p->arg.type, p->arg.v.f)));
     if (spec) key |= UINT64_C(1) << i;
   }
   return key;
@@ -346,7 +356,7 @@ done:
 }
 
 /* PTX of source text for sm_90a through the GPU back end, as the JIT makes it: compiled
- * without a target, each kernel's parameters given the divisibility facts of its launch
+ * without a target, each kernel's parameters given the facts of its launch
  * (names[i], keys[i]: drv_variant's), then lowered for the target and generated. False
  * with the diagnostics. */
 static bool emit_ptx(const char *text, char **names, const uint64_t *keys, int n, su_buf *ptx, su_buf *why) {
@@ -362,9 +372,12 @@ static bool emit_ptx(const char *text, char **names, const uint64_t *keys, int n
   if (m)
     for (int i = 0; i < n; i++) {
       ir_func *f = ir_module_find(m, names[i]);
-      for (int p = 0; f && p < f->body->nargs && p < 64; p++)
-        if ((keys[i] >> p & 1) && ir_param_can_divide(f->body->args[p]->type))
-          ir_func_set_param_div(m, f, p, DRV_SPEC_DIV);
+      for (int p = 0; f && p < f->body->nargs && p < 64; p++) {
+        const ir_type *t = f->body->args[p]->type;
+        if (!(keys[i] >> p & 1)) continue;
+        if (ir_param_can_divide(t)) ir_func_set_param_div(m, f, p, DRV_SPEC_DIV);
+        else if (ir_param_can_be_positive(t)) ir_func_set_param_pos(m, f, p, true);
+      }
     }
   bool ok = m && drv_lower(m, o.arch, &o, &d) && drv_codegen(m, &o, CG_PTX, ptx, &d) && !d.nerrors;
   if (!ok) {
