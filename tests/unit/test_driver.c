@@ -77,6 +77,7 @@ static void test_specialize_list(void **state) {
   assert_string_equal(facts(&x, x.m, 0), "32,1,16,1,+,1");
   assert_true(drv_specialize_list(x.m, "all", x.a, &why));
   assert_string_equal(facts(&x, x.m, 0), "16,16,16,16,+,1"); /* never i1 */
+  su_arena_free(x.a);
   compile(&x, SRC); /* a bare name: whichever fact its type takes */
   assert_true(drv_specialize_list(x.m, "s,k", x.a, &why));
   assert_string_equal(facts(&x, x.m, 0), "1,1,1,16,+,1");
