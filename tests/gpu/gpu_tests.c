@@ -1012,6 +1012,18 @@ static int cache_entries(const char *dir) {
 }
 
 
+/* Kernel `name` of source text src (named `name`.tk, which the cache key holds), compiled
+ * in ctx (the module lives with ctx). */
+static tk_kernel *compiled(tk_context *ctx, const char *src, const char *name) {
+  tk_module *m;
+  tk_kernel *k;
+  char file[64];
+  snprintf(file, sizeof file, "%s.tk", name);
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), file, NULL), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, name, &k), TK_OK);
+  return k;
+}
+
 /* Launches vcopy with x, y, n; returns the function the driver was asked to run. */
 static void *launch_vcopy(void *lib, tk_kernel *k, tk_devptr x, tk_devptr y, int n) {
   tk_arg args[] = {tk_arg_ptr(x), tk_arg_ptr(y), tk_arg_i32(n)};
@@ -1027,11 +1039,8 @@ static void test_fake_specialization(void **state) {
   void *lib;
   char dir[] = "/tmp/tk-fake-cache-XXXXXX";
   tk_context *ctx = fake_context(&lib, dir);
-  tk_module *m;
-  tk_kernel *k;
   int loads = fake_loads(lib);
-  assert_int_equal(tk_module_compile(ctx, &m, VCOPY_TK, strlen(VCOPY_TK), "vcopy.tk", NULL), TK_OK);
-  assert_int_equal(tk_module_get_kernel(m, "vcopy", &k), TK_OK);
+  tk_kernel *k = compiled(ctx, VCOPY_TK, "vcopy");
   assert_int_equal(fake_loads(lib), loads + 1);
   assert_non_null(strstr(fake_last_ptx(lib), "ld.global.v4.b32"));
   void *all = launch_vcopy(lib, k, 0x1000, 0x2000, 4096);
@@ -1084,11 +1093,8 @@ static void test_fake_scale_specialization(void **state) {
   void *lib;
   char dir[] = "/tmp/tk-fake-cache-XXXXXX";
   tk_context *ctx = fake_context(&lib, dir);
-  tk_module *m;
-  tk_kernel *k;
   int loads = fake_loads(lib);
-  assert_int_equal(tk_module_compile(ctx, &m, SCALED_TK, strlen(SCALED_TK), "scaled.tk", NULL), TK_OK);
-  assert_int_equal(tk_module_get_kernel(m, "scaled_softmax", &k), TK_OK);
+  tk_kernel *k = compiled(ctx, SCALED_TK, "scaled_softmax");
   assert_int_equal(fake_loads(lib), loads + 1);
   int pos_muls = f32_muls(fake_last_ptx(lib));
   void *pos = launch_scaled(lib, k, 0.125f);
