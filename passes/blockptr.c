@@ -362,9 +362,8 @@ static int64_t known_div(const ir_func *f, const ir_value *v) {
     int64_t x = v->def->cval.i;
     return x ? (x & -x) : 1 << 30;
   }
-  for (int i = 0; i < f->body->nargs; i++)
-    if (f->body->args[i] == v) return ir_param_div(f, i);
-  return 1;
+  int i = pass_param_index(f, v);
+  return i >= 0 ? ir_param_div(f, i) : 1;
 }
 
 bool pass_block_tma_ready(const ir_func *f, const pass_block *b, int elem_bytes) {

@@ -62,10 +62,8 @@ static bool positive_scale(const fold *fd, const ir_value *v) {
     double c = pass_const_float(v);
     return c > 0 && c < HUGE_VAL;
   }
-  if (v->def) return false;
-  for (int i = 0; i < fd->f->body->nargs; i++)
-    if (fd->f->body->args[i] == v) return ir_param_pos(fd->f, i);
-  return false;
+  int i = pass_param_index(fd->f, v);
+  return i >= 0 && ir_param_pos(fd->f, i);
 }
 
 /* A multiply by a positive scale: x * c or c * x; sets *x and *c. */

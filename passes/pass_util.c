@@ -147,6 +147,12 @@ void pass_remark(const ir_module *m, const char *pass, ir_loc loc, const char *f
   va_end(ap);
 }
 
+int pass_param_index(const ir_func *f, const ir_value *v) {
+  for (int i = 0; !v->def && i < f->body->nargs; i++)
+    if (f->body->args[i] == v) return i;
+  return -1;
+}
+
 int pass_count_uses(const ir_block *blk, const ir_value *v) {
   int n = 0;
   for (const ir_op *op = blk->first; op; op = op->next) {

@@ -26,6 +26,8 @@ bool pass_const_eq(const ir_value *v, double k);
 /* True if v is an integer constant with every bit of its width set. */
 bool pass_const_all_ones(const ir_value *v);
 
+/* The index of v among f's parameters, or -1 when it is none of them. */
+int pass_param_index(const ir_func *f, const ir_value *v);
 /* How many operands of the ops in blk (and in their regions, at any depth) are v. */
 int pass_count_uses(const ir_block *blk, const ir_value *v);
 

@@ -468,6 +468,22 @@ static void test_parse_hand_written(void **state) {
 
 /* The math ops of issue 12: pow, rint, ... take floats; umulhi and cdiv integers wider
  * than i1. */
+/* Positivity is a float parameter's fact: set on an integer by an API caller, the
+ * verifier refuses it, naming the kernel and the parameter. */
+static void test_verifier_param_pos(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  ir_module *m = parse_text(f, "module \"p.tk\"\nkernel @k(%0 /*n*/: i32, %1 /*s*/: f32) {\n  return\n}\n");
+  if (!m) fail_msg("parse failed");
+  ir_func_set_param_pos(m, m->funcs[0], 1, true);
+  assert_true(ir_verify(m, &f->d));
+  ir_func_set_param_pos(m, m->funcs[0], 0, true);
+  assert_false(ir_verify(m, &f->d));
+  assert_non_null(f->d.first);
+  assert_non_null(strstr(f->d.first->msg, "parameter 0 is known positive, but is not an f32 or f64"));
+  su_arena_free(f->a);
+}
+
 static void test_verifier_math_types(void **state) {
   (void)state;
   fx *f = fx_new();
@@ -699,6 +715,7 @@ int main(void) {
       cmocka_unit_test(test_print_parse_roundtrip),
       cmocka_unit_test(test_parse_hand_written),
       cmocka_unit_test(test_verifier_math_types),
+      cmocka_unit_test(test_verifier_param_pos),
       cmocka_unit_test(test_parse_errors_located),
       cmocka_unit_test(test_parse_deep_nesting),
       cmocka_unit_test(test_parse_never_crashes),
