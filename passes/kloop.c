@@ -194,7 +194,14 @@ static ir_value *rebuild(kl *s, ir_value *v) {
   } else {
     ir_value *opnds[8];
     SU_ASSERT(op->noperands <= 8);
-    for (int i = 0; i < op->noperands; i++) opnds[i] = rebuild(s, op->operands[i]);
+    for (int i = 0; i < op->noperands; i++) {
+      /* a broadcast that stretches K from 1 reads its operand whole: that operand may be
+       * traced all the same, along another axis, when CSE shares it with the other
+       * operand's K index (kk[None, :] of a and rn[None, :] of b, rn = arange(0, KP)) */
+      ir_value *o = op->operands[i];
+      bool whole = op->opc == IR_BROADCAST && o->type->shape[t->kdim] == 1;
+      opnds[i] = whole ? invariant(s, o) : rebuild(s, o);
+    }
     ir_op *c = ir_op_new(s->m, op->opc, op->loc, op->noperands, opnds, 1, &nt);
     ir_op_copy_attrs(c, op);
     ir_block_insert_before(b->block, c, b->before);

@@ -224,6 +224,42 @@ static void test_n_as_long_as_k(void **st) {
   su_arena_free(a);
 }
 
+/* b's column index is arange(0, KP) itself: CSE makes rn[None, :] of b and kk[None, :] of a
+ * one [1, KP] value, traced as a's K axis; b's broadcast of it, which stretches b's K axis
+ * from 1, rebuilt it on a step: invalid IR (tkdiff seeds 6066533, 6073331, 6081717 and
+ * 6097259, generator 6, on the H200, 2026-12-02). */
+static const char *const matmul_k_row_is_n_row =
+    "@launch(warps = 1)\n"
+    "kernel mm<KP: i32 = 64>(a: *f32, b: *f32, c: *f32, M: i32, N: i32, K: i32) {\n"
+    "  let rm = program_id(0) * 16 + arange(0, 16);\n"
+    "  let rn = arange(0, KP);\n"
+    "  let kk = arange(0, KP);\n"
+    "  let ta = load(a + rm[:, None] * K + kk[None, :], (rm[:, None] < M) && (kk[None, :] < K), 0.0);\n"
+    "  let tb = load(b + kk[:, None] * N + rn[None, :], (kk[:, None] < K) && (rn[None, :] < N), 0.0);\n"
+    "  store(c + rm[:, None] * N + rn[None, :], dot(ta, tb), (rm[:, None] < M) && (rn[None, :] < N));\n"
+    "}\n";
+
+static void test_k_row_is_n_row(void **st) {
+  (void)st;
+  su_arena *a = su_arena_new();
+  sema_define d[] = {{"KP", "64"}};
+  ir_module *with = pk_compile(a, matmul_k_row_is_n_row, d, 1, WITH);
+  ir_module *without = pk_compile(a, matmul_k_row_is_n_row, d, 1, WITHOUT);
+  assert_int_equal(count(with, IR_FOR).n - count(without, IR_FOR).n, 1);
+  const int mnk[][3] = {{48, 64, 64}, {33, 50, 63}, {17, 64, 5}};
+  for (int k = 0; k < 3; k++) {
+    int M = mnk[k][0], N = mnk[k][1], K = mnk[k][2];
+    arg_spec c[6] = {{BUF_F32, (int64_t)M * K}, {BUF_F32, (int64_t)K * N}, {BUF_F32, (int64_t)M * N},
+                     {VAL_I32, M}, {VAL_I32, N}, {VAL_I32, K}};
+    run_result r1 = run(with, c, 6, (tk_grid){3, 1, 1}, 97u + (uint64_t)k);
+    run_result r2 = run(without, c, 6, (tk_grid){3, 1, 1}, 97u + (uint64_t)k);
+    compare(&r1, &r2, c, 6, 0, su_fmt(a, "kloop vs whole K, b's columns = K's index, case %d", k));
+    ip_memory_free(r1.mem);
+    ip_memory_free(r2.mem);
+  }
+  su_arena_free(a);
+}
+
 /* The precisions of an f32 dot: ieee and tf32 bit for bit, tf32x3 within reassociation. */
 static void test_precision(void **st) {
   (void)st;
@@ -388,6 +424,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul),   cmocka_unit_test(test_precision), cmocka_unit_test(test_int8),
       cmocka_unit_test(test_forms),    cmocka_unit_test(test_one_bound), cmocka_unit_test(test_unchanged), cmocka_unit_test(test_n_as_long_as_k),
+      cmocka_unit_test(test_k_row_is_n_row),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
