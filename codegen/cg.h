@@ -358,7 +358,8 @@ void cg_optimize(cg_ctx *c, LLVMTargetMachineRef tm, int opt_level);
 /* Appends the PTX of c->mod, NUL-terminated. */
 void cg_emit_ptx(cg_ctx *c, LLVMTargetMachineRef tm, su_buf *out);
 /* Appends the len bytes of LLVM's PTX at ptx to out with ptxas's miscompiled forms
- * rewritten (ptx_fixup.c: neg.s16 / abs.s16 of -32768, negations into VIMNMX3). */
+ * rewritten (ptx_fixup.c: neg.s16 / abs.s16 of -32768, negations into VIMNMX3, selp.f32
+ * of -0.0, unsigned conversions of a sign-extended byte). */
 void cg_ptx_fixup(su_buf *out, const char *ptx, size_t len);
 
 /* ---- codegen.c, parallel.c: compiling kernels apart ----

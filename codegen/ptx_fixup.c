@@ -21,8 +21,14 @@
  *   writes when only the sign of a select is demanded) as FSET.BF, whose false is +0.0, so
  *   the sign is lost (seed 5003384: copysign(cols, where(isnan(x), 1.0, -|y|)) came out
  *   +cols). The select is written on the bits, selp.b32 with the immediates as integers.
- *   Unlike the others, this one is read in the SASS but its rewrite is not yet checked
- *   there (tests/diff/gpu-run-2026-12-02.txt). */
+ *   The rewrite was checked on the H200: the seed passes.
+ * - cvt.rn.fNN.u32 of a register that holds a narrow signed value sign-extended to 32
+ *   bits (bfe.s32, cvt.s32.s8, cvt.s32.s16: LLVM's selection for `sext i8 to i32` of a
+ *   byte of a vector load): ptxas folds the extension into the conversion and emits
+ *   I2F.S8 of the byte, a signed conversion, where the unsigned one reads 2^32 - 105 for
+ *   -105 (seeds 6053804, 6065702: `(x as u32) as f64` of an i8 x; read in the SASS).
+ *   The conversion goes through u64 (cvt.u64.u32 then cvt.rn.fNN.u64), the same value,
+ *   which ptxas compiles as SGXT and I2F.U64. */
 #include "cg.h"
 
 #include <string.h>
@@ -43,24 +49,82 @@ static bool operands(const char *p, const char **d, size_t *dn, const char **a, 
   return true;
 }
 
+static const char *const OPS[] = {"neg.s16", "abs.s16", "neg.s32", "neg.s64", "selp.f32", "cvt.rn."};
+enum { NOPS = sizeof OPS / sizeof OPS[0] };
+
+/* Where each of OPS next occurs (NULL: nowhere after); each is searched again only once
+ * the scan has passed it, so the whole text is read once per op. */
+typedef struct {
+  const char *at[NOPS];
+} hits;
+
 /* The first of the rewritten instructions at or after p, or NULL. */
-static const char *next_hit(const char *p) {
-  static const char *OPS[] = {"neg.s16", "abs.s16", "neg.s32", "neg.s64", "selp.f32"};
+static const char *next_hit(hits *h, const char *p) {
   const char *best = NULL;
-  for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++) {
-    const char *h = strstr(p, OPS[i]);
-    if (h && (!best || h < best)) best = h;
+  for (int i = 0; i < NOPS; i++) {
+    if (h->at[i] && h->at[i] < p) h->at[i] = strstr(p, OPS[i]);
+    if (h->at[i] && (!best || h->at[i] < best)) best = h->at[i];
   }
   return best;
 }
 
+/* The register name at p (after blanks), its length in *n. */
+static const char *reg_at(const char *p, size_t *n) {
+  while (*p == ' ' || *p == '\t') p++;
+  const char *q = p;
+  while (*q == '%' || *q == '_' || (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z'))
+    q++;
+  *n = (size_t)(q - p);
+  return p;
+}
+
+/* The registers defined by a sign extension from 8 or 16 bits to 32 (see the header). */
+static void note_sext(su_map *m, const char *ptx) {
+  static const char *const EXT[] = {"bfe.s32", "cvt.s32.s8", "cvt.s32.s16"};
+  for (size_t i = 0; i < sizeof EXT / sizeof EXT[0]; i++)
+    for (const char *p = strstr(ptx, EXT[i]); p; p = strstr(p + 1, EXT[i])) {
+      size_t n;
+      const char *r = reg_at(p + strlen(EXT[i]), &n);
+      if (n && (p == ptx || p[-1] == '\t' || p[-1] == ' ')) su_map_put(m, r, n, (void *)r);
+    }
+}
+
+/* cvt.rn.<float>.u32 D, A at hit: rewritten through u64 when A is in sext; false when
+ * it is not such a conversion (nothing written). */
+static bool fix_cvt(su_buf *out, const char *hit, const su_map *sext, const char **end) {
+  const char *t = hit + 7, *dot = strchr(t, '.');
+  if (!dot || dot - t > 4 || strncmp(dot, ".u32", 4) || (dot[4] != ' ' && dot[4] != '\t')) return false;
+  const char *d, *a;
+  size_t dn, an;
+  if (!operands(dot + 4, &d, &dn, &a, &an, end) || !su_map_get(sext, a, an)) return false;
+  su_buf_printf(out, "{ .reg .b64 %%tk_z; cvt.u64.u32 \t%%tk_z, %.*s; cvt.rn.%.*s.u64 \t%.*s, %%tk_z; }", (int)an, a,
+                (int)(dot - t), t, (int)dn, d);
+  return true;
+}
+
 void cg_ptx_fixup(su_buf *out, const char *ptx, size_t len) {
   const char *p = ptx, *e = ptx + len;
+  su_arena *arena = su_arena_new();
+  su_map *sext = su_map_new(arena);
+  note_sext(sext, ptx);
+  hits h;
+  for (int i = 0; i < NOPS; i++) h.at[i] = strstr(ptx, OPS[i]);
   while (p < e) {
-    const char *hit = next_hit(p);
+    const char *hit = next_hit(&h, p);
     if (!hit || hit >= e) {
       su_buf_put(out, p, (size_t)(e - p));
-      return;
+      break;
+    }
+    if (hit[0] == 'c') { /* cvt.rn.: only the unsigned conversions of a sign extension */
+      const char *end;
+      su_buf_put(out, p, (size_t)(hit - p));
+      if (fix_cvt(out, hit, sext, &end)) {
+        p = end;
+      } else {
+        su_buf_put(out, hit, 7);
+        p = hit + 7;
+      }
+      continue;
     }
     if (hit[0] == 's') { /* selp.f32: on the bits when an immediate is -0.0 */
       const char *semi = strchr(hit, ';');
@@ -101,4 +165,5 @@ void cg_ptx_fixup(su_buf *out, const char *ptx, size_t len) {
     }
     p = end;
   }
+  su_arena_free(arena);
 }
