@@ -22,13 +22,17 @@
  *   the sign is lost (seed 5003384: copysign(cols, where(isnan(x), 1.0, -|y|)) came out
  *   +cols). The select is written on the bits, selp.b32 with the immediates as integers.
  *   The rewrite was checked on the H200: the seed passes.
- * - cvt.rn.fNN.u32 of a register that holds a narrow signed value sign-extended to 32
- *   bits (bfe.s32, cvt.s32.s8, cvt.s32.s16: LLVM's selection for `sext i8 to i32` of a
- *   byte of a vector load): ptxas folds the extension into the conversion and emits
- *   I2F.S8 of the byte, a signed conversion, where the unsigned one reads 2^32 - 105 for
- *   -105 (seeds 6053804, 6065702: `(x as u32) as f64` of an i8 x; read in the SASS).
- *   The conversion goes through u64 (cvt.u64.u32 then cvt.rn.fNN.u64), the same value,
- *   which ptxas compiles as SGXT and I2F.U64. */
+ * - cvt.rn.fNN.u32 (or .rz, .rm, .rp) of a register that holds a narrow signed value
+ *   sign-extended to 32 bits (bfe.s32, cvt.s32.s8, cvt.s32.s16: LLVM's selection for
+ *   `sext i8 to i32` of a byte of a vector load): ptxas folds the extension into the
+ *   conversion and emits I2F.S8 of the byte, a signed conversion, where the unsigned one
+ *   reads 2^32 - 105 for -105 (seeds 6053804, 6065702: `(x as u32) as f64` of an i8 x;
+ *   read in the SASS). The conversion goes through 64 bits: cvt.u64.u32, then
+ *   cvt.<rnd>.fNN.s64 of that value (below 2^32, so the same number as signed), which
+ *   ptxas compiles as SGXT and I2F.S64; cvt.rn.f32.u64 is not enough, ptxas folds it to
+ *   I2F.S8 as well (`((x as u32) as f32) as f64`, seed 6053804). The rz form is the first
+ *   step of the round-to-odd conversion to bf16 (inline_ptx.c), which failed the same way
+ *   for `(x as u32) as bf16`. */
 #include "cg.h"
 
 #include <string.h>
@@ -49,7 +53,7 @@ static bool operands(const char *p, const char **d, size_t *dn, const char **a, 
   return true;
 }
 
-static const char *const OPS[] = {"neg.s16", "abs.s16", "neg.s32", "neg.s64", "selp.f32", "cvt.rn."};
+static const char *const OPS[] = {"neg.s16", "abs.s16", "neg.s32", "neg.s64", "selp.f32", "cvt.r"};
 enum { NOPS = sizeof OPS / sizeof OPS[0] };
 
 /* Where each of OPS next occurs (NULL: nowhere after); each is searched again only once
@@ -89,16 +93,23 @@ static void note_sext(su_map *m, const char *ptx) {
     }
 }
 
-/* cvt.rn.<float>.u32 D, A at hit: rewritten through u64 when A is in sext; false when
- * it is not such a conversion (nothing written). */
+/* cvt.<rnd>.<float>.u32 D, A at hit (rnd: rn, rz, rm or rp; rz is how inline_ptx.c's
+ * round-to-odd conversion to bf16 starts): rewritten through 64 bits when A is in sext;
+ * false when it is not such a conversion (nothing written). */
 static bool fix_cvt(su_buf *out, const char *hit, const su_map *sext, const char **end) {
-  const char *t = hit + 7, *dot = strchr(t, '.');
+  static const char *const RND[] = {"rn.", "rz.", "rm.", "rp."};
+  const char *r = hit + 4;
+  size_t i = 0;
+  while (i < sizeof RND / sizeof RND[0] && strncmp(r, RND[i], 3)) i++;
+  if (i == sizeof RND / sizeof RND[0]) return false;
+  const char *t = r + 3, *dot = strchr(t, '.');
+  if (t[0] != 'f' && t[0] != 'b') return false;
   if (!dot || dot - t > 4 || strncmp(dot, ".u32", 4) || (dot[4] != ' ' && dot[4] != '\t')) return false;
   const char *d, *a;
   size_t dn, an;
   if (!operands(dot + 4, &d, &dn, &a, &an, end) || !su_map_get(sext, a, an)) return false;
-  su_buf_printf(out, "{ .reg .b64 %%tk_z; cvt.u64.u32 \t%%tk_z, %.*s; cvt.rn.%.*s.u64 \t%.*s, %%tk_z; }", (int)an, a,
-                (int)(dot - t), t, (int)dn, d);
+  su_buf_printf(out, "{ .reg .b64 %%tk_z; cvt.u64.u32 \t%%tk_z, %.*s; cvt.%.2s.%.*s.s64 \t%.*s, %%tk_z; }", (int)an, a,
+                r, (int)(dot - t), t, (int)dn, d);
   return true;
 }
 
@@ -115,14 +126,14 @@ void cg_ptx_fixup(su_buf *out, const char *ptx, size_t len) {
       su_buf_put(out, p, (size_t)(e - p));
       break;
     }
-    if (hit[0] == 'c') { /* cvt.rn.: only the unsigned conversions of a sign extension */
+    if (hit[0] == 'c') { /* cvt.r: only the unsigned conversions of a sign extension */
       const char *end;
       su_buf_put(out, p, (size_t)(hit - p));
       if (fix_cvt(out, hit, sext, &end)) {
         p = end;
       } else {
-        su_buf_put(out, hit, 7);
-        p = hit + 7;
+        su_buf_put(out, hit, 5);
+        p = hit + 5;
       }
       continue;
     }
