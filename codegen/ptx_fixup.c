@@ -97,13 +97,8 @@ static void note_sext(su_map *m, const char *ptx) {
  * round-to-odd conversion to bf16 starts): rewritten through 64 bits when A is in sext;
  * false when it is not such a conversion (nothing written). */
 static bool fix_cvt(su_buf *out, const char *hit, const su_map *sext, const char **end) {
-  static const char *const RND[] = {"rn.", "rz.", "rm.", "rp."};
-  const char *r = hit + 4;
-  size_t i = 0;
-  while (i < sizeof RND / sizeof RND[0] && strncmp(r, RND[i], 3)) i++;
-  if (i == sizeof RND / sizeof RND[0]) return false;
-  const char *t = r + 3, *dot = strchr(t, '.');
-  if (t[0] != 'f' && t[0] != 'b') return false;
+  const char *r = hit + 4, *t = r + 3, *dot = strchr(t, '.');
+  if (!r[1] || !strchr("nzmp", r[1]) || r[2] != '.' || (t[0] != 'f' && t[0] != 'b')) return false;
   if (!dot || dot - t > 4 || strncmp(dot, ".u32", 4) || (dot[4] != ' ' && dot[4] != '\t')) return false;
   const char *d, *a;
   size_t dn, an;
