@@ -97,8 +97,9 @@ static void note_sext(su_map *m, const char *ptx) {
  * round-to-odd conversion to bf16 starts): rewritten through 64 bits when A is in sext;
  * false when it is not such a conversion (nothing written). */
 static bool fix_cvt(su_buf *out, const char *hit, const su_map *sext, const char **end) {
-  const char *r = hit + 4, *t = r + 3, *dot = strchr(t, '.');
-  if (!r[1] || !strchr("nzmp", r[1]) || r[2] != '.' || (t[0] != 'f' && t[0] != 'b')) return false;
+  const char *r = hit + 4;
+  if (!r[1] || !strchr("nzmp", r[1]) || r[2] != '.' || (r[3] != 'f' && r[3] != 'b')) return false;
+  const char *t = r + 3, *dot = strchr(t, '.');
   if (!dot || dot - t > 4 || strncmp(dot, ".u32", 4) || (dot[4] != ' ' && dot[4] != '\t')) return false;
   const char *d, *a;
   size_t dn, an;
