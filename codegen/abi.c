@@ -4,6 +4,8 @@
  * nothing but the PTX:
  *
  *   // .tk.abi KERNEL threads=384 persistent=1 tmaps=2 [scratch=BYTES]
+ *
+ * (persistent=N: N programs per SM, 0: not persistent)
  *   // .tk.tmap KERNEL 0 f16 base=%0 dims=%3,%5 strides=%5 box=128,64 swizzle=128
  *
  * (%N: parameter N's value; a number: that constant). */
@@ -46,7 +48,7 @@ void cg_abi_of(const ir_func *f, cg_abi *out) {
     t->swizzle = (int)op->attr;
   }
   out->threads = CG_WARP * (f->num_warps + producers);
-  out->persistent = f->persistent;
+  out->persistent = !f->persistent ? 0 : f->programs_per_sm > 1 ? f->programs_per_sm : 1;
 }
 
 static void put_arg(su_buf *b, cg_abi_arg a) {
@@ -59,7 +61,7 @@ static void put_arg(su_buf *b, cg_abi_arg a) {
 void cg_abi_note(cg_ctx *c, const ir_func *f, const cg_abi *abi) {
   su_buf *b = &c->shared_note;
   su_buf_printf(b, "// .tk.abi %s threads=%d persistent=%d tmaps=%d", f->name, abi->threads,
-                abi->persistent ? 1 : 0, abi->ntmaps);
+                abi->persistent, abi->ntmaps);
   if (abi->scratch) su_buf_printf(b, " scratch=%lld", (long long)abi->scratch);
   su_buf_puts(b, "\n");
   for (int i = 0; i < abi->ntmaps; i++) {
@@ -168,10 +170,11 @@ bool cg_ptx_abi(const char *ptx, const char *kernel, cg_abi *out) {
   long long threads, persistent, ntmaps;
   if (!read_key(&s, "threads=") || !read_int(&s, &threads) || !read_key(&s, "persistent=") ||
       !read_int(&s, &persistent) || !read_key(&s, "tmaps=") || !read_int(&s, &ntmaps) ||
-      threads < 1 || threads > 1024 || ntmaps < 0 || ntmaps > CG_MAX_TMAPS)
+      threads < 1 || threads > 1024 || persistent < 0 || persistent > 64 || ntmaps < 0 ||
+      ntmaps > CG_MAX_TMAPS)
     return false;
   out->threads = (int)threads;
-  out->persistent = persistent != 0;
+  out->persistent = (int)persistent;
   out->ntmaps = (int)ntmaps;
   long long scratch = 0;
   const char *eol = strchr(s, '\n');

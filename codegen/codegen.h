@@ -100,7 +100,7 @@ bool cg_ptx_shared_bytes(const char *ptx, const char *kernel, int *bytes);
  * program of the launch (programs x scratch, 16-byte aligned, contents unspecified). The
  * launcher builds each map with cuTensorMapEncodeTiled from the argument values the
  * description names, allocates the scratch, launches `threads` threads per CTA, and a
- * persistent kernel on min(programs, SMs) CTAs of its own. */
+ * persistent kernel on min(programs, SMs x `persistent`) CTAs of its own. */
 enum { CG_MAX_TMAPS = 8, CG_TMAP_BYTES = 128, CG_TMAP_ALIGN = 64 };
 
 /* A dim or stride of a tensor map: parameter `param`'s value when param >= 0, else
@@ -122,7 +122,7 @@ typedef struct {
 
 typedef struct {
   int threads;       /* per CTA */
-  bool persistent;
+  int persistent;    /* a persistent kernel's programs per SM (its grid); 0: not persistent */
   bool warp_spec;
   int ntmaps;
   cg_tmap tmaps[CG_MAX_TMAPS];

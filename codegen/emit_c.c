@@ -240,9 +240,11 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
                     (long long)abi.scratch, (long long)abi.scratch, pre, f->name, pre, f->name, pre,
                     f->name, pre, f->name, pre, f->name, pre, f->name, pre, f->name);
     if (abi.persistent)
-      su_buf_puts(o, "  /* persistent: one program per SM, each looping over the grid asked for */\n"
-                     "  unsigned grid_x = gx, grid_y = gy, grid_z = gz;\n"
-                     "  unsigned long long programs = (unsigned long long)gx * gy * gz;\n");
+      su_buf_printf(o, "  /* persistent: %d program(s) per SM, each looping over the grid asked for */\n"
+                       "  unsigned grid_x = gx, grid_y = gy, grid_z = gz;\n"
+                       "  unsigned long long programs = (unsigned long long)gx * gy * gz;\n"
+                       "  unsigned long long resident = (unsigned long long)%s_sms * %du;\n",
+                    abi.persistent, pre, abi.persistent);
     if (total) {
       su_buf_puts(o, "  void *args[] = {");
       for (int i = 0; i < f->nparams; i++) su_buf_printf(o, "%s&%s", i ? ", " : "", names[k][i]);
@@ -254,9 +256,9 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
       su_buf_puts(o, "  void **args = NULL;\n");
     }
     if (abi.persistent)
-      su_buf_printf(o, "  return cuLaunchKernel(%s_fn_%s, (unsigned)(programs < (unsigned long long)%s_sms ? programs : "
-                       "(unsigned long long)%s_sms), 1, 1, %d, 1, 1, %d, stream, args, NULL);\n}\n",
-                    pre, f->name, pre, pre, abi.threads, shmem);
+      su_buf_printf(o, "  return cuLaunchKernel(%s_fn_%s, (unsigned)(programs < resident ? programs : resident), "
+                       "1, 1, %d, 1, 1, %d, stream, args, NULL);\n}\n",
+                    pre, f->name, abi.threads, shmem);
     else
       su_buf_printf(o, "  return cuLaunchKernel(%s_fn_%s, gx, gy, gz, %d, 1, 1, %d, stream, args, "
                        "NULL);\n}\n", pre, f->name, abi.threads, shmem);

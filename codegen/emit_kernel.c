@@ -287,8 +287,10 @@ void cg_emit_kernel(cg_ctx *c, ir_func *f) {
   LLVMBuildRetVoid(c->b);
   annotate(c, c->fn, "kernel", 1);
   annotate(c, c->fn, "maxntidx", c->launch_threads);
-  /* one CTA per SM: the register cap at entry that setmaxnreg needs */
-  if (abi.warp_spec) annotate(c, c->fn, "minctasm", 1);
+  /* programs_per_sm CTAs per SM (one for a warp-specialized kernel unless asked): the
+   * register cap at entry, which setmaxnreg's split of the register file assumes */
+  if (f->programs_per_sm > 0 || abi.warp_spec)
+    annotate(c, c->fn, "minctasm", f->programs_per_sm > 0 ? f->programs_per_sm : 1);
   annotate_grid_constants(c, c->fn, f->body->nargs, abi.ntmaps);
   cg_abi_note(c, f, &abi);
 }

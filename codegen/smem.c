@@ -122,6 +122,8 @@ static const ir_op *located_user(const cg_ctx *c, const ir_block *blk, const ir_
   return NULL;
 }
 
+static int smem_limit(const cg_ctx *c) { return tg_smem_program(c->arch, c->f->programs_per_sm); }
+
 static void over_limit(cg_ctx *c, int total, int scratch) {
   bool buf = c->smem_buf_op && c->smem_buf_max >= scratch;
   const ir_op *op = buf ? c->smem_buf_op : c->smem_need_op;
@@ -129,8 +131,13 @@ static void over_limit(cg_ctx *c, int total, int scratch) {
   const ir_op *user = buf && op->nresults ? located_user(c, c->f->body, op->results[0]) : NULL;
   if (user) at = user->loc;
   su_loc loc = {c->src, UINT32_MAX, 0, at.line, at.col};
-  su_error(c->diags, loc, "kernel '%s' needs %d bytes of shared memory; %s allows at most %d "
-           "per block (target/targets.def)", c->f->name, total, c->arch, tg_smem_max(c->arch));
+  if (c->f->programs_per_sm > 1)
+    su_error(c->diags, loc, "kernel '%s' needs %d bytes of shared memory; at programs_per_sm = %d, %s "
+             "allows at most %d per program (target/targets.def)", c->f->name, total,
+             c->f->programs_per_sm, c->arch, smem_limit(c));
+  else
+    su_error(c->diags, loc, "kernel '%s' needs %d bytes of shared memory; %s allows at most %d "
+             "per block (target/targets.def)", c->f->name, total, c->arch, tg_smem_max(c->arch));
   if (op) {
     su_buf t = {0};
     const ir_type *ty = op->nresults ? op->results[0]->type
@@ -158,7 +165,7 @@ void cg_smem_end_kernel(cg_ctx *c) {
   int total = total64 > INT32_MAX ? INT32_MAX : (int)total64;
   c->smem_total = total;
   int static_limit = tg_smem_static(c->arch);
-  if (total > tg_smem_max(c->arch)) over_limit(c, total, scratch);
+  if (total > smem_limit(c)) over_limit(c, total, scratch);
   LLVMValueRef buf;
   if (total == 0) {
     buf = LLVMConstNull(smem_ptr(c));

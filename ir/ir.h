@@ -251,6 +251,10 @@ typedef struct ir_func {
   /* Set by the persist pass: the kernel loops over the grid it was launched with, on a
    * grid of its own (one program per SM); grid_size reads the launched grid. */
   bool persistent;
+  /* Programs resident on one SM that the kernel is built for (`@launch(programs_per_sm)`;
+   * 0: unset, the compiler decides): codegen caps registers to let that many CTAs share an
+   * SM, and a persistent kernel's grid has that many programs per SM. */
+  int programs_per_sm;
   ir_binding *bindings;
   int nbindings;
   /* Per parameter, parallel to body->args (NULL: nothing known): a power of two D known to

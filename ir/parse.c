@@ -683,6 +683,12 @@ static void parse_kernel(parser *p) {
     f->num_stages = (int)parse_int(p, 1, 1024, "a stage count");
     expect_punct(p, ')');
   }
+  if (is_word(p, "per_sm")) {
+    next(p);
+    expect_punct(p, '(');
+    f->programs_per_sm = (int)parse_int(p, 1, 64, "a count of programs per SM");
+    expect_punct(p, ')');
+  }
   if (is_word(p, "persistent")) {
     next(p);
     f->persistent = true;

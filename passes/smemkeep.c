@@ -128,11 +128,11 @@ bool pass_smemkeep(ir_module *m, ir_func *f) {
   ir_walk(f->body, collect, &l);
   bool changed = false;
   /* room for the chunk exchanges' scratch and the buffers' alignment (fusecost.c) */
-  int64_t room = tg_smem_max(m->arch);
+  int64_t limit = tg_smem_program(m->arch, f->programs_per_sm), room = limit;
   for (int i = 0; i < l.n; i++) {
     const ir_type *t = l.loads[i]->results[0]->type;
     int64_t reserve = 1024 + 2 * ir_type_numel(t) * ir_dtype_bytes(t->dtype);
-    if (room > tg_smem_max(m->arch) - reserve) room = tg_smem_max(m->arch) - reserve;
+    if (room > limit - reserve) room = limit - reserve;
   }
   /* groups of one mark, in walk order (the writer is walked before its readers) */
   for (int i = 0; i < l.n; i++) {

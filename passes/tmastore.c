@@ -94,7 +94,7 @@ bool pass_tmastore(ir_module *m, ir_func *f) {
   finder fd = {m, f, {0}, 0};
   ir_walk(f->body, find_stores, &fd);
   if (!fd.n) return false;
-  int64_t room = tg_smem_max(m->arch) - buffers_bytes(f) - SCRATCH_MARGIN;
+  int64_t room = tg_smem_program(m->arch, f->programs_per_sm) - buffers_bytes(f) - SCRATCH_MARGIN;
   bool changed = false;
   for (int i = 0; i < fd.n; i++) changed |= rewrite(m, f, fd.found[i], &room);
   if (!changed) return false;

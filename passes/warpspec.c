@@ -13,12 +13,13 @@
  * producer simply runs ahead, up to `stages` slots.
  *
  * Registers move to the consumers (setmaxnreg): the producer keeps PRODUCER_REGS, the
- * consumers share the rest of the 64K register file, at most CONSUMER_MAX each.
+ * consumers share the rest of what the CTA has at entry (its share of the 64K register
+ * file: all of it, or 1/N at `programs_per_sm = N`), at most CONSUMER_MAX each.
  * Applied when the kernel has TMA copies, its warps are whole warpgroups and warp
  * specialization is not turned off (`@launch(warp_specialize = false)`). */
 #include "pass_util.h"
 
-enum { PRODUCER_WARPS = 4, PRODUCER_REGS = 40, CONSUMER_MAX = 240, REG_FILE = 65536 };
+enum { PRODUCER_WARPS = 4, PRODUCER_REGS = 40, CONSUMER_MAX = 240, REG_FILE = 65536, ENTRY_MAX = 248 };
 
 typedef struct {
   const ir_value *consumer_signaled[16];
@@ -108,7 +109,12 @@ bool pass_warpspec(ir_module *m, ir_func *f) {
   ir_block_insert_before(cons, ir_op_new(m, IR_YIELD, f->loc, 0, NULL, 0, NULL), NULL);
   ir_block_insert_before(prod, ir_op_new(m, IR_YIELD, f->loc, 0, NULL, 0, NULL), NULL);
   ws->attr = PRODUCER_WARPS;
-  int regs = (REG_FILE - PRODUCER_WARPS * 32 * PRODUCER_REGS) / (32 * f->num_warps) / 8 * 8;
+  /* ptxas honours setmaxnreg only within the registers the CTA has at entry (its cap from
+   * minctasm, a multiple of 8): what the regions take must add up to no more */
+  int per_sm = f->programs_per_sm > 1 ? f->programs_per_sm : 1, threads = 32 * (f->num_warps + PRODUCER_WARPS);
+  int entry = REG_FILE / (per_sm * threads) / 8 * 8;
+  if (entry > ENTRY_MAX) entry = ENTRY_MAX;
+  int regs = (entry * threads - PRODUCER_WARPS * 32 * PRODUCER_REGS) / (32 * f->num_warps) / 8 * 8;
   int *ints = SU_NEW_ARRAY(m->arena, int, 2);
   ints[0] = regs > CONSUMER_MAX ? CONSUMER_MAX : regs;
   ints[1] = PRODUCER_REGS;

@@ -208,7 +208,7 @@ static tk_status cuda_init(rt_context *ctx, int device) {
      * arch-specific PTX does not run on later parts, and sm_90 above it, forward
      * compatible through the driver's JIT. */
     const tg_arch *t = r == CUDA_SUCCESS ? tg_for_cc(major, minor) : NULL;
-    /* a persistent kernel runs one program per multiprocessor */
+    /* a persistent kernel's grid: its programs per SM times these */
     if (t && st->cu.DeviceGetAttribute(&st->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, st->dev) != CUDA_SUCCESS)
       st->sms = 1;
     if (t) {
@@ -601,12 +601,13 @@ static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *
       h->scratch = (uint64_t)st->scratch;
     }
     if (h->abi.persistent) {
-      /* one program per SM, looping over the grid asked for */
+      /* abi.persistent programs per SM, looping over the grid asked for */
       h->grid[0] = gx;
       h->grid[1] = gy;
       h->grid[2] = gz;
-      uint64_t total = (uint64_t)gx * gy * gz, sms = st->sms > 0 ? (uint64_t)st->sms : 1;
-      gx = (unsigned)(total < sms ? total : sms);
+      uint64_t total = (uint64_t)gx * gy * gz;
+      uint64_t resident = (uint64_t)(st->sms > 0 ? st->sms : 1) * (uint64_t)h->abi.persistent;
+      gx = (unsigned)(total < resident ? total : resident);
       gy = gz = 1;
     }
   }

@@ -122,7 +122,8 @@ typedef struct {
 } launch_attr;
 
 static const launch_attr ATTRS[] = {{"warps", false}, {"stages", false},
-                                    {"warp_specialize", true}, {"persistent", true}};
+                                    {"warp_specialize", true}, {"persistent", true},
+                                    {"programs_per_sm", false}};
 enum { NATTRS = sizeof ATTRS / sizeof ATTRS[0] };
 
 static int *attr_field(sema_kernel *info, int which) {
@@ -130,7 +131,8 @@ static int *attr_field(sema_kernel *info, int which) {
   case 0: return &info->warps;
   case 1: return &info->stages;
   case 2: return &info->warp_specialize;
-  default: return &info->persistent;
+  case 3: return &info->persistent;
+  default: return &info->programs_per_sm;
   }
 }
 
@@ -255,9 +257,12 @@ static void check_param(sema_ctx *c, ast_node *p) {
 /* Checks a launch attribute's value (from the source or a define) against its range. */
 static bool attr_ok(sema_ctx *c, su_loc loc, const char *name, int64_t v) {
   bool warps = !strcmp(name, "warps");
-  if (warps ? !(sema_is_pow2(v) && v <= 32) : (v < 1 || v > 8)) {
-    su_error(c->d, loc, warps ? "'warps' must be a power of two between 1 and 32, got %lld"
-                              : "'stages' must be between 1 and 8, got %lld", (long long)v);
+  if (warps && !(sema_is_pow2(v) && v <= 32)) {
+    su_error(c->d, loc, "'warps' must be a power of two between 1 and 32, got %lld", (long long)v);
+    return false;
+  }
+  if (!warps && (v < 1 || v > 8)) {
+    su_error(c->d, loc, "'%s' must be between 1 and 8, got %lld", name, (long long)v);
     return false;
   }
   return true;
@@ -274,7 +279,8 @@ static void check_attrs(sema_ctx *c, ast_node *k, sema_kernel *info) {
     int which = attr_index(a->name);
     if (which < 0) {
       su_error(c->d, a->name_loc,
-               "unknown launch attribute '%s'; expected warps, stages, warp_specialize or persistent",
+               "unknown launch attribute '%s'; expected warps, stages, warp_specialize, persistent or "
+               "programs_per_sm",
                a->name);
       continue;
     }

@@ -51,6 +51,15 @@ int tg_smem_max(const char *arch) {
   return t ? t->smem_block : 0;
 }
 
+int tg_smem_program(const char *arch, int programs_per_sm) {
+  int limit = tg_smem_max(arch);
+  if (programs_per_sm > 1) {
+    int share = tg_smem_sm(arch) / programs_per_sm - TG_SMEM_RESERVED;
+    if (share < limit) limit = share;
+  }
+  return limit;
+}
+
 int tg_smem_sm(const char *arch) {
   const tg_arch *t = tg_find(arch);
   return t ? t->smem_sm : 0;

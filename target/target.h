@@ -30,8 +30,9 @@
 #define TG_DEFAULT_STAGES 1
 
 /* Facts every architecture of the table shares (a column once one differs): threads per
- * warp, and the widest global-memory access in bytes. */
-enum { TG_WARP = 32, TG_VEC_BYTES = 16 };
+ * warp, the widest global-memory access in bytes, and the shared memory the system
+ * reserves per resident block (sm_80 and later; CUDA C++ Programming Guide). */
+enum { TG_WARP = 32, TG_VEC_BYTES = 16, TG_SMEM_RESERVED = 1024 };
 
 /* What an architecture has. */
 enum {
@@ -78,6 +79,9 @@ bool tg_has(const char *arch, unsigned features);
 int tg_smem_static(const char *arch);
 int tg_smem_max(const char *arch);
 int tg_smem_sm(const char *arch);
+/* The most shared memory one program may have when programs_per_sm of them share an SM
+ * (`@launch(programs_per_sm)`; 0 or 1: the block limit). */
+int tg_smem_program(const char *arch, int programs_per_sm);
 /* Whether arch has measured (or datasheet) ceilings for the roofline. */
 bool tg_has_ceilings(const char *arch);
 /* ---- the cost rules the roofline and fusion's cost model share (docs/roofline.md) ---- */

@@ -146,6 +146,7 @@ typedef struct {
   tk_dtype in, acc;
   int bm, bn, bk, warps, stages;
   choice ws, persist;
+  int per_sm; /* @launch(programs_per_sm); 0: unset */
   form form;
   bool big; /* also the shape with more tiles than SMs */
 } dot_case;
@@ -180,8 +181,8 @@ static const char *dtype_name(tk_dtype t) {
   }
 }
 
-static void add_case_form(tk_dtype in, int bm, int bn, int bk, int warps, int stages, choice ws,
-                          choice persist, bool big, form fm) {
+static void add_case_ps(tk_dtype in, int bm, int bn, int bk, int warps, int stages, choice ws,
+                        choice persist, bool big, form fm, int per_sm) {
   SU_ASSERT(G.ncases < MAX_CASES);
   dot_case *c = &G.cases[G.ncases++];
   memset(c, 0, sizeof *c);
@@ -196,10 +197,13 @@ static void add_case_form(tk_dtype in, int bm, int bn, int bk, int warps, int st
   c->persist = persist;
   c->big = big;
   c->form = fm;
+  c->per_sm = per_sm;
   static const char *const forms[] = {"", "_nt", "_tn", "_batch", "_logical"};
   char name[sizeof c->name];
-  snprintf(name, sizeof name, "dot_%s_%dx%dx%d_w%d_s%d%s%s%s", dtype_name(in), bm, bn, bk, warps, stages,
-           ws == OFF ? "_nows" : "", persist == OFF ? "_nopers" : "", forms[fm]);
+  char ps[8] = "";
+  if (per_sm) snprintf(ps, sizeof ps, "_ps%d", per_sm);
+  snprintf(name, sizeof name, "dot_%s_%dx%dx%d_w%d_s%d%s%s%s%s", dtype_name(in), bm, bn, bk, warps, stages,
+           ws == OFF ? "_nows" : "", persist == OFF ? "_nopers" : "", ps, forms[fm]);
   memcpy(c->name, name, sizeof name);
   const char *t = dtype_name(in), *u = dtype_name(c->acc), *zero = in == TK_I8 ? "0" : "0.0";
   const char *tmpl = fm == NT        ? MATMUL_NT_TK
@@ -209,6 +213,11 @@ static void add_case_form(tk_dtype in, int bm, int bn, int bk, int warps, int st
                                      : MATMUL_TK;
   int n = snprintf(c->source, sizeof c->source, tmpl, name, t, t, u, u, zero, zero);
   SU_ASSERT(n > 0 && n < SOURCE_CAP);
+}
+
+static void add_case_form(tk_dtype in, int bm, int bn, int bk, int warps, int stages, choice ws,
+                          choice persist, bool big, form fm) {
+  add_case_ps(in, bm, bn, bk, warps, stages, ws, persist, big, fm, 0);
 }
 
 static void add_case_full(tk_dtype in, int bm, int bn, int bk, int warps, int stages, choice ws,
@@ -228,6 +237,9 @@ static void make_cases(void) {
   add_case_full(TK_F16, 128, 128, 64, 8, 5, OFF, AUTO, true);   /* persistent, single stream */
   add_case_full(TK_BF16, 128, 128, 32, 8, 3, AUTO, AUTO, false);
   add_case_full(TK_F16, 64, 64, 32, 4, 3, AUTO, AUTO, false);   /* one consumer warpgroup */
+  /* two programs per SM: registers capped for two CTAs, a grid of 2 x SMs */
+  add_case_ps(TK_F16, 128, 128, 64, 4, 2, AUTO, AUTO, true, NN, 2);
+  add_case_ps(TK_BF16, 64, 64, 64, 4, 2, AUTO, OFF, false, NN, 3);
   add_case_full(TK_F16, 128, 64, 16, 4, 2, AUTO, AUTO, false);  /* 32-byte swizzle, 2 rows per warp */
   add_case_full(TK_F16, 64, 64, 32, 2, 3, AUTO, AUTO, false);   /* mma.sync from a cp.async ring */
   add_case_full(TK_F32, 64, 64, 32, 4, 3, AUTO, AUTO, false);   /* tf32 on mma.sync, from a ring */
@@ -329,6 +341,7 @@ static gh_defines defines_of(const dot_case *c) {
   gh_define_int(&d, "stages", c->stages);
   if (c->ws == OFF) gh_define_str(&d, "warp_specialize", "false");
   if (c->persist == OFF) gh_define_str(&d, "persistent", "false");
+  if (c->per_sm) gh_define_int(&d, "programs_per_sm", c->per_sm);
   return d;
 }
 

@@ -120,6 +120,11 @@ static void test_other_ptx_and_bad_notes(void **state) {
   assert_true(cg_ptx_abi(".visible .entry k() { ret; }", "k", &abi));
   assert_int_equal(abi.threads, 0); /* unknown: PTX from elsewhere */
   assert_false(cg_ptx_abi("// .tk.abi k threads=99999 persistent=0 tmaps=0\n", "k", &abi));
+  /* persistent=N: a grid of N programs per SM (@launch(programs_per_sm = N)) */
+  assert_true(cg_ptx_abi("// .tk.abi k threads=256 persistent=2 tmaps=0\n", "k", &abi));
+  assert_int_equal(abi.persistent, 2);
+  assert_false(cg_ptx_abi("// .tk.abi k threads=256 persistent=65 tmaps=0\n", "k", &abi));
+  assert_false(cg_ptx_abi("// .tk.abi k threads=256 persistent=-1 tmaps=0\n", "k", &abi));
   assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=1\n", "k", &abi));
   assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=1\n"
                           "// .tk.tmap k 0 f16 base=%0 dims=%1 strides= box=999 swizzle=0\n", "k", &abi));
