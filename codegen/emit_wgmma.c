@@ -22,11 +22,13 @@ typedef struct {
   cg_wgmma_form form; /* n filled per instruction */
 } wg_kind;
 
-/* tf32 and s8 read K-major operands only, and tf32 would truncate what mma.sync rounds:
- * the tiling pass gives them the mma.sync path (passes/lower_dot.c). */
+/* s8 reads K-major operands only (no transposition immediates; the tiling pass gives it
+ * wgmma only when both lie so, passes/tiling.c). tf32 would truncate what mma.sync rounds
+ * (cvt.rna.tf32), so it stays on mma.sync. */
 static const wg_kind KINDS[] = {
     {TK_F16, TK_F32, {0, 16, "f32.f16.f16", true, true}},
     {TK_BF16, TK_F32, {0, 16, "f32.bf16.bf16", true, true}},
+    {TK_I8, TK_I32, {0, 32, "s32.s8.s8", false, false}},
 };
 
 static const wg_kind *kind_for(tk_dtype in, tk_dtype acc) {
@@ -117,6 +119,10 @@ static void emit_product(cg_ctx *c, const ir_op *op) {
   operand a, b;
   if (!regs_a) operand_init(&a, c, op->operands[0], cg_slot(c, op->operands[1], 0), ta ? 1 : 0);
   operand_init(&b, c, op->operands[bi], cg_slot(c, op->operands[bi + 1], 0), tb ? 0 : 1);
+  if (!kind->form.imm_trans && (!b.k_major || (!regs_a && !a.k_major))) {
+    cg_unsupported(c, op, "an 8-bit 'wgmma' whose operand is not K-major in shared memory");
+    return;
+  }
   int m = res->type->shape[0], n = res->type->shape[1];
   int k = regs_a ? at->shape[1] : at->shape[1 + a.k_dim];
   int parts = (n + 255) / 256, ni = n / parts, reps = m / l.cta[0];

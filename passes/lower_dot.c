@@ -156,7 +156,16 @@ static void lower_wgmma(lower *l, ir_op *dot) {
   bool ta, tb;
   ir_op *ra = slot_read(l, a, &ta), *rb = slot_read(l, b, &tb);
   bool regs = !ra && a->type->layout == t->layout && (a->type->dtype == TK_F16 || a->type->dtype == TK_BF16);
-  if ((!ra && !regs && !stageable(a)) || (!rb && !stageable(b))) return;
+  /* 8-bit products read K-major slots only (pass_dot_uses_wgmma): b = trans(x) stages x,
+   * [N, K] with K contiguous, and reads it transposed */
+  ir_op *bt = NULL;
+  if (!rb && a->type->dtype == TK_I8) {
+    bt = b->def;
+    SU_ASSERT(bt && bt->opc == IR_TRANS);
+    tb = true;
+  }
+  ir_value *bs = bt ? bt->operands[0] : b;
+  if ((!ra && !regs && !stageable(a)) || (!rb && !stageable(bs))) return;
   ir_module *m = l->m;
   ir_builder at = {m, dot->parent, dot, dot->loc};
   ir_value *opnds[5];
@@ -174,7 +183,7 @@ static void lower_wgmma(lower *l, ir_op *dot) {
     opnds[n++] = rb->operands[0];
     opnds[n++] = rb->operands[1];
   } else {
-    opnds[n++] = stage(l, stage_point(dot, b), b, true);
+    opnds[n++] = stage(l, stage_point(dot, bs), bs, true);
     opnds[n++] = ir_const_int(&at, ir_type_scalar(m, TK_I32), 0);
   }
   opnds[n++] = dot->operands[2];
@@ -192,6 +201,7 @@ static void lower_wgmma(lower *l, ir_op *dot) {
   ir_op_erase(dot);
   if (ra) erase_read(a, ra);
   if (rb) erase_read(b, rb);
+  if (bt) ir_op_erase(bt);
   overlap(l, wg, wait);
   l->changed = true;
 }

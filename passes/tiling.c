@@ -109,13 +109,27 @@ void pass_tiling_wgmma(int m, int n, int num_warps, ir_layout *out) {
   out->order[1] = 0;
 }
 
+/* 8-bit wgmma has no transposition immediates: both operands must lie K-major in shared
+ * memory. a does unless it is a transpose (its slot or staging buffer keeps the tile's
+ * row-major order, [M, K]); b does when it is the transpose of a [N, K] tile used by the
+ * dot alone (lower_dot stages or rings that tile, K contiguous). */
+static bool k_major_operands(const ir_func *f, const ir_op *dot) {
+  const ir_value *a = dot->operands[0], *b = dot->operands[1];
+  if (a->def && a->def->opc == IR_TRANS) return false;
+  const ir_op *t = b->def;
+  return t && t->opc == IR_TRANS && t->nints == 2 && t->ints[0] == 1 && pass_count_uses(f->body, b) == 1;
+}
+
 bool pass_dot_uses_wgmma(const ir_module *m, const ir_func *f, const ir_op *dot) {
   if (!pass_has(m, PASS_WGMMA)) return false;
   const ir_type *a = dot->operands[0]->type, *r = dot->results[0]->type;
   tk_dtype in = a->dtype;
-  if ((in != TK_F16 && in != TK_BF16) || r->dtype != TK_F32 || r->rank != 2) return false;
+  bool s8 = in == TK_I8 && r->dtype == TK_I32;
+  if (((in != TK_F16 && in != TK_BF16) || r->dtype != TK_F32) && !s8) return false;
+  if (r->rank != 2 || (s8 && !k_major_operands(f, dot))) return false;
   int w = f->num_warps, mm = r->shape[0], n = r->shape[1], k = a->shape[1];
-  return w % 4 == 0 && mm % (16 * w) == 0 && n % 8 == 0 && (n <= 256 || n % 256 == 0) && k % 16 == 0;
+  return w % 4 == 0 && mm % (16 * w) == 0 && n % 8 == 0 && (n <= 256 || n % 256 == 0) &&
+         k % (s8 ? 32 : 16) == 0;
 }
 
 static void note_vec(ir_op *op, void *ctx) {

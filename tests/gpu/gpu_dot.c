@@ -79,6 +79,26 @@ static const char MATMUL_NT_TK[] =
   "    store(c + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) && (rn[None, :] < N));\n"
   "}\n";
 
+/* b as [N, K] rows, transposed in the product (Triton's `tl.dot(a, tl.trans(b))`, how
+ * 8-bit products must read it on wgmma: both operands K-major) */
+static const char MATMUL_KT_TK[] =
+  "kernel %s<BM: i32 = 64, BN: i32 = 64, BK: i32 = 32>(a: *%s, b: *%s, c: *%s,\n"
+  "                                                  M: i32, N: i32, K: i32) {\n"
+  "    let rm = program_id(0) * BM + arange(0, BM);\n"
+  "    let rn = program_id(1) * BN + arange(0, BN);\n"
+  "    let rk = arange(0, BK);\n"
+  "    var acc = zeros<%s>(BM, BN);\n"
+  "    for k in range(0, K, BK) {\n"
+  "        let kk = k + rk;\n"
+  "        let ta = load(a + rm[:, None] * K + kk[None, :],\n"
+  "                      (rm[:, None] < M) && (kk[None, :] < K), %s);\n"
+  "        let tb = load(b + rn[:, None] * K + kk[None, :],\n"
+  "                      (rn[:, None] < N) && (kk[None, :] < K), %s);\n"
+  "        acc = dot(ta, trans(tb), acc);\n"
+  "    }\n"
+  "    store(c + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) && (rn[None, :] < N));\n"
+  "}\n";
+
 static const char MATMUL_TN_TK[] =
   "kernel %s<BM: i32 = 64, BN: i32 = 64, BK: i32 = 32>(a: *%s, b: *%s, c: *%s,\n"
   "                                                  M: i32, N: i32, K: i32) {\n"
@@ -135,7 +155,7 @@ static const char MATMUL_LOGICAL_TK[] =
 enum { MAX_CASES = 48, SOURCE_CAP = 2048, BATCH = 3 };
 
 /* how a and b are stored, and whether the product is batched */
-typedef enum { NN, NT, TN, BATCHED, LOGICAL } form;
+typedef enum { NN, NT, TN, BATCHED, LOGICAL, KT } form;
 
 /* warp_specialize and persistent: the compiler's choice, or forced off */
 typedef enum { AUTO, OFF } choice;
@@ -198,7 +218,7 @@ static void add_case_ps(tk_dtype in, int bm, int bn, int bk, int warps, int stag
   c->big = big;
   c->form = fm;
   c->per_sm = per_sm;
-  static const char *const forms[] = {"", "_nt", "_tn", "_batch", "_logical"};
+  static const char *const forms[] = {"", "_nt", "_tn", "_batch", "_logical", "_kt"};
   char name[sizeof c->name];
   char ps[8] = "";
   if (per_sm) snprintf(ps, sizeof ps, "_ps%d", per_sm);
@@ -210,6 +230,7 @@ static void add_case_ps(tk_dtype in, int bm, int bn, int bk, int warps, int stag
                      : fm == TN      ? MATMUL_TN_TK
                      : fm == BATCHED ? MATMUL_BATCH_TK
                      : fm == LOGICAL ? MATMUL_LOGICAL_TK
+                     : fm == KT      ? MATMUL_KT_TK
                                      : MATMUL_TK;
   int n = snprintf(c->source, sizeof c->source, tmpl, name, t, t, u, u, zero, zero);
   SU_ASSERT(n > 0 && n < SOURCE_CAP);
@@ -251,6 +272,12 @@ static void make_cases(void) {
   add_case_form(TK_F16, 128, 128, 64, 8, 3, AUTO, AUTO, false, TN);
   add_case_form(TK_BF16, 64, 64, 32, 4, 2, AUTO, AUTO, false, NT);
   add_case_form(TK_F16, 128, 128, 64, 8, 3, AUTO, AUTO, false, BATCHED);
+  /* s8 on wgmma (both operands K-major): a TMA ring warp-specialized and persistent, a
+   * cp.async-free staged product, one warpgroup; f16 the same way for comparison */
+  add_case_form(TK_I8, 128, 128, 64, 8, 3, AUTO, AUTO, true, KT);
+  add_case_form(TK_I8, 64, 128, 128, 4, 1, AUTO, AUTO, false, KT);
+  add_case_form(TK_I8, 64, 64, 32, 4, 2, OFF, OFF, false, KT);
+  add_case_form(TK_F16, 128, 128, 64, 8, 3, AUTO, AUTO, false, KT);
   add_case_form(TK_F16, 64, 64, 32, 4, 2, OFF, OFF, false, BATCHED);
   /* K as one logical tile of 256 (every shape's K fits): the sample's configuration and the
    * others' pipelines, each dtype with its own step (f16/bf16 64, tf32 32, i8 128) */
@@ -424,9 +451,12 @@ static void test_all_compile_to_ptx(void **state) {
                           strstr(su_buf_str(&ptx), "wgmma.mma_async.sync.aligned.m64n") != NULL);
     /* a logical K is pipelined only once kloop has made it a loop */
     bool piped = ok && strstr(su_buf_str(&ptx), "cp.async") != NULL;
+    bool s8_wgmma = ok && strstr(su_buf_str(&ptx), ".s32.s8.s8") != NULL && strstr(su_buf_str(&ptx), "wgmma") != NULL;
     su_buf_free(&ptx);
     if (!ok) fail_msg("%s: the GPU back end rejected it (diagnostics above)", c->name);
     if (!has_mma) fail_msg("%s: no tensor-core instruction in the PTX", c->name);
+    if (c->form == KT && c->in == TK_I8 && !s8_wgmma)
+      fail_msg("%s: an s8 product with K-major operands is not on wgmma", c->name);
     if (c->form == LOGICAL && c->stages >= 2 && !piped)
       fail_msg("%s: the logical K was not pipelined (no cp.async in the PTX)", c->name);
   }
