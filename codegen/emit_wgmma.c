@@ -18,22 +18,27 @@
 #include <math.h>
 
 typedef struct {
-  tk_dtype in, acc;
+  tk_dtype a, b, acc;
   cg_wgmma_form form; /* n filled per instruction */
 } wg_kind;
 
-/* s8 reads K-major operands only (no transposition immediates; the tiling pass gives it
- * wgmma only when both lie so, passes/tiling.c). tf32 would truncate what mma.sync rounds
- * (cvt.rna.tf32), so it stays on mma.sync. */
+/* The 8-bit forms (s8; fp8, passes/fp8dot.c) read K-major operands only: no
+ * transposition immediates (the tiling pass gives them wgmma only when both lie so,
+ * passes/tiling.c); s8 has no scale immediates either. tf32 would truncate what mma.sync
+ * rounds (cvt.rna.tf32), so it stays on mma.sync. */
 static const wg_kind KINDS[] = {
-    {TK_F16, TK_F32, {0, 16, "f32.f16.f16", true, true}},
-    {TK_BF16, TK_F32, {0, 16, "f32.bf16.bf16", true, true}},
-    {TK_I8, TK_I32, {0, 32, "s32.s8.s8", false, false}},
+    {TK_F16, TK_F16, TK_F32, {0, 16, "f32.f16.f16", true, true}},
+    {TK_BF16, TK_BF16, TK_F32, {0, 16, "f32.bf16.bf16", true, true}},
+    {TK_I8, TK_I8, TK_I32, {0, 32, "s32.s8.s8", false, false}},
+    {TK_F8E4M3, TK_F8E4M3, TK_F32, {0, 32, "f32.e4m3.e4m3", true, false}},
+    {TK_F8E4M3, TK_F8E5M2, TK_F32, {0, 32, "f32.e4m3.e5m2", true, false}},
+    {TK_F8E5M2, TK_F8E4M3, TK_F32, {0, 32, "f32.e5m2.e4m3", true, false}},
+    {TK_F8E5M2, TK_F8E5M2, TK_F32, {0, 32, "f32.e5m2.e5m2", true, false}},
 };
 
-static const wg_kind *kind_for(tk_dtype in, tk_dtype acc) {
+static const wg_kind *kind_for(tk_dtype a, tk_dtype b, tk_dtype acc) {
   for (size_t i = 0; i < sizeof KINDS / sizeof *KINDS; i++)
-    if (KINDS[i].in == in && KINDS[i].acc == acc) return &KINDS[i];
+    if (KINDS[i].a == a && KINDS[i].b == b && KINDS[i].acc == acc) return &KINDS[i];
   return NULL;
 }
 
@@ -109,7 +114,7 @@ static void emit_product(cg_ctx *c, const ir_op *op) {
   bool ta = op->ints && op->ints[0], tb = op->ints && op->ints[1];
   const ir_value *acc = op->operands[op->noperands - 1], *res = op->results[0];
   const ir_type *at = op->operands[0]->type, *bt = op->operands[bi]->type;
-  const wg_kind *kind = kind_for(at->dtype, res->type->dtype);
+  const wg_kind *kind = kind_for(at->dtype, bt->dtype, res->type->dtype);
   cg_layout l = cg_layout_of(c, res->type);
   if (!kind || !wgmma_ready(&l) || (!regs_a && !at->layout->swizzle) || !bt->layout->swizzle ||
       (regs_a && (at->layout != res->type->layout || at->shape[0] != res->type->shape[0]))) {

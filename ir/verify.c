@@ -263,10 +263,12 @@ static void check_dot(verifier *v, const ir_op *op) {
   }
   if (a->shape[1] != b->shape[0] || c->shape[0] != a->shape[0] || c->shape[1] != b->shape[1])
     ir_verr(v, op, "shapes %s x %s do not give %s", ir_vts(v, a), ir_vts(v, b), ir_vts(v, c));
-  if (a->dtype != b->dtype) ir_verr(v, op, "a and b element types differ");
-  /* sema casts fp8 operands to f16 (exact), so a dot's operands are never fp8 */
-  if (ir_dtype_is_fp8(a->dtype) || ir_dtype_is_fp8(b->dtype))
-    ir_verr(v, op, "fp8 operands must be cast to f16 before a dot");
+  /* sema casts fp8 operands to f16 (exact); fp8dot (sm_90a) gives wgmma the fp8 tiles
+   * back: two fp8 operands (e4m3, e5m2 or one of each) into f32 */
+  bool f8 = ir_dtype_is_fp8(a->dtype) && ir_dtype_is_fp8(b->dtype);
+  if (a->dtype != b->dtype && !f8) ir_verr(v, op, "a and b element types differ");
+  if ((ir_dtype_is_fp8(a->dtype) || ir_dtype_is_fp8(b->dtype)) && (!f8 || c->dtype != TK_F32))
+    ir_verr(v, op, "fp8 operands of a dot must both be fp8, into f32");
   if (op->results[0]->type != c) ir_verr(v, op, "result must have the accumulator type %s", ir_vts(v, c));
   if (!ir_dot_precision_name((ir_dot_precision)op->attr))
     ir_verr(v, op, "unknown input precision %" PRId64, op->attr);

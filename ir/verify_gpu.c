@@ -141,7 +141,8 @@ static void check_wgmma(verifier *v, const ir_op *op) {
   k2 = bt->shape[tb ? 2 : 1], n = bt->shape[tb ? 1 : 2];
   if (acc->kind != IR_TILE || acc->rank != 2 || acc->shape[0] != m || acc->shape[1] != n || k != k2)
     ir_verr(v, op, "a [%d, %d] times b [%d, %d] does not give the accumulator %s", m, k, k2, n, ir_vts(v, acc));
-  if (ae != bt->dtype) ir_verr(v, op, "a and b element types differ");
+  if (ae != bt->dtype && !(ir_dtype_is_fp8(ae) && ir_dtype_is_fp8(bt->dtype))) /* e4m3 x e5m2 */
+    ir_verr(v, op, "a and b element types differ");
   if (r != acc) ir_verr(v, op, "result must have the accumulator type %s", ir_vts(v, acc));
 }
 

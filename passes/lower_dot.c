@@ -159,7 +159,7 @@ static void lower_wgmma(lower *l, ir_op *dot) {
   /* 8-bit products read K-major slots only (pass_dot_uses_wgmma): b = trans(x) stages x,
    * [N, K] with K contiguous, and reads it transposed */
   ir_op *bt = NULL;
-  if (!rb && a->type->dtype == TK_I8) {
+  if (!rb && ir_dtype_bytes(a->type->dtype) == 1) {
     bt = b->def;
     SU_ASSERT(bt && bt->opc == IR_TRANS);
     tb = true;

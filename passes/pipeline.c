@@ -18,7 +18,7 @@ typedef struct {
 /* Every pass, by name; its entry point is pass_NAME. One list, so the table and the
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
-  X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(tiling) X(persist) X(swpipe) \
+  X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(fp8dot) X(tiling) X(persist) X(swpipe) \
   X(lower_dot) X(rotate) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract) X(histogram) X(smemkeep)
 
 /* The passes, then the canonicalize group as the last row. */
@@ -41,7 +41,8 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * the loop's level, hence the second canonicalize. Fuse sees the canonical ops (one
  * splat per scalar, no dead loads) and builds its chunk loops already hoisted. That much
  * is the target-independent part, what the interpreter runs. For a GPU target (m->arch)
- * the target part follows: tiling lays out fuse's chunks (what it inserts, layout
+ * the target part follows: fp8dot gives wgmma the fp8 tiles of a dot that sema cast to
+ * f16 (before tiling, whose layouts follow the dtypes); tiling lays out fuse's chunks (what it inserts, layout
  * conversions, must not be folded away); expfold folds exp's change of base into an fma;
  * unmask runs a loop's edge masks only on the iterations where some element may be off;
  * persist wraps a dot kernel in its tile loop
@@ -54,7 +55,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * constants the lowering repeated and sweeps what it left dead (the loads' address
  * computations); sink then moves what the epilogue computes before the loop past it. */
 static const char *const pipeline[] = {"canonicalize", "kloop", "licm", "canonicalize", "fuse"};
-static const char *const target_pipeline[] = {"tiling",   "histogram", "smemkeep", "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
+static const char *const target_pipeline[] = {"fp8dot", "tiling",   "histogram", "smemkeep", "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
                                               "rotate",   "tmastore", "warpspec", "canonicalize", "sink"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],

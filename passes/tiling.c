@@ -124,12 +124,15 @@ bool pass_dot_uses_wgmma(const ir_module *m, const ir_func *f, const ir_op *dot)
   if (!pass_has(m, PASS_WGMMA)) return false;
   const ir_type *a = dot->operands[0]->type, *r = dot->results[0]->type;
   tk_dtype in = a->dtype;
+  /* 8-bit: s8 into i32, or fp8 (e4m3, e5m2, one of each) into f32 (fp8dot.c) */
   bool s8 = in == TK_I8 && r->dtype == TK_I32;
-  if (((in != TK_F16 && in != TK_BF16) || r->dtype != TK_F32) && !s8) return false;
-  if (r->rank != 2 || (s8 && !k_major_operands(f, dot))) return false;
+  bool f8 = ir_dtype_is_fp8(in) && ir_dtype_is_fp8(dot->operands[1]->type->dtype) && r->dtype == TK_F32;
+  bool b8 = s8 || f8;
+  if (((in != TK_F16 && in != TK_BF16) || r->dtype != TK_F32) && !b8) return false;
+  if (r->rank != 2 || (b8 && !k_major_operands(f, dot))) return false;
   int w = f->num_warps, mm = r->shape[0], n = r->shape[1], k = a->shape[1];
   return w % 4 == 0 && mm % (16 * w) == 0 && n % 8 == 0 && (n <= 256 || n % 256 == 0) &&
-         k % (s8 ? 32 : 16) == 0;
+         k % (b8 ? 32 : 16) == 0;
 }
 
 static void note_vec(ir_op *op, void *ctx) {

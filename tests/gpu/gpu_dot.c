@@ -152,7 +152,7 @@ static const char MATMUL_LOGICAL_TK[] =
   "    store(c + rm[:, None] * N + rn[None, :], dot(ta, tb, acc), (rm[:, None] < M) && (rn[None, :] < N));\n"
   "}\n";
 
-enum { MAX_CASES = 48, SOURCE_CAP = 2048, BATCH = 3 };
+enum { MAX_CASES = 56, SOURCE_CAP = 2048, BATCH = 3 };
 
 /* how a and b are stored, and whether the product is batched */
 typedef enum { NN, NT, TN, BATCHED, LOGICAL, KT } form;
@@ -278,6 +278,10 @@ static void make_cases(void) {
   add_case_form(TK_I8, 64, 128, 128, 4, 1, AUTO, AUTO, false, KT);
   add_case_form(TK_I8, 64, 64, 32, 4, 2, OFF, OFF, false, KT);
   add_case_form(TK_F16, 128, 128, 64, 8, 3, AUTO, AUTO, false, KT);
+  /* fp8 on wgmma's own e4m3/e5m2 forms (fp8dot): ring, staged */
+  add_case_form(TK_F8E4M3, 128, 128, 128, 8, 3, AUTO, AUTO, true, KT);
+  add_case_form(TK_F8E5M2, 128, 256, 64, 8, 2, AUTO, AUTO, false, KT);
+  add_case_form(TK_F8E4M3, 64, 64, 32, 4, 1, AUTO, AUTO, false, KT);
   add_case_form(TK_F16, 64, 64, 32, 4, 2, OFF, OFF, false, BATCHED);
   /* K as one logical tile of 256 (every shape's K fits): the sample's configuration and the
    * others' pipelines, each dtype with its own step (f16/bf16 64, tf32 32, i8 128) */
@@ -451,12 +455,13 @@ static void test_all_compile_to_ptx(void **state) {
                           strstr(su_buf_str(&ptx), "wgmma.mma_async.sync.aligned.m64n") != NULL);
     /* a logical K is pipelined only once kloop has made it a loop */
     bool piped = ok && strstr(su_buf_str(&ptx), "cp.async") != NULL;
-    bool s8_wgmma = ok && strstr(su_buf_str(&ptx), ".s32.s8.s8") != NULL && strstr(su_buf_str(&ptx), "wgmma") != NULL;
+    const char *form8 = c->in == TK_I8 ? ".s32.s8.s8" : c->in == TK_F8E4M3 ? ".f32.e4m3.e4m3" : c->in == TK_F8E5M2 ? ".f32.e5m2.e5m2" : NULL;
+    bool wgmma8 = ok && form8 && strstr(su_buf_str(&ptx), form8) != NULL && strstr(su_buf_str(&ptx), "wgmma") != NULL;
     su_buf_free(&ptx);
     if (!ok) fail_msg("%s: the GPU back end rejected it (diagnostics above)", c->name);
     if (!has_mma) fail_msg("%s: no tensor-core instruction in the PTX", c->name);
-    if (c->form == KT && c->in == TK_I8 && !s8_wgmma)
-      fail_msg("%s: an s8 product with K-major operands is not on wgmma", c->name);
+    if (c->form == KT && form8 && !wgmma8)
+      fail_msg("%s: an 8-bit product with K-major operands is not on wgmma's %s", c->name, form8);
     if (c->form == LOGICAL && c->stages >= 2 && !piped)
       fail_msg("%s: the logical K was not pipelined (no cp.async in the PTX)", c->name);
   }
