@@ -76,6 +76,13 @@ const ck_case ck_cases[] = {
     {"matmul_bias_gelu", "matmul_bias_gelu.tk", "matmul_bias_gelu", {{"BM", "128"}, {"BN", "256"}}, 2,
      CK_MNK, {{{128, 256, 64}}, {{70, 50, 33}}},
      {{{1024, 1024, 1024}}, {{300, 200, 112}}}, 2, ck_run_matmul},
+    /* e4m3 operands, B given N x K: on sm_90a wgmma's own fp8 form from the TMA ring */
+    {"matmul_fp8", "matmul_fp8.tk", "matmul_fp8", {{"BM", "64"}, {"BN", "64"}, {"BK", "64"}}, 3, CK_MNK,
+     {{{64, 64, 64}}, {{70, 50, 40}}},
+     {{{512, 512, 512}}, {{300, 200, 100}}}, 0, ck_run_matmul_fp8},
+    {"matmul_fp8_128x256", "matmul_fp8.tk", "matmul_fp8", {{"BM", "128"}, {"BN", "256"}}, 2, CK_MNK,
+     {{{128, 256, 128}}, {{150, 300, 100}}},
+     {{{2048, 2048, 1024}}, {{1000, 700, 336}}}, 0, ck_run_matmul_fp8},
     /* the sample's own tiles; S_q x S_k / B with 4 query heads on 2 key/value heads */
     {"attention", "attention.tk", "attention", {{"BM", "128"}, {"BN", "128"}, {"D", "64"}}, 3, CK_ATTN,
      {{{130, 200, 1}}, {{64, 64, 2}}, {{1, 129, 1}}},

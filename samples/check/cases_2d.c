@@ -80,3 +80,47 @@ void ck_run_matmul(ck_job *job) {
   }
 #undef VAL
 }
+
+/* An e4m3 byte's value: sign, 4 exponent bits (bias 7; 0 is subnormal), 3 mantissa bits. */
+static double e4m3_value(uint8_t x) {
+  int e = (x >> 3) & 15, m = x & 7;
+  double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m / 8.0, -6);
+  return x & 0x80 ? -v : v;
+}
+
+/* matmul_fp8: e4m3 A (M x K) and B (N x K, used transposed), C f16 = (A B^T) * scale. The
+ * inputs are random bytes with exponents in [4, 9] (magnitudes 1/8 to 7.5): every one a
+ * finite e4m3 value; the reference sums the exact products in double. */
+void ck_run_matmul_fp8(ck_job *job) {
+  long M = job->size.d[0], N = job->size.d[1], K = job->size.d[2];
+  uint8_t *a = ck_host(job, (size_t)M * K, 1), *b = ck_host(job, (size_t)N * K, 1);
+  uint16_t *c = ck_host(job, (size_t)M * N, 2);
+  if (ck_failed(job)) return;
+  uint8_t *in[2] = {a, b};
+  size_t nin[2] = {(size_t)M * K, (size_t)N * K};
+  for (int t = 0; t < 2; t++)
+    for (size_t i = 0; i < nin[t]; i++) {
+      int e = 4 + (int)ck_uniform(job, 0, 6), m = (int)ck_uniform(job, 0, 8), sg = ck_uniform(job, 0, 1) < 0.5;
+      in[t][i] = (uint8_t)(sg << 7 | e << 3 | m);
+    }
+  const float scale = 0.0625f;
+  tk_devptr da = ck_upload(job, a, nin[0]), db = ck_upload(job, b, nin[1]);
+  tk_devptr dc = ck_upload(job, c, (size_t)M * N * 2);
+  tk_arg args[] = {tk_arg_ptr(da), tk_arg_ptr(db), tk_arg_ptr(dc), tk_arg_i32((int32_t)M), tk_arg_i32((int32_t)N),
+                   tk_arg_i32((int32_t)K), tk_arg_f32(scale)};
+  long bm = job->c->ndefines > 0 ? define_of(job, 0) : 128, bn = job->c->ndefines > 1 ? define_of(job, 1) : 256;
+  tk_grid grid = {ck_cdiv(M, bm), ck_cdiv(N, bn), 1};
+  ck_launch(job, grid, args, 7);
+  ck_download(job, c, dc, (size_t)M * N * 2);
+  double *arow = ck_host(job, (size_t)K, sizeof *arow);
+  if (ck_failed(job)) return;
+  for (long i = 0; i < M && !ck_failed(job); i++) {
+    for (long q = 0; q < K; q++) arow[q] = e4m3_value(a[i * K + q]);
+    for (long j = 0; j < N && !ck_failed(job); j++) {
+      double w = 0;
+      for (long q = 0; q < K; q++) w += arow[q] * e4m3_value(b[j * K + q]);
+      ck_close(job, "matmul_fp8", (size_t)i * N + j, (double)*(const _Float16 *)&c[i * N + j], w * scale,
+               CK_F16_RTOL, CK_F16_ATOL);
+    }
+  }
+}

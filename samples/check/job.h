@@ -90,6 +90,7 @@ void ck_run_norm(ck_job *job);
 void ck_run_cross_entropy(ck_job *job);
 void ck_run_transpose(ck_job *job);
 void ck_run_matmul(ck_job *job);
+void ck_run_matmul_fp8(ck_job *job);
 void ck_run_attention(ck_job *job);
 void ck_run_decode(ck_job *job);
 

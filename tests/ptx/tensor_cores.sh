@@ -44,6 +44,10 @@ check matmul.tk sm_80 "-D stages=2" "mma.sync.aligned.m16n8k16" "wgmma"
 check matmul_logical.tk sm_90a "--specialize=all" "$tma" "mma.sync"
 check matmul_logical.tk sm_90 "--specialize=all" "cp.async.cg mma.sync.aligned.m16n8k16" "wgmma"
 check matmul_logical.tk sm_80 "--specialize=all -D stages=2" "cp.async.cg mma.sync.aligned.m16n8k16" "wgmma"
+# fp8 with B given N x K: wgmma's own e4m3 form from the TMA ring (fp8dot); sm_90 converts
+# the tiles to f16 after the load for mma.sync (no ring: the loads feed the conversions)
+check matmul_fp8.tk sm_90a "--specialize=all" "$tma wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3" "mma.sync"
+check matmul_fp8.tk sm_90 "--specialize=all -D stages=2" "mma.sync.aligned.m16n8k16" "wgmma"
 # attention: K and V through the TMA ring, Q K^T and P V on wgmma with P from registers
 # (the A operand as four b32 registers), O through a TMA store
 # (Q K^T's zero accumulator is no input: its first k step has scale-d false)
