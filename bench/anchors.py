@@ -421,6 +421,19 @@ def matmul(m, n, k, dtype, fused=False):
     return res
 
 
+def matmul_fp8(m, n, k):
+    """C = (A @ B^T) * scale for e4m3 A [M, K] and B [N, K], f16 out, against cuBLAS's fp8
+    GEMM (torch._scaled_mm, which takes B^T column-major: B's rows as they lie)."""
+    a = (torch.randn((m, k), device=DEV) * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn((n, k), device=DEV) * 2).to(torch.float8_e4m3fn)
+    one = torch.tensor(1.0, device=DEV)
+    scale = torch.tensor(1.0 / 64, device=DEV)
+    eager = lambda: torch._scaled_mm(a, b.t(), scale_a=scale, scale_b=one, out_dtype=torch.float16)  # noqa: E731
+    eager()
+    return {"eager": time_us(eager), "triton": math.nan, "compile": math.nan, "tflops": True,
+            "flops": 2.0 * m * n * k, "anchor": "cuBLAS fp8", "note": "torch._scaled_mm"}
+
+
 # Configurations in the tutorial's autotune space (BLOCK_M, BLOCK_N, stages, warps), the
 # ones that do well on Hopper; each is timed and the fastest kept.
 ATTN_CONFIGS = [(128, 64, 3, 4), (128, 64, 3, 8), (128, 128, 3, 8), (64, 64, 4, 4)]
@@ -558,6 +571,8 @@ def measure_all():
     if isinstance(res.get("matmul f16 4096^3"), dict):
         res["matmul logical-K f16 4096^3"] = dict(res["matmul f16 4096^3"])
     guard("matmul+bias+gelu f16 4096^3", lambda: matmul(4096, 4096, 4096, torch.float16, True))
+    for s in (4096, 8192):
+        guard(f"matmul fp8 e4m3 {s}^3", lambda s=s: matmul_fp8(s, s, s))
     for dn, dt in dts.items():
         for d in (128, 64):
             for s in (4096, 16384):

@@ -781,6 +781,7 @@ int main(int argc, char **argv) {
     if (!only || strstr(workloads[i].name, only)) run_workload(&b, &workloads[i]);
   for (size_t i = 0; i < sizeof MM_CASES / sizeof *MM_CASES; i++)
     if (!only || strstr(MM_CASES[i].name, only)) run_matmul_case(&b, &MM_CASES[i]);
+  tb_matmul_fp8(&b, only);
   tb_attention(&b, only);
   tb_decode(&b, only);
   tb_bincount(&b, only);

@@ -1,7 +1,7 @@
 /*
  * tkbench.h — what tkbench's parts share (bench/tkbench.c: the harness, elementwise, rows
  * and matmul workloads; bench/tkbench_attn.c: attention; bench/tkbench_decode.c: decode
- * attention; bench/tkbench_hist.c: bincount). Prefix tb_.
+ * attention; bench/tkbench_hist.c: bincount; bench/tkbench_mm8.c: fp8 matmul). Prefix tb_.
  */
 #ifndef TB_TKBENCH_H
 #define TB_TKBENCH_H
@@ -59,6 +59,8 @@ float tb_bf16_to_f32(uint16_t h);
 void tb_attention(bench *b, const char *only);
 /* The decode attention workloads whose names contain `only` (all when NULL). */
 void tb_decode(bench *b, const char *only);
+/* The fp8 matmul workloads (samples/matmul_fp8.tk) whose names contain `only` (all when NULL). */
+void tb_matmul_fp8(bench *b, const char *only);
 /* The bincount workloads (samples/bincount.tk) whose names contain `only` (all when NULL). */
 void tb_bincount(bench *b, const char *only);
 
