@@ -428,10 +428,17 @@ def matmul_fp8(m, n, k):
     b = (torch.randn((n, k), device=DEV) * 2).to(torch.float8_e4m3fn)
     one = torch.tensor(1.0, device=DEV)
     scale = torch.tensor(1.0 / 64, device=DEV)
-    eager = lambda: torch._scaled_mm(a, b.t(), scale_a=scale, scale_b=one, out_dtype=torch.float16)  # noqa: E731
-    eager()
-    return {"eager": time_us(eager), "triton": math.nan, "compile": math.nan, "tflops": True,
-            "flops": 2.0 * m * n * k, "anchor": "cuBLAS fp8", "note": "torch._scaled_mm"}
+    # use_fast_accum: the tensor cores' own fp8 accumulation, what tk's fp8 dot does on
+    # sm_90a (docs/language.md §6.6) and Triton's default there; the promoted (slower, more
+    # precise) form is timed for the note
+    def mm(fast):
+        return lambda: torch._scaled_mm(a, b.t(), scale_a=scale, scale_b=one, out_dtype=torch.float16,
+                                        use_fast_accum=fast)
+    fast, slow = mm(True), mm(False)
+    fast(), slow()
+    return {"eager": time_us(fast), "triton": math.nan, "compile": math.nan, "tflops": True,
+            "flops": 2.0 * m * n * k, "anchor": "cuBLAS fp8",
+            "note": f"torch._scaled_mm use_fast_accum=True (False: {time_us(slow):.1f} us)"}
 
 
 # Configurations in the tutorial's autotune space (BLOCK_M, BLOCK_N, stages, warps), the

@@ -1,8 +1,11 @@
 /* Native fp8 products on sm_90a (docs/passes.md). sema casts fp8 operands of a dot to f16
  * (exact: every fp8 value is an f16 one) so that every backend computes the f16 product.
  * Hopper's wgmma multiplies e4m3 and e5m2 directly (K = 32 a step, twice f16's rate, half
- * the bytes through the TMA ring), with the same exact products summed in f32: where the
- * dot would run on wgmma, the casts go and the dot takes the fp8 tiles themselves.
+ * the bytes through the TMA ring), with the same exact products but summed at the tensor
+ * cores' fp8 precision (about 13 bits below the step's leading bit, not f32's 24: cuBLAS's
+ * "fast accumulation", Triton's default on sm_90): where the dot would run on wgmma and its
+ * input_precision is the default "tf32" (the fastest form; "ieee" or "tf32x3" ask for f32
+ * sums and keep the f16 product), the casts go and the dot takes the fp8 tiles themselves.
  *
  * 8-bit wgmma reads K-major operands only (no transposition immediates), so this applies to
  * dot(cast(a), cast(trans(b))) with a loaded [M, K] and b [N, K] — Triton's
@@ -39,6 +42,7 @@ bool pass_fp8dot(ir_module *m, ir_func *f) {
   for (int i = 0; i < s.n; i++) {
     ir_op *dot = s.dots[i];
     if (dot->results[0]->type->dtype != TK_F32 || dot->results[0]->type->rank != 2) continue;
+    if (dot->attr != IR_DOT_TF32) continue;
     ir_value *a = dot->operands[0], *b = dot->operands[1];
     ir_value *xa = fp8_source(f, a), *xb = fp8_source(f, b);
     if (!xa || !xb) continue;

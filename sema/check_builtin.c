@@ -157,8 +157,10 @@ static const ir_type *check_reduce(sema_ctx *c, ast_node *e, sema_call *cl) {
 }
 
 /* dot's input_precision: a string literal naming one (Triton's names), else the compile
- * option's; recorded for f32 operands only, since the products of the other types are
- * exact whatever it says (a dtype-generic kernel may name it for every T). */
+ * option's; recorded for f32 operands, and for fp8 ones, where anything but "tf32" keeps
+ * the f32 sums of the f16 product instead of the tensor cores' fp8 accumulation (fp8dot).
+ * The products of the other types are exact whatever it says (a dtype-generic kernel may
+ * name it for every T). */
 static bool check_precision(sema_ctx *c, sema_call *cl, tk_dtype in) {
   ast_node *p = cl->argc > 3 ? cl->argv[3] : NULL;
   int k = c->opt ? c->opt->dot_precision : IR_DOT_TF32;
@@ -171,7 +173,7 @@ static bool check_precision(sema_ctx *c, sema_call *cl, tk_dtype in) {
       return false;
     }
   }
-  cl->numerics = in == TK_F32 ? k : IR_DOT_TF32;
+  cl->numerics = in == TK_F32 || ir_dtype_is_fp8(in) ? k : IR_DOT_TF32;
   return true;
 }
 
