@@ -85,6 +85,24 @@ bool pass_op_within(const ir_op *op, const ir_block *blk) {
   return false;
 }
 
+static bool varies_at(const ir_func *f, const ir_value *v, int depth) {
+  if (!v->def) return v->owner != f->body;
+  if (depth > 32) return true;
+  if (v->def->opc == IR_PROGRAM_ID || v->def->nregions) return true;
+  for (int i = 0; i < v->def->noperands; i++)
+    if (varies_at(f, v->def->operands[i], depth + 1)) return true;
+  return false;
+}
+
+bool pass_varies(const ir_func *f, const ir_value *v) { return varies_at(f, v, 0); }
+
+bool pass_loop_uniform(const ir_func *f, const ir_op *L) {
+  if (L->opc != IR_FOR || L->noperands < 3) return false;
+  for (int i = 0; i < 3; i++)
+    if (pass_varies(f, L->operands[i])) return false;
+  return true;
+}
+
 static bool defined_within(const ir_value *v, const ir_block *region) {
   if (v->def) return pass_op_within(v->def, region);
   for (const ir_block *b = v->owner; b; b = b->parent ? b->parent->parent : NULL)

@@ -96,6 +96,14 @@ ir_value *pass_clone_slice(ir_module *m, ir_builder *b, const ir_block *region, 
                            ir_vmap *map);
 /* Whether op lies in block blk or in a region nested in it. */
 bool pass_op_within(const ir_op *op, const ir_block *blk);
+/* Whether v may differ between the programs of a launch, or between the iterations of an
+ * enclosing loop: it reads the program id or a block argument (a loop's variable or carried
+ * value; persist makes the program id its tile loop's variable), or it cannot be told.
+ * The kernel's parameters are the same for every program. */
+bool pass_varies(const ir_func *f, const ir_value *v);
+/* Whether every program runs for loop L the same number of times (its bounds vary with
+ * neither the program id nor an enclosing loop: pass_varies). */
+bool pass_loop_uniform(const ir_func *f, const ir_op *L);
 
 /* ---- block pointers (blockptr.c) ---- */
 /* A tile load that reads one box of a strided tensor (see blockptr.c): the tensor at

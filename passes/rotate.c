@@ -306,18 +306,6 @@ static void rewrite(rot *r) {
   ir_op_erase(L);
 }
 
-/* Whether v may differ between programs, or between the iterations of an enclosing
- * loop: it reads the program id or a block argument (a loop's variable or carried value;
- * persist turns the program id into its tile loop's variable), or we cannot tell. */
-static bool varies(const ir_func *f, const ir_value *v, int depth) {
-  if (!v->def) return v->owner != f->body; /* the kernel's parameters are the same for all */
-  if (depth > 32) return true;
-  if (v->def->opc == IR_PROGRAM_ID || v->def->nregions) return true;
-  for (int i = 0; i < v->def->noperands; i++)
-    if (varies(f, v->def->operands[i], depth + 1)) return true;
-  return false;
-}
-
 typedef struct {
   ir_op *loops[64];
   int n;
@@ -342,8 +330,7 @@ bool pass_rotate(ir_module *m, ir_func *f) {
     r.L = fd.loops[i];
     r.body = r.L->regions[0];
     /* the bounds: lower, upper, step */
-    r.turns = f->num_warps == 2 * WG_WARPS && r.L->noperands >= 3 && !varies(f, r.L->operands[0], 0) &&
-              !varies(f, r.L->operands[1], 0) && !varies(f, r.L->operands[2], 0);
+    r.turns = f->num_warps == 2 * WG_WARPS && pass_loop_uniform(f, r.L);
     if (!analyze(&r)) continue;
     rewrite(&r);
     changed = true;
