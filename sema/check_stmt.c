@@ -400,15 +400,17 @@ static void check_for(sema_ctx *c, ast_node *s) {
  * a fresh copy of c); the lowering makes it a for over i64 with the {while} flag. */
 static void check_while(sema_ctx *c, ast_node *s) {
   const ir_type *t = sema_check_value(c, s->lhs);
-  if (t && (t->kind != IR_SCALAR || t->dtype != TK_I1))
+  if (t && (t->kind != IR_SCALAR || t->dtype != TK_I1)) {
     su_error(c->d, s->lhs->loc, "condition of 'while' must be a scalar 'i1', got %s", tstr(c, t));
+    t = NULL;
+  }
   sema_flow *fl = SU_NEW(c->a, sema_flow);
   s->sema_ref = fl;
   sema_scope_push(c);
   fl->go = flag(c, "#go", s);
   sema_flow_frame fr = {c->flow, fl, c->scope->depth};
   c->flow = &fr;
-  if (s->body) {
+  if (s->body && t) { /* a bad condition is reported once: no re-test checks its copy */
     ast_node *again = ast_new(c->a, AST_ASSIGN, s->lhs->loc);
     again->name = "#go";
     again->name_loc = s->lhs->loc;
