@@ -14,19 +14,26 @@
  * so any order is the kernel's semantics.
  *
  * Applied when the target has wgmma, the kernel has a pipelined dot loop to overlap
- * (a dot in a for loop with stages >= 2) and `persistent` is not off; `@launch(persistent
- * = true)` forces it (docs/language.md). */
+ * (a dot in a for loop with stages >= 2) that every program runs the same number of times,
+ * and `persistent` is not off; `@launch(persistent = true)` forces it (docs/language.md).
+ * A loop whose trip count differs between programs (causal attention's, which grows with
+ * the query block) is left to the hardware's block scheduler, which hands the next
+ * program to whichever SM frees first: a static stride of programs gives each SM a fixed
+ * share that can be ~10% heavier than the mean (measured: docs/decisions.md). */
 #include "pass_util.h"
 
 enum { GROUP = 8 };
 
 typedef struct {
-  bool found;
+  const ir_func *f;
+  bool found, ragged;
 } seek;
 
 static void find_dot_loop(ir_op *op, void *arg) {
   seek *s = arg;
-  if (op->opc == IR_DOT && op->parent->parent && op->parent->parent->opc == IR_FOR) s->found = true;
+  if (op->opc != IR_DOT || !op->parent->parent || op->parent->parent->opc != IR_FOR) return;
+  s->found = true;
+  if (!pass_loop_uniform(s->f, op->parent->parent)) s->ragged = true;
 }
 
 typedef struct {
@@ -46,9 +53,15 @@ static void replace_ids(ir_op *op, void *arg) {
 bool pass_persist(ir_module *m, ir_func *f) {
   if (f->persistent || f->persist < 0 || !pass_has(m, PASS_WGMMA)) return false;
   if (f->persist == 0) {
-    seek s = {false};
+    seek s = {f, false, false};
     ir_walk(f->body, find_dot_loop, &s);
     if (!s.found || f->num_stages < 2) return false;
+    if (s.ragged) {
+      pass_remark_missed(m, "persist", f->loc,
+                         "not persistent: the dot loop's trip count differs between programs, so "
+                         "the hardware's scheduler balances them (@launch(persistent = true) forces it)");
+      return false;
+    }
   }
   const ir_type *i32 = ir_type_scalar(m, TK_I32);
   ir_op *ret = f->body->last;
