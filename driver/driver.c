@@ -31,14 +31,16 @@ ir_module *drv_frontend(su_arena *a, const su_source *src, const drv_options *o,
     return ir_verify(m, d) ? m : NULL;
   }
   su_map *names = su_map_new(a);
+  int nerr0 = d->nerrors;
   ast_file *f = drv_parse(a, src, names, d);
-  if (d->nerrors) return NULL;
+  if (!f->checkable) return NULL;
+  bool parsed = d->nerrors == nerr0; /* else only habits, reported: check for the rest */
   ir_module *m = ir_module_new(a, src->name);
   m->src = src;
   sema_options so = {.defines = o ? o->defines : NULL, .ndefines = o ? o->ndefines : 0,
                      .budget = o ? o->budget : 0, .dot_precision = o ? o->dot_precision : 0,
                      .accurate_math = o && o->accurate_math};
-  if (!sema_check(a, f, m, &so, d)) return NULL;
+  if (!sema_check(a, f, m, &so, d) || !parsed) return NULL;
   sema_lower(f, m);
   /* Lowering a checked file must give valid IR; anything else is our bug, not the user's,
    * reported as such (the verifier's findings as notes) rather than by aborting. */

@@ -6,7 +6,8 @@
  *  - ast_parse parses a whole source into an ast_file allocated in the arena. It never
  *    fails hard: syntax errors are reported through the diagnostics (located, with what was
  *    expected), the parser recovers at statement and declaration boundaries, and the tree
- *    it returns holds every declaration it could build. Callers check d->nerrors.
+ *    it returns holds every declaration it could build. Callers check d->nerrors, and
+ *    f->checkable before they run the checker on a tree that had errors.
  *  - Nesting deeper than AST_MAX_DEPTH is reported as an error, not a stack overflow.
  *  - Every node has a source range (loc) covering its whole text.
  *  - Fields named "sema" are left zero by the parser and filled by sema/.
@@ -111,6 +112,10 @@ struct ast_node {
 typedef struct {
   const su_source *src;
   ast_list decls; /* AST_KERNEL, AST_FUNC, AST_CONST in source order */
+  /* Every error of the parse was a Triton habit after which the tree holds the tk
+   * construct meant (`x.to(f16)` as `x as f16`): the checker may run and report the
+   * file's other errors; the compile fails all the same. True when there was no error. */
+  bool checkable;
 } ast_file;
 
 /* Parses src. Never returns NULL. Errors go to d. Names are interned in names. */

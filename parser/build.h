@@ -22,6 +22,7 @@ typedef struct {
   lex_token prev;     /* the token before it */
   su_vec decls;       /* declarations so far, kept even if the parse is abandoned */
   int nsyntax;        /* syntax errors reported */
+  int nrecovered;     /* errors after which the tree holds the tk construct (habits.c) */
   bool depth_reported;
 } ps_state;
 

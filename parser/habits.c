@@ -1,8 +1,9 @@
 /* What Triton users write and tk spells otherwise, as far as the grammar can tell: a
- * conversion `x.to(f16)`, a field `x.T`, a module path `tl.math`, `while`, `break` and
- * `continue`. Each is reported with a note that gives the tk spelling, and becomes the
- * tk construct when there is one, so checking goes on. Calls through a module (tl.load)
- * and methods (x.sum(0)) are left to the checker, which knows the builtins' names. */
+ * conversion `x.to(f16)`, a field `x.T`, a module path `tl.math`. Each is reported with a
+ * note that gives the tk spelling, and becomes the tk construct when there is one (counted
+ * in nrecovered, so the checker still runs and reports the file's other errors). Calls
+ * through a module (tl.load) and methods (x.sum(0)) are left to the checker, which knows
+ * the builtins' names. */
 #include <string.h>
 
 #include "build.h"
@@ -46,6 +47,7 @@ ast_node *ps_field(ps_state *ps, ast_node *recv, const char *name, su_loc name_l
     return error_node(ps, loc);
   }
   su_note(ps->d, name_loc, "write 'trans(%s)'", su_loc_text(ps->a, recv->loc, MAX_QUOTED));
+  ps->nrecovered++;
   ast_node *arg = ps_node(ps, AST_ARG, recv->loc);
   arg->lhs = recv;
   ast_node *call = ps_node(ps, AST_CALL, loc);
@@ -60,6 +62,7 @@ static ast_node *cast_to(ps_state *ps, ast_node *recv, ast_node *t, const char *
                          su_loc name_loc, su_loc loc) {
   su_error(ps->d, name_loc, "tk converts with 'as', not '.to()'");
   su_note(ps->d, name_loc, "write '%s as %s'", operand_text(ps, recv), tname);
+  ps->nrecovered++;
   ast_node *n = ps_node(ps, AST_CAST, loc);
   n->lhs = recv;
   n->type = t;

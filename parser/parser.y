@@ -591,6 +591,7 @@ static void tkp_error(su_loc *loc, ps_state *ps, const char *msg) {
 
 ast_file *ast_parse(su_arena *a, const su_source *src, su_diags *d, su_map *names) {
   ps_state ps = {.a = a, .d = d, .names = names, .src = src};
+  int nerr0 = d->nerrors;
   ps.lex = lex_new(a, src, d);
   ps.look.loc = (su_loc){src, 0, 0, 1, 1};
   tkp_parse(&ps);
@@ -598,6 +599,7 @@ ast_file *ast_parse(su_arena *a, const su_source *src, su_diags *d, su_map *name
   f->src = src;
   f->decls.items = (ast_node **)su_vec_freeze(a, &ps.decls);
   f->decls.len = ps.decls.len;
+  f->checkable = d->nerrors - nerr0 == ps.nrecovered;
   su_vec_free(&ps.decls);
   return f;
 }

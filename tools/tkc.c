@@ -536,7 +536,7 @@ static int run(options *o, su_arena *a) {
     /* The AST is printed even when checking fails, so users can see what was parsed. */
     su_map *names = su_map_new(a);
     ast_file *f = drv_parse(a, src, names, &d);
-    if (!d.nerrors) {
+    if (f->checkable) {
       ir_module *m = ir_module_new(a, src->name);
       sema_options so = {.defines = o->drv.defines, .ndefines = o->drv.ndefines, .budget = o->drv.budget,
                          .dot_precision = o->drv.dot_precision, .accurate_math = o->drv.accurate_math};
