@@ -39,7 +39,7 @@
   X(FALSE, "false")                   \
   X(NONE, "None")                     \
   X(CONST, "const")                   \
-  /* reserved: not statements yet, but parsed so that their use gets a hint */ \
+  /* loops (§4.3.1) */                  \
   X(WHILE, "while")                   \
   X(BREAK, "break")                   \
   X(CONTINUE, "continue")             \

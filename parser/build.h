@@ -23,6 +23,7 @@ typedef struct {
   su_vec decls;       /* declarations so far, kept even if the parse is abandoned */
   int nsyntax;        /* syntax errors reported */
   int nrecovered;     /* errors after which the tree holds the tk construct (habits.c) */
+  lex_token opener;   /* the last 'while', 'for', 'if' or 'else': what a ':' was meant to open */
   bool depth_reported;
 } ps_state;
 

@@ -566,6 +566,8 @@ static int tkp_lex(TKP_STYPE *val, su_loc *loc, ps_state *ps) {
     case TOK_FLOAT: val->fval = t.fval; break;
     default: break;
     }
+    if (t.kind == TOK_WHILE || t.kind == TOK_FOR || t.kind == TOK_IF || t.kind == TOK_ELSE)
+      ps->opener = t;
     ps->prev = ps->look;
     ps->look = t;
     *loc = t.loc;

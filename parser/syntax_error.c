@@ -7,6 +7,7 @@
 #include "build.h"
 
 enum { MAX_QUOTED = 32 }; /* characters of an identifier or number quoted in a message */
+enum { MAX_HEADER = 60 }; /* characters of a loop or if header quoted in a hint */
 
 static bool starts_expression(lex_kind k) {
   switch (k) {
@@ -80,6 +81,24 @@ static bool is_module_name(const lex_token *t, const char *text) {
                                   (t->loc.len == 6 && memcmp(text, "triton", 6) == 0));
 }
 
+/* Python's `while c:` where tk wants `while c {`: a ':' where a block may open, on the
+ * line of the 'while', 'for', 'if' or 'else' before it. The note quotes the header. */
+static void python_block_hint(ps_state *ps, su_loc loc, const lex_kind *expected, int n) {
+  const lex_token *k = &ps->opener;
+  if (ps->look.kind != TOK_COLON || !contains(expected, n, TOK_LBRACE) || !k->loc.len ||
+      k->loc.line != ps->look.loc.line || k->loc.off >= ps->look.loc.off)
+    return;
+  const char *text = ps->src->text + k->loc.off;
+  int len = (int)(ps->look.loc.off - k->loc.off);
+  while (len > 0 && (text[len - 1] == ' ' || text[len - 1] == '\t')) len--;
+  if (len > MAX_HEADER)
+    su_note(ps->d, loc, "tk opens a block with braces, not Python's ':' and indentation: "
+                        "'%s ... { ... }'", lex_kind_name(k->kind));
+  else
+    su_note(ps->d, loc, "tk opens a block with braces, not Python's ':' and indentation: "
+                        "write '%.*s { ... }'", len, text);
+}
+
 void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nexpected) {
   if (ps->nsyntax >= PS_MAX_SYNTAX_ERRORS) return;
   ps->nsyntax++;
@@ -151,6 +170,7 @@ void ps_syntax_error(ps_state *ps, su_loc loc, const lex_kind *expected, int nex
     su_note(ps->d, loc, "tk's types and builtins have no module prefix: Triton's 'tl.float16' is "
                         "'f16', and a 'tl.constexpr' parameter is written after the kernel's name, "
                         "'kernel k<BLOCK: i32 = 1024>(...)'");
+  python_block_hint(ps, loc, expected, nexpected);
   if (ps->nsyntax == PS_MAX_SYNTAX_ERRORS)
     su_note(ps->d, loc, "too many syntax errors; the rest of the file is not parsed");
   su_buf_free(&tok);

@@ -90,6 +90,7 @@ const ir_type *sema_check_call(sema_ctx *c, ast_node *e) {
   const sema_builtin *b = sema_builtin_find(e->name);
   if (!b) {
     su_error(c->d, e->loc, "call to undeclared function '%s'", e->name);
+    sema_hint_missing(c, e);
     return NULL;
   }
   cl->builtin = b;

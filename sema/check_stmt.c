@@ -402,6 +402,14 @@ static void check_while(sema_ctx *c, ast_node *s) {
   const ir_type *t = sema_check_value(c, s->lhs);
   if (t && (t->kind != IR_SCALAR || t->dtype != TK_I1)) {
     su_error(c->d, s->lhs->loc, "condition of 'while' must be a scalar 'i1', got %s", tstr(c, t));
+    const char *cond = su_loc_text(c->a, s->lhs->loc, 40);
+    if (t->kind == IR_TILE && t->dtype == TK_I1)
+      su_note(c->d, s->lhs->loc, "every thread of a program takes the same path: reduce the tile "
+                                 "first, 'while max(%s)' (any element) or 'while min(%s)' (all)",
+              cond, cond);
+    else if (t->kind == IR_TILE)
+      su_note(c->d, s->lhs->loc, "every thread of a program takes the same path: reduce the tile "
+                                 "first, as in 'while max(err) > tol'");
     t = NULL;
   }
   sema_flow *fl = SU_NEW(c->a, sema_flow);
@@ -435,6 +443,9 @@ static void check_break(sema_ctx *c, ast_node *s) {
     su_error(c->d, s->loc, "'%s' outside a loop", kw);
     if (c->in_helper)
       su_note(c->d, s->loc, "a helper is inlined, but its body is not part of the caller's loop");
+    else
+      su_note(c->d, s->loc, "'%s' belongs in a 'for ... in range' or 'while' loop; to end a "
+                            "program early, write 'if cond { return; }' in the kernel body", kw);
     return;
   }
   if (!c->loop->flow) {

@@ -1,8 +1,8 @@
 /* sema/hints.c — Triton's spellings that need the builtins' names to be answered, each
  * reported with a note that gives tk's: calls through a module (tl.load(p),
  * tl.math.exp(x)), methods (x.sum(0)), module names used as values (tl.float16), and
- * max(a, 0.0) meant as the elementwise maximum. What the grammar alone can tell (x.to(f16),
- * x.T, while, break) is parser/habits.c's. */
+ * max(a, 0.0) meant as the elementwise maximum, and Triton functions tk lacks (randint4x).
+ * What the grammar alone can tell (x.to(f16), x.T, `while c:`) is parser/'s. */
 #include <string.h>
 
 #include "sema_int.h"
@@ -42,6 +42,7 @@ bool sema_hint_call(sema_ctx *c, ast_node *e) {
       su_note(c->d, e->loc, "tk's builtins have no module prefix: write '%s'", name);
     else
       su_note(c->d, e->loc, "tk's builtins have no module prefix, and none is called '%s'", name);
+    if (!known) sema_hint_missing(c, e);
   }
   e->name = name;
   return known;
@@ -67,4 +68,15 @@ void sema_hint_elementwise(sema_ctx *c, ast_node *e, const sema_call *cl) {
   su_loc args = su_loc_join(cl->argv[0]->loc, cl->argv[1]->loc);
   su_note(c->d, e->loc, "'%s' reduces a tile along an axis; the elementwise %s of two values is "
                         "'%s(%s)'", e->name, fn, fn, su_loc_text(c->a, args, MAX_QUOTED));
+}
+
+void sema_hint_missing(sema_ctx *c, ast_node *e) {
+  /* Triton's four words of one Philox block: tk gives one word per call (the first), so
+   * four values are four calls on offsets of their own (docs/language.md §6.9). */
+  static const char *const four[][2] = {{"randint4x", "randint"}, {"rand4x", "rand"}, {"randn4x", "randn"}};
+  for (size_t i = 0; i < sizeof four / sizeof four[0]; i++)
+    if (strcmp(e->name, four[i][0]) == 0)
+      su_note(c->d, e->loc, "tk has no '%s': call '%s' once per value, each on offsets of its own, "
+                            "e.g. '%s(seed, 4 * offs + k)' for k = 0, 1, 2, 3 (other numbers than "
+                            "Triton's)", four[i][0], four[i][1], four[i][1]);
 }

@@ -219,6 +219,9 @@ void sema_hint_name(sema_ctx *c, ast_node *e);
 /* After a failed max/min reduction with a second argument: notes that the elementwise
  * maximum/minimum is meant as 'maximum(a, b)'. */
 void sema_hint_elementwise(sema_ctx *c, ast_node *e, const sema_call *cl);
+/* After a call to a function that is neither a builtin nor a helper (e->name, module prefix
+ * already dropped): notes what tk writes for a Triton function it lacks (randint4x). */
+void sema_hint_missing(sema_ctx *c, ast_node *e);
 
 /* ---- types.c ---------------------------------------------------------------------------- */
 
