@@ -5,6 +5,7 @@
  * (support.h): a failed run never leaves a half-written file, `-o /dev/null` discards,
  * and an input is never overwritten. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,6 +29,7 @@ typedef struct {
   unsigned grid[3];       /* --grid, for --roofline */
   bool resources;         /* --resources: the per-kernel table instead of the PTX */
   bool no_spill_warning;  /* -Wno-spill */
+  int spill_above;        /* -Wspill=N: spilled bytes (stores plus loads) that warn past N */
   const char *rl_args;    /* --args, for --roofline: NAME=INTEGER,... */
 } options;
 
@@ -111,16 +113,18 @@ static void usage(FILE *f) {
           "                       occupancy they allow on --arch (from ptxas -v; needs the\n"
           "                       CUDA toolkit: $TK_PTXAS, $CUDA_HOME or /usr/local/cuda);\n"
           "                       no code is written\n"
-          "  -Wspill, -Wno-spill  warn (the default) or not when ptxas reports a kernel's\n"
-          "                       registers spilling to local memory (any PTX output,\n"
-          "                       when ptxas is there)\n"
+          "  -Wspill, -Wno-spill  warn (the default) or not when ptxas reports a kernel\n"
+          "                       spilling more than %d bytes (stores plus loads) of\n"
+          "                       registers to local memory (any PTX output, when ptxas\n"
+          "                       is there); a few words spilled around a loop sit in L1\n"
+          "  -Wspill=N            warn when more than N bytes spill (0: any byte)\n"
           "  --list-passes        list the IR passes\n"
           "  --list-archs         list the architectures (the target table's rows)\n"
           "  --version            print the version\n"
           "  -h, --help           this text\n"
           "\n"
           "Exit status: 0 success, 1 errors in the input, 2 usage error.\n",
-          su_buf_str(&archs), TG_DEFAULT_ARCH, TG_DEFAULT_OPT_LEVEL);
+          su_buf_str(&archs), TG_DEFAULT_ARCH, TG_DEFAULT_OPT_LEVEL, (int)DRV_SPILL_WARN_BYTES);
   su_buf_free(&archs);
 }
 
@@ -246,6 +250,13 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       o->emit = EMIT_PTX;
     } else if (!strcmp(s, "-Wspill")) {
       o->no_spill_warning = false;
+    } else if (!strncmp(s, "-Wspill=", 8)) {
+      char *end;
+      long long v = strtoll(s + 8, &end, 10);
+      if (end == s + 8 || *end || v < 0 || v > INT_MAX)
+        usage_error("-Wspill= expects a number of bytes (0 or more), got '%s'", s + 8);
+      o->no_spill_warning = false;
+      o->spill_above = (int)v;
     } else if (!strcmp(s, "-Wno-spill")) {
       o->no_spill_warning = true;
     } else if (!strncmp(s, "-Rpass-missed=", 14)) {
@@ -496,7 +507,7 @@ static int resources(options *o, su_arena *a, const ir_module *m, su_source *src
              r[i].spill_stores, r[i].spill_loads, r[i].stack, r[i].smem_static, r[i].smem_dynamic,
              r[i].threads, r[i].blocks_sm, 100 * r[i].occupancy, r[i].limiter);
     int spilled = r[i].spill_stores + r[i].spill_loads;
-    if (o->no_spill_warning || spilled <= DRV_SPILL_WARN_BYTES) continue;
+    if (o->no_spill_warning || spilled <= o->spill_above) continue;
     for (int k = 0; k < m->nfuncs; k++) {
       const ir_func *f = m->funcs[k];
       if (strcmp(f->name, r[i].kernel)) continue;
@@ -637,7 +648,7 @@ static int run(options *o, su_arena *a) {
 
 int main(int argc, char **argv) {
   su_arena *a = su_arena_new();
-  options o = {0};
+  options o = {.spill_above = DRV_SPILL_WARN_BYTES};
   atexit(check_stdout);
   parse_args(&o, a, argc, argv);
   freeze_defines(&o, a);
