@@ -12,14 +12,17 @@
  * the single stream swpipe built, whose order they keep each on its own side, so the
  * producer simply runs ahead, up to `stages` slots.
  *
- * Registers move to the consumers (setmaxnreg): the producer keeps PRODUCER_REGS, the
+ * Registers move to the consumers (setmaxnreg): the producer keeps PRODUCER_REGS (24,
+ * setmaxnreg's least: it holds slot indices and coordinates only, and ptxas reports no
+ * spill in it; 40, CUTLASS's figure, left causal attention's consumers 232 and ptxas
+ * spilled its row statistics there, measured on the H200 2026-12-03), the
  * consumers share the rest of what the CTA has at entry (its share of the 64K register
  * file: all of it, or 1/N at `programs_per_sm = N`), at most CONSUMER_MAX each.
  * Applied when the kernel has TMA copies, its warps are whole warpgroups and warp
  * specialization is not turned off (`@launch(warp_specialize = false)`). */
 #include "pass_util.h"
 
-enum { PRODUCER_WARPS = 4, PRODUCER_REGS = 40, CONSUMER_MAX = 240, REG_FILE = 65536, ENTRY_MAX = 248 };
+enum { PRODUCER_WARPS = 4, PRODUCER_REGS = 24, CONSUMER_MAX = 240, REG_FILE = 65536, ENTRY_MAX = 248 };
 
 typedef struct {
   const ir_value *consumer_signaled[16];
