@@ -94,7 +94,7 @@ static const char MATMUL_KT_TK[] =
   "                      (rm[:, None] < M) && (kk[None, :] < K), %s);\n"
   "        let tb = load(b + rn[:, None] * K + kk[None, :],\n"
   "                      (rn[:, None] < N) && (kk[None, :] < K), %s);\n"
-  "        acc = dot(ta, trans(tb), acc);\n"
+  "        acc = dot(ta, trans(tb), acc%s);\n"
   "    }\n"
   "    store(c + rm[:, None] * N + rn[None, :], acc, (rm[:, None] < M) && (rn[None, :] < N));\n"
   "}\n";
@@ -152,7 +152,7 @@ static const char MATMUL_LOGICAL_TK[] =
   "    store(c + rm[:, None] * N + rn[None, :], dot(ta, tb, acc), (rm[:, None] < M) && (rn[None, :] < N));\n"
   "}\n";
 
-enum { MAX_CASES = 56, SOURCE_CAP = 2048, BATCH = 3 };
+enum { MAX_CASES = 58, SOURCE_CAP = 2048, BATCH = 3 };
 
 /* how a and b are stored, and whether the product is batched */
 typedef enum { NN, NT, TN, BATCHED, LOGICAL, KT } form;
@@ -164,6 +164,8 @@ typedef struct {
   char name[48];
   char source[SOURCE_CAP];
   tk_dtype in, acc;
+  tk_dtype in_b; /* b's element type: in, or the other fp8 type (a mixed product) */
+  bool ieee;     /* input_precision = "ieee": an fp8 product keeps f16's f32 sums */
   int bm, bn, bk, warps, stages;
   choice ws, persist;
   int per_sm; /* @launch(programs_per_sm); 0: unset */
@@ -206,7 +208,7 @@ static void add_case_ps(tk_dtype in, int bm, int bn, int bk, int warps, int stag
   SU_ASSERT(G.ncases < MAX_CASES);
   dot_case *c = &G.cases[G.ncases++];
   memset(c, 0, sizeof *c);
-  c->in = in;
+  c->in = c->in_b = in;
   c->acc = in == TK_I8 ? TK_I32 : TK_F32;
   c->bm = bm;
   c->bn = bn;
@@ -232,13 +234,31 @@ static void add_case_ps(tk_dtype in, int bm, int bn, int bk, int warps, int stag
                      : fm == LOGICAL ? MATMUL_LOGICAL_TK
                      : fm == KT      ? MATMUL_KT_TK
                                      : MATMUL_TK;
-  int n = snprintf(c->source, sizeof c->source, tmpl, name, t, t, u, u, zero, zero);
+  /* the last argument is read by MATMUL_KT_TK only */
+  int n = snprintf(c->source, sizeof c->source, tmpl, name, t, t, u, u, zero, zero, "");
   SU_ASSERT(n > 0 && n < SOURCE_CAP);
 }
 
 static void add_case_form(tk_dtype in, int bm, int bn, int bk, int warps, int stages, choice ws,
                           choice persist, bool big, form fm) {
   add_case_ps(in, bm, bn, bk, warps, stages, ws, persist, big, fm, 0);
+}
+
+/* An fp8 KT case with b of type in_b (a mixed e4m3 x e5m2 product when it differs) and,
+ * when ieee, input_precision = "ieee" (the f16 product instead of wgmma's fp8 forms). */
+static void add_case_kt8(tk_dtype in, tk_dtype in_b, bool ieee, int bm, int bn, int bk, int warps,
+                         int stages) {
+  add_case_form(in, bm, bn, bk, warps, stages, AUTO, AUTO, false, KT);
+  dot_case *c = &G.cases[G.ncases - 1];
+  c->in_b = in_b;
+  c->ieee = ieee;
+  char name[sizeof c->name];
+  int n = snprintf(name, sizeof name, "%s%s%s", c->name, in_b != in ? "_b_e5m2" : "", ieee ? "_ieee" : "");
+  SU_ASSERT(n > 0 && n < (int)sizeof name);
+  memcpy(c->name, name, sizeof name);
+  n = snprintf(c->source, sizeof c->source, MATMUL_KT_TK, name, dtype_name(in), dtype_name(in_b), "f32", "f32",
+               "0.0", "0.0", ieee ? ", input_precision = \"ieee\"" : "");
+  SU_ASSERT(n > 0 && n < SOURCE_CAP);
 }
 
 static void add_case_full(tk_dtype in, int bm, int bn, int bk, int warps, int stages, choice ws,
@@ -282,6 +302,9 @@ static void make_cases(void) {
   add_case_form(TK_F8E4M3, 128, 128, 128, 8, 3, AUTO, AUTO, true, KT);
   add_case_form(TK_F8E5M2, 128, 256, 64, 8, 2, AUTO, AUTO, false, KT);
   add_case_form(TK_F8E4M3, 64, 64, 32, 4, 1, AUTO, AUTO, false, KT);
+  /* mixed e4m3 x e5m2 on wgmma's mixed form; "ieee": the f16 product's f32 sums */
+  add_case_kt8(TK_F8E4M3, TK_F8E5M2, false, 128, 128, 128, 8, 3);
+  add_case_kt8(TK_F8E4M3, TK_F8E4M3, true, 128, 128, 64, 8, 3);
   add_case_form(TK_F16, 64, 64, 32, 4, 2, OFF, OFF, false, BATCHED);
   /* K as one logical tile of 256 (every shape's K fits): the sample's configuration and the
    * others' pipelines, each dtype with its own step (f16/bf16 64, tf32 32, i8 128) */
@@ -417,7 +440,7 @@ static void run_shape(const dot_case *c, tk_kernel *kc, tk_kernel *ki, const sha
   long nb = batches(c);
   char *a = malloc((size_t)(nb * sh->m * sh->k) * sz), *b = malloc((size_t)(nb * sh->k * sh->n) * sz);
   for (long i = 0; i < nb * sh->m * sh->k; i++) random_elem(c->in, a + i * (long)sz);
-  for (long i = 0; i < nb * sh->k * sh->n; i++) random_elem(c->in, b + i * (long)sz);
+  for (long i = 0; i < nb * sh->k * sh->n; i++) random_elem(c->in_b, b + i * (long)sz);
   size_t out_bytes = (size_t)(nb * sh->m * sh->n) * 4;
   void *gpu = malloc(out_bytes), *ref = malloc(out_bytes);
   memset(gpu, POISON, out_bytes);
@@ -455,13 +478,21 @@ static void test_all_compile_to_ptx(void **state) {
                           strstr(su_buf_str(&ptx), "wgmma.mma_async.sync.aligned.m64n") != NULL);
     /* a logical K is pipelined only once kloop has made it a loop */
     bool piped = ok && strstr(su_buf_str(&ptx), "cp.async") != NULL;
-    const char *form8 = c->in == TK_I8 ? ".s32.s8.s8" : c->in == TK_F8E4M3 ? ".f32.e4m3.e4m3" : c->in == TK_F8E5M2 ? ".f32.e5m2.e5m2" : NULL;
+    const char *form8 = c->ieee                 ? NULL
+                        : c->in == TK_I8        ? ".s32.s8.s8"
+                        : c->in_b == TK_F8E5M2 && c->in == TK_F8E4M3 ? ".f32.e4m3.e5m2"
+                        : c->in == TK_F8E4M3    ? ".f32.e4m3.e4m3"
+                        : c->in == TK_F8E5M2    ? ".f32.e5m2.e5m2"
+                                                : NULL;
+    bool ok8 = ok && strstr(su_buf_str(&ptx), ".f32.e4m3.") != NULL;
     bool wgmma8 = ok && form8 && strstr(su_buf_str(&ptx), form8) != NULL && strstr(su_buf_str(&ptx), "wgmma") != NULL;
     su_buf_free(&ptx);
     if (!ok) fail_msg("%s: the GPU back end rejected it (diagnostics above)", c->name);
     if (!has_mma) fail_msg("%s: no tensor-core instruction in the PTX", c->name);
     if (c->form == KT && form8 && !wgmma8)
       fail_msg("%s: an 8-bit product with K-major operands is not on wgmma's %s", c->name, form8);
+    if (c->ieee && ok8)
+      fail_msg("%s: input_precision \"ieee\" on fp8 still ran wgmma's fp8 form", c->name);
     if (c->form == LOGICAL && c->stages >= 2 && !piped)
       fail_msg("%s: the logical K was not pipelined (no cp.async in the PTX)", c->name);
   }
