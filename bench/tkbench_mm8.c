@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench/tkbench.h"
+#include "ir/ir.h" /* ir_fp8_value */
 
 typedef struct {
   const char *name; /* as anchors.py names it */
@@ -25,13 +26,6 @@ static const m8_case M8_CASES[] = {
 static const int M8_CFG[][5] = {{128, 256, 128, 8, 4}, {128, 256, 128, 8, 3}, {128, 256, 64, 8, 4},
                                 {256, 128, 128, 8, 3}, {128, 128, 128, 8, 4}};
 
-/* An e4m3 byte's value (sign, exponent bias 7, 3 mantissa bits; exponent 0 subnormal). */
-static double e4m3(uint8_t x) {
-  int e = (x >> 3) & 15, m = x & 7;
-  double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m / 8.0, -6);
-  return x & 0x80 ? -v : v;
-}
-
 static const char *check(bench *b, const m8_case *c, const uint8_t *a, const uint8_t *bt, const uint16_t *o,
                          float scale) {
   for (int s = 0; s < 64; s++) {
@@ -42,7 +36,7 @@ static const char *check(bench *b, const m8_case *c, const uint8_t *a, const uin
     for (int q0 = 0; q0 < c->k; q0 += 32) {
       double mag = fabs(want);
       for (int q = q0; q < c->k && q < q0 + 32; q++) {
-        double p = e4m3(a[i * c->k + q]) * e4m3(bt[j * c->k + q]);
+        double p = ir_fp8_value(TK_F8E4M3, a[i * c->k + q]) * ir_fp8_value(TK_F8E4M3, bt[j * c->k + q]);
         want += p;
         mag += fabs(p);
       }

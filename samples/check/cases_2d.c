@@ -2,6 +2,7 @@
  * masked. The tile sizes are the case's BM and BN defines. */
 #include <stdlib.h>
 
+#include "ir/ir.h" /* ir_fp8_value: the one definition of an fp8 byte's value */
 #include "samples/check/job.h"
 
 #include <math.h>
@@ -81,13 +82,6 @@ void ck_run_matmul(ck_job *job) {
 #undef VAL
 }
 
-/* An e4m3 byte's value: sign, 4 exponent bits (bias 7; 0 is subnormal), 3 mantissa bits. */
-static double e4m3_value(uint8_t x) {
-  int e = (x >> 3) & 15, m = x & 7;
-  double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m / 8.0, -6);
-  return x & 0x80 ? -v : v;
-}
-
 /* The exact sum of the products of a row and a column (K values each, B's row read as a
  * column), and the bound docs/language.md (§6.6, fp8 operands) gives the tensor cores' fp8
  * accumulation on sm_90a: 2^-12 (|S| + sum |a b|) for each step of 32 products, where S is
@@ -97,7 +91,7 @@ static double fp8_dot(const double *arow, const uint8_t *bcol, long K, double *b
   for (long q0 = 0; q0 < K; q0 += 32) {
     double mag = fabs(w);
     for (long q = q0; q < K && q < q0 + 32; q++) {
-      double p = arow[q] * e4m3_value(bcol[q]);
+      double p = arow[q] * ir_fp8_value(TK_F8E4M3, bcol[q]);
       w += p;
       mag += fabs(p);
     }
@@ -135,7 +129,7 @@ void ck_run_matmul_fp8(ck_job *job) {
   double *arow = ck_host(job, (size_t)K, sizeof *arow);
   if (ck_failed(job)) return;
   for (long i = 0; i < M && !ck_failed(job); i++) {
-    for (long q = 0; q < K; q++) arow[q] = e4m3_value(a[i * K + q]);
+    for (long q = 0; q < K; q++) arow[q] = ir_fp8_value(TK_F8E4M3, a[i * K + q]);
     for (long j = 0; j < N && !ck_failed(job); j++) {
       double bound, w = fp8_dot(arow, b + j * K, K, &bound);
       ck_close(job, "matmul_fp8", (size_t)i * N + j, (double)*(const _Float16 *)&c[i * N + j], w * scale,
