@@ -4,10 +4,10 @@
  * D = 128, B = 32 at KV lengths 8192 and 131072 and B = 1 and 4 at 131072, f16 and bf16,
  * q [B, H_q, 1, D] and K, V [B, H_kv, S, D] contiguous as PyTorch's SDPA takes them, every
  * sequence the full S long. The time is that of both kernels (decode_split, then
- * decode_combine), between one pair of CUDA events; the rate reported is the bytes of K and
- * V read, 2 B H_kv S D (element size), over that time. Each configuration is checked first
- * (sampled heads of O and of the log-sum-exp against a double reference on the host), and
- * the fastest checked one is reported.
+ * decode_combine, which one split does without), between one pair of CUDA events; the
+ * rate reported is the bytes of K and V read, 2 B H_kv S D (element size), over that
+ * time. Each configuration is checked first (sampled heads of O and of the log-sum-exp
+ * against a double reference on the host), and the fastest checked one is reported.
  *
  * The caches are up to 17 GB: rather than generate that on the host, each tensor repeats a
  * random pattern of DC_PAT elements (not a multiple of D or of a head, so that heads and
@@ -33,10 +33,12 @@ static const dc_case DC_CASES[] = {
 };
 
 /* BN, stages, warps of decode_split, and the programs per SM the split policy aims at:
- * the first is the sample's default and the policy's 4; the last two try the policy's
- * other choices on it. */
+ * the first is the sample's default and the policy's 4; the last four try the policy's
+ * other choices on it (1: where B * H_kv programs fill the SMs, one split, which writes O
+ * itself and needs no combine). */
 static const int DC_CFG[][4] = {{32, 5, 4, 4}, {32, 4, 4, 4}, {64, 2, 8, 4}, {64, 3, 8, 4},
-                                {128, 2, 8, 4}, {32, 5, 4, 2}, {32, 5, 4, 8}};
+                                {128, 2, 8, 4}, {32, 5, 4, 2}, {32, 5, 4, 8}, {32, 5, 4, 1},
+                                {32, 4, 4, 1}};
 
 /* The split policy (docs/decisions.md, "Decode attention"): about `waves` programs per SM
  * over B * H_kv * splits (4), but no split under DC_MIN_CHUNK keys; chunks of whole
@@ -167,7 +169,7 @@ static void run_case(bench *b, const dc_case *c, int sms) {
         tk_malloc(b->ctx, &pl, np * 4) != TK_OK)
       bad = "out of device memory (scratch)";
     int64_t qs[2] = {(int64_t)DC_HQ * D, D}, kvs[3] = {(int64_t)DC_HKV * S * D, (int64_t)S * D, D};
-    tk_arg a1[20] = {tk_arg_ptr(dq), tk_arg_ptr(dk), tk_arg_ptr(dv), tk_arg_ptr(dlens), tk_arg_ptr(po),
+    tk_arg a1[24] = {tk_arg_ptr(dq), tk_arg_ptr(dk), tk_arg_ptr(dv), tk_arg_ptr(dlens), tk_arg_ptr(po),
                      tk_arg_ptr(pm), tk_arg_ptr(pl), tk_arg_i32(DC_HQ), tk_arg_i32(DC_HKV),
                      tk_arg_i32((int32_t)splits), tk_arg_i32((int32_t)chunk),
                      tk_arg_f32((float)(1.0 / sqrt((double)D))), tk_arg_i64(qs[0]), tk_arg_i64(qs[1])};
@@ -175,21 +177,24 @@ static void run_case(bench *b, const dc_case *c, int sms) {
       a1[14 + i] = tk_arg_i64(kvs[i]);
       a1[17 + i] = tk_arg_i64(kvs[i]);
     }
+    a1[20] = tk_arg_ptr(dout), a1[21] = tk_arg_ptr(dlse), a1[22] = tk_arg_i64(qs[0]), a1[23] = tk_arg_i64(qs[1]);
     tk_arg a2[11] = {tk_arg_ptr(po), tk_arg_ptr(pm), tk_arg_ptr(pl), tk_arg_ptr(dlens), tk_arg_ptr(dout),
                      tk_arg_ptr(dlse), tk_arg_i32(DC_HQ), tk_arg_i32((int32_t)splits),
                      tk_arg_i32((int32_t)chunk), tk_arg_i64(qs[0]), tk_arg_i64(qs[1])};
-    tb_launch seq[2] = {{ks, {(unsigned)splits, DC_HKV, (unsigned)B}, a1, 20},
+    tb_launch seq[2] = {{ks, {(unsigned)splits, DC_HKV, (unsigned)B}, a1, 24},
                         {kc, {DC_HQ, (unsigned)B, 1}, a2, 11}};
+    int nseq = splits > 1 ? 2 : 1; /* one split writes O itself */
     memset(ho, 0xff, nq * 2);
     if (!bad && (tk_memcpy_htod(b->ctx, dout, ho, nq * 2) != TK_OK ||
-                 tk_launch(ks, seq[0].g, NULL, a1, 20) != TK_OK || tk_launch(kc, seq[1].g, NULL, a2, 11) != TK_OK ||
+                 tk_launch(ks, seq[0].g, NULL, a1, 24) != TK_OK ||
+                 (nseq > 1 && tk_launch(kc, seq[1].g, NULL, a2, 11) != TK_OK) ||
                  tk_synchronize(b->ctx) != TK_OK || tk_memcpy_dtoh(b->ctx, ho, dout, nq * 2) != TK_OK ||
                  tk_memcpy_dtoh(b->ctx, hl, dlse, (size_t)B * DC_HQ * 4) != TK_OK))
       bad = tk_last_error(b->ctx);
     if (!bad) bad = check(b, c, bf, hq, fk, fv, ho, hl, s);
     /* about a third of a second of timed runs per configuration, 10 at least */
     b->runs = (int)fmax(10, fmin(runs, 0.3 / (bytes / 4e12)));
-    double t = bad ? NAN : tb_time_sequence(b, seq, 2);
+    double t = bad ? NAN : tb_time_sequence(b, seq, nseq);
     b->runs = runs;
     fprintf(stderr, "tkbench:   BN=%d stages=%d warps=%d, %d per SM: splits=%ld chunk=%ld: %s %.1f us (%.0f GB/s)\n",
             DC_CFG[ci][0], DC_CFG[ci][1], DC_CFG[ci][2], DC_CFG[ci][3], splits, chunk, bad ? bad : "ok", t,
@@ -199,7 +204,7 @@ static void run_case(bench *b, const dc_case *c, int sms) {
       best = t;
       bi = (int)ci;
       best_splits = splits;
-      pred = tb_predict(b, seq, 2, &bound);
+      pred = tb_predict(b, seq, nseq, &bound);
     }
     if (po) tk_free(b->ctx, po);
     if (pm) tk_free(b->ctx, pm);

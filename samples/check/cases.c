@@ -97,7 +97,8 @@ const ck_case ck_cases[] = {
     {"attention_bf16_causal", "attention.tk", "attention",
      {{"T", "bf16"}, {"D", "64"}, {"CAUSAL", "true"}}, 3, CK_ATTN, {{{200, 200, 1}}, {{130, 70, 1}}},
      {{{1024, 1024, 2}}, {{1000, 1537, 1}}}, 1, ck_run_attention},
-    /* decode: split, then combine; S_cap/B=sequences/splits asked for, 8 query heads on 2 */
+    /* decode: split, then combine (one split: no combine); S_cap/B=sequences/splits asked for,
+     * 8 query heads on 2 */
     {"attention_decode", "attention_decode.tk", "decode_split", {{0}}, 0, CK_DECODE,
      {{{300, 5, 3}}, {{64, 2, 1}}, {{130, 3, 4}}},
      {{{8192, 5, 16}}, {{131072, 2, 64}}, {{1000, 7, 5}}}, 0, ck_run_decode, "decode_combine"},
@@ -108,7 +109,7 @@ const ck_case ck_cases[] = {
      {{{8192, 5, 40}}, {{4097, 3, 7}}}, 1, ck_run_decode, "decode_combine"},
     {"attention_decode_mha", "attention_decode.tk", "decode_split", {{"T", "bf16"}}, 1, CK_DECODE,
      {{{150, 5, 2}}, {{1, 1, 1}}},
-     {{{32768, 5, 32}}, {{777, 2, 3}}}, 2, ck_run_decode, "decode_combine"},
+     {{{32768, 5, 32}}, {{777, 2, 1}}}, 2, ck_run_decode, "decode_combine"},
 };
 #pragma GCC diagnostic pop
 const int ck_ncases = (int)(sizeof ck_cases / sizeof *ck_cases);

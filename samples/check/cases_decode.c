@@ -67,7 +67,7 @@ void ck_run_decode(ck_job *job) {
   tk_devptr pl = ck_upload(job, junk, np * 4);
   double scale = 2.0 / sqrt((double)D); /* twice the usual: a sharper softmax */
   int64_t ks[3] = {cap * HKV * D, D, HKV * D}, vs[3] = {HKV * cap * D, cap * D, D};
-  tk_arg a[20] = {tk_arg_ptr(dq), tk_arg_ptr(dk), tk_arg_ptr(dv), tk_arg_ptr(dlens), tk_arg_ptr(po),
+  tk_arg a[24] = {tk_arg_ptr(dq), tk_arg_ptr(dk), tk_arg_ptr(dv), tk_arg_ptr(dlens), tk_arg_ptr(po),
                   tk_arg_ptr(pm), tk_arg_ptr(pl), tk_arg_i32((int32_t)HQ), tk_arg_i32((int32_t)HKV),
                   tk_arg_i32((int32_t)splits), tk_arg_i32((int32_t)chunk), tk_arg_f32((float)scale),
                   tk_arg_i64(HQ * D), tk_arg_i64(D)};
@@ -75,11 +75,13 @@ void ck_run_decode(ck_job *job) {
     a[14 + i] = tk_arg_i64(ks[i]);
     a[17 + i] = tk_arg_i64(vs[i]);
   }
-  ck_launch(job, (tk_grid){(unsigned)splits, (unsigned)HKV, (unsigned)B}, a, 20);
+  a[20] = tk_arg_ptr(dout), a[21] = tk_arg_ptr(dlse), a[22] = tk_arg_i64(ob), a[23] = tk_arg_i64(D);
+  ck_launch(job, (tk_grid){(unsigned)splits, (unsigned)HKV, (unsigned)B}, a, 24);
+  /* one split: decode_split wrote O and LSE itself, and the scratch stays garbage */
   tk_arg a2[11] = {tk_arg_ptr(po), tk_arg_ptr(pm), tk_arg_ptr(pl), tk_arg_ptr(dlens), tk_arg_ptr(dout),
                    tk_arg_ptr(dlse), tk_arg_i32((int32_t)HQ), tk_arg_i32((int32_t)splits),
                    tk_arg_i32((int32_t)chunk), tk_arg_i64(ob), tk_arg_i64(D)};
-  ck_launch_kernel(job, job->kernel2, (tk_grid){(unsigned)HQ, (unsigned)B, 1}, a2, 11);
+  if (splits > 1) ck_launch_kernel(job, job->kernel2, (tk_grid){(unsigned)HQ, (unsigned)B, 1}, a2, 11);
   ck_download(job, o, dout, no * 2);
   ck_download(job, lse, dlse, (size_t)B * HQ * 4);
   double rtol = c.bf ? 2e-2 : 4e-3, atol = c.bf ? 1e-2 : 2e-3;
