@@ -30,18 +30,11 @@ static const char *check(bench *b, const m8_case *c, const uint8_t *a, const uin
                          float scale) {
   for (int s = 0; s < 64; s++) {
     size_t i = (size_t)(tb_rng_next(b) % (uint64_t)c->m), j = (size_t)(tb_rng_next(b) % (uint64_t)c->n);
-    /* the exact sum, and the bound of the fp8 accumulation (docs/language.md §6.6):
-     * 2^-12 (|S| + sum |a b|) per step of 32 products, S the exact sum before it */
-    double want = 0, bound = 0;
-    for (int q0 = 0; q0 < c->k; q0 += 32) {
-      double mag = fabs(want);
-      for (int q = q0; q < c->k && q < q0 + 32; q++) {
-        double p = ir_fp8_value(TK_F8E4M3, a[i * c->k + q]) * ir_fp8_value(TK_F8E4M3, bt[j * c->k + q]);
-        want += p;
-        mag += fabs(p);
-      }
-      bound += ldexp(mag, -12);
-    }
+    /* the exact sum, and the bound of the fp8 accumulation (ir_fp8_acc) */
+    ir_fp8_acc acc = {0};
+    for (int q = 0; q < c->k; q++)
+      ir_fp8_acc_add(&acc, ir_fp8_value(TK_F8E4M3, a[i * c->k + q]) * ir_fp8_value(TK_F8E4M3, bt[j * c->k + q]));
+    double want = acc.sum, bound = ir_fp8_acc_bound(&acc);
     want *= scale;
     double got = tb_f16_to_f32(o[i * c->n + j]);
     if (!(fabs(got - want) <= 1e-2 + 2e-3 * fabs(want) + bound * scale)) return "wrong result";

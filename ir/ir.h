@@ -132,6 +132,17 @@ uint8_t ir_fp8_bits(tk_dtype d, double x);
 /* The value of fp8 byte b of dtype d (exact); a NaN pattern gives a NaN that
  * ir_fp8_bits turns back into b. */
 double ir_fp8_value(tk_dtype d, uint8_t b);
+/* The accumulation bound of an fp8 dot on the tensor cores (docs/language.md §6.6): each
+ * step of 32 products may be off by 2^-12 (|S| + sum |a b|), S the exact sum before the
+ * step. Feed the products in K order with ir_fp8_acc_add (sum is then the exact dot);
+ * ir_fp8_acc_bound is the bound so far. The one statement of the rule that the GPU
+ * checks (tk-samples, tkbench) compare against. */
+typedef struct {
+  double sum, mag, bound; /* exact sum; this step's |S| + sum |a b|; the closed steps' bound */
+  long n;
+} ir_fp8_acc;
+void ir_fp8_acc_add(ir_fp8_acc *a, double product);
+double ir_fp8_acc_bound(const ir_fp8_acc *a);
 
 /* ---- ops ------------------------------------------------------------------------------ */
 

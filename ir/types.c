@@ -363,6 +363,18 @@ double ir_fp8_value(tk_dtype d, uint8_t b) {
   return s * ldexp(frac + (1 << m), e - f.bias - m);
 }
 
+void ir_fp8_acc_add(ir_fp8_acc *a, double product) {
+  if (a->n % 32 == 0) { /* a step opens: close the last one */
+    a->bound += ldexp(a->mag, -12);
+    a->mag = fabs(a->sum);
+  }
+  a->sum += product;
+  a->mag += fabs(product);
+  a->n++;
+}
+
+double ir_fp8_acc_bound(const ir_fp8_acc *a) { return a->bound + ldexp(a->mag, -12); }
+
 double ir_dtype_round(tk_dtype d, double x) {
   switch (d) {
   case TK_F16: return round_to_format(x, 11, -14, ieee_max(11, 15), false);

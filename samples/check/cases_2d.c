@@ -83,22 +83,13 @@ void ck_run_matmul(ck_job *job) {
 }
 
 /* The exact sum of the products of a row and a column (K values each, B's row read as a
- * column), and the bound docs/language.md (§6.6, fp8 operands) gives the tensor cores' fp8
- * accumulation on sm_90a: 2^-12 (|S| + sum |a b|) for each step of 32 products, where S is
- * the exact sum before the step. The other paths sum in f32 and are well inside it. */
+ * column), and the bound of the tensor cores' fp8 accumulation on sm_90a (ir_fp8_acc).
+ * The other paths sum in f32 and are well inside it. */
 static double fp8_dot(const double *arow, const uint8_t *bcol, long K, double *bound) {
-  double w = 0, err = 0;
-  for (long q0 = 0; q0 < K; q0 += 32) {
-    double mag = fabs(w);
-    for (long q = q0; q < K && q < q0 + 32; q++) {
-      double p = arow[q] * ir_fp8_value(TK_F8E4M3, bcol[q]);
-      w += p;
-      mag += fabs(p);
-    }
-    err += ldexp(mag, -12);
-  }
-  *bound = err;
-  return w;
+  ir_fp8_acc acc = {0};
+  for (long q = 0; q < K; q++) ir_fp8_acc_add(&acc, arow[q] * ir_fp8_value(TK_F8E4M3, bcol[q]));
+  *bound = ir_fp8_acc_bound(&acc);
+  return acc.sum;
 }
 
 /* matmul_fp8: e4m3 A (M x K) and B (N x K, used transposed), C f16 = (A B^T) * scale. The

@@ -668,6 +668,19 @@ static void test_signature(void **state) {
 /* The fp8 rule of ir/types.c (docs/language.md §5.6): the edges of rounding and saturation
  * by value, every byte back to itself through its value, NaN bytes kept, converted NaNs
  * 0x7f. (tests/interp/test_lang.c checks the conversions against a search.) */
+/* The fp8 accumulation bound: 2^-12 (|S| + sum |ab|) per step of 32 products, S the exact
+ * sum before the step; a partial last step counts too. */
+static void test_fp8_acc_bound(void **state) {
+  (void)state;
+  ir_fp8_acc a = {0};
+  assert_true(ir_fp8_acc_bound(&a) == 0.0);
+  for (int i = 0; i < 64; i++) ir_fp8_acc_add(&a, 1.0);
+  assert_true(a.sum == 64.0);
+  assert_true(ir_fp8_acc_bound(&a) == ldexp(32 + (32 + 32), -12)); /* step 2 starts at S = 32 */
+  ir_fp8_acc_add(&a, -3.0);                                        /* a third, partial step */
+  assert_true(a.sum == 61.0 && ir_fp8_acc_bound(&a) == ldexp(32 + 64 + (64 + 3), -12));
+}
+
 static void test_fp8_rule(void **state) {
   (void)state;
   assert_true(ir_dtype_is_float(TK_F8E4M3) && ir_dtype_is_fp8(TK_F8E5M2) && !ir_dtype_is_fp8(TK_F16));
@@ -708,6 +721,7 @@ int main(void) {
       cmocka_unit_test(test_types_interned_and_printed),
       cmocka_unit_test(test_dtype_helpers),
       cmocka_unit_test(test_fp8_rule),
+      cmocka_unit_test(test_fp8_acc_bound),
       cmocka_unit_test(test_built_kernel_verifies_and_prints),
       cmocka_unit_test(test_editing_helpers),
       cmocka_unit_test(test_verifier_catches_breakage),
