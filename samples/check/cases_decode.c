@@ -58,6 +58,9 @@ void ck_run_decode(ck_job *job) {
   float *lse = ck_host(job, (size_t)B * HQ, 4);
   double *s = ck_host(job, (size_t)cap, sizeof *s);
   for (long b = 0; lens && b < B; b++) lens[b] = (int32_t)seq_len(b, cap);
+  /* O and the LSE start as NaN (all-ones bytes): a value the kernels never wrote, an empty
+   * sequence's zero and -inf among them, fails the comparison */
+  if (o && lse) memset(o, 0xff, no * 2), memset(lse, 0xff, (size_t)B * HQ * 4);
   tk_devptr dq = ck_upload(job, q, nq * 2), dk = ck_upload(job, k, nkv * 2), dv = ck_upload(job, v, nkv * 2);
   tk_devptr dlens = ck_upload(job, lens, (size_t)B * 4), dout = ck_upload(job, o, no * 2);
   tk_devptr dlse = ck_upload(job, lse, (size_t)B * HQ * 4);
