@@ -10,7 +10,8 @@
  *    only some axes of the program id is read from HBM once per distinct value of those
  *    axes and from L2 by the other programs (a weight vector every program reads: once;
  *    a matmul's A row block: once per row of programs) — the launch order and a grouped
- *    tile order are assumed to keep that reuse in L2. A re-read — a load of a pointer parameter that an earlier top-level
+ *    tile order are assumed to keep that reuse in L2. A loop's induction variable depends
+ *    on the program id through its start and step, not where it stops. A re-read — a load of a pointer parameter that an earlier top-level
  *    op of the same program already read (fusion's recomputation: softmax's second and
  *    third pass over x) hits L2 when what the programs resident at once re-read (the most
  *    one top-level op re-reads, times the programs resident: 2048 threads an SM) fits in
@@ -86,8 +87,11 @@ static void mark_deps(counter *c, const ir_block *b) {
       for (int pass = 0; pass < 2; pass++) {
         for (int k = 0; k < rb->nargs; k++) {
           unsigned ad = 0;
+          /* Not the upper bound: programs whose loops stop at different points visit
+           * prefixes of one sequence of induction values (causal attention's key
+           * blocks), so what they load at each value is the same bytes. */
           if (op->opc == IR_FOR && k == 0)
-            for (int i = 0; i < 3; i++) ad |= info_of(c, op->operands[i])->pid_dep;
+            ad = info_of(c, op->operands[0])->pid_dep | info_of(c, op->operands[2])->pid_dep;
           if (op->opc == IR_FOR && k > 0) {
             ad = info_of(c, op->operands[2 + k])->pid_dep;
             if (rb->last && rb->last->opc == IR_YIELD) ad |= info_of(c, rb->last->operands[k - 1])->pid_dep;
