@@ -3,9 +3,10 @@
  * comment lines that the runtime (and --emit=c) read back, so that a launcher needs
  * nothing but the PTX:
  *
- *   // .tk.abi KERNEL threads=384 persistent=1 tmaps=2 [scratch=BYTES]
+ *   // .tk.abi KERNEL threads=384 persistent=1 tmaps=2 [scratch=BYTES] [pdl]
  *
- * (persistent=N: N programs per SM, 0: not persistent)
+ * (persistent=N: N programs per SM, 0: not persistent; pdl: launch it with
+ * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, it waits for its predecessor)
  *   // .tk.tmap KERNEL 0 f16 base=%0 dims=%3,%5 strides=%5 box=128,64 swizzle=128
  *
  * (%N: parameter N's value; a number: that constant). */
@@ -25,7 +26,7 @@ static void find_scratch(ir_op *op, void *ctx) {
   if (op->opc == IR_SCRATCH) *(int64_t *)ctx = op->attr2; /* one size a kernel (verifier) */
 }
 
-void cg_abi_of(const ir_func *f, cg_abi *out) {
+void cg_abi_of(const ir_func *f, const char *arch, cg_abi *out) {
   memset(out, 0, sizeof *out);
   ir_walk(f->body, find_scratch, &out->scratch);
   int producers = 0;
@@ -49,6 +50,8 @@ void cg_abi_of(const ir_func *f, cg_abi *out) {
   }
   out->threads = CG_WARP * (f->num_warps + producers);
   out->persistent = !f->persistent ? 0 : f->programs_per_sm > 1 ? f->programs_per_sm : 1;
+  /* without griddepcontrol there is no wait to rely on: an ordinary launch */
+  out->pdl = f->pdl && tg_has(arch, TG_GRIDDEP);
 }
 
 static void put_arg(su_buf *b, cg_abi_arg a) {
@@ -63,6 +66,7 @@ void cg_abi_note(cg_ctx *c, const ir_func *f, const cg_abi *abi) {
   su_buf_printf(b, "// .tk.abi %s threads=%d persistent=%d tmaps=%d", f->name, abi->threads,
                 abi->persistent, abi->ntmaps);
   if (abi->scratch) su_buf_printf(b, " scratch=%lld", (long long)abi->scratch);
+  if (abi->pdl) su_buf_puts(b, " pdl");
   su_buf_puts(b, "\n");
   for (int i = 0; i < abi->ntmaps; i++) {
     const cg_tmap *t = &abi->tmaps[i];
@@ -186,6 +190,8 @@ bool cg_ptx_abi(const char *ptx, const char *kernel, cg_abi *out) {
       return false;
   }
   out->scratch = scratch;
+  const char *pd = strstr(s, " pdl");
+  out->pdl = pd && (!eol || pd < eol) && (pd[4] == '\n' || pd[4] == ' ' || !pd[4]);
   const char *from = ptx;
   for (int i = 0; i < out->ntmaps; i++) {
     const char *t = find_line(from, "// .tk.tmap ", kernel);

@@ -283,6 +283,11 @@ void cg_ptx_fence_async(cg_ctx *c);
  * waiting (LLVM 19 has barrier.sync.cnt but no arrive). */
 void cg_ptx_bar_arrive(cg_ctx *c, LLVMValueRef id, int threads);
 void cg_ptx_setmaxnreg(cg_ctx *c, bool inc, int regs);
+/* griddepcontrol (sm_90): wait for the grids this one depends on (a programmatic dependent
+ * launch) to complete with their memory visible; let the grids that depend on this one be
+ * scheduled (once every program of it has done so or exited). */
+void cg_ptx_griddep_wait(cg_ctx *c);
+void cg_ptx_griddep_launch_dependents(cg_ctx *c);
 /* wgmma.fence, with the n registers the next products read passing through it
  * (rewritten in regs): nothing that defines them can move after it. */
 void cg_ptx_wgmma_fence(cg_ctx *c, LLVMValueRef *regs, int n);

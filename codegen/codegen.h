@@ -124,13 +124,14 @@ typedef struct {
   int threads;       /* per CTA */
   int persistent;    /* a persistent kernel's programs per SM (its grid); 0: not persistent */
   bool warp_spec;
+  bool pdl;          /* launched as a programmatic dependent launch (`@launch(pdl = true)`) */
   int ntmaps;
   cg_tmap tmaps[CG_MAX_TMAPS];
   int64_t scratch;   /* bytes of global scratch per program; 0: none */
 } cg_abi;
 
-/* The launch contract of kernel f (lowered IR). */
-void cg_abi_of(const ir_func *f, cg_abi *out);
+/* The launch contract of kernel f (lowered IR) compiled for arch. */
+void cg_abi_of(const ir_func *f, const char *arch, cg_abi *out);
 /* The same, read back from the "// .tk.abi" and "// .tk.tmap" lines cg_emit appends to
  * PTX; a kernel with no line (PTX from elsewhere) gets threads = 0 (unknown), nothing
  * hidden. False when a line is malformed. */

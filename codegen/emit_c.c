@@ -255,13 +255,18 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
     } else {
       su_buf_puts(o, "  void **args = NULL;\n");
     }
-    if (abi.persistent)
-      su_buf_printf(o, "  return cuLaunchKernel(%s_fn_%s, (unsigned)(programs < resident ? programs : resident), "
-                       "1, 1, %d, 1, 1, %d, stream, args, NULL);\n}\n",
-                    pre, f->name, abi.threads, shmem);
+    const char *grid = abi.persistent ? "(unsigned)(programs < resident ? programs : resident), 1, 1"
+                                      : "gx, gy, gz";
+    if (abi.pdl)
+      /* as libtk launches it: the kernel waits for its predecessor itself */
+      su_buf_printf(o, "  CUlaunchAttribute pdl = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,\n"
+                       "                          .value.programmaticStreamSerializationAllowed = 1};\n"
+                       "  CUlaunchConfig cfg = {%s, %d, 1, 1, %d, stream, &pdl, 1};\n"
+                       "  return cuLaunchKernelEx(&cfg, %s_fn_%s, args, NULL);\n}\n",
+                    grid, abi.threads, shmem, pre, f->name);
     else
-      su_buf_printf(o, "  return cuLaunchKernel(%s_fn_%s, gx, gy, gz, %d, 1, 1, %d, stream, args, "
-                       "NULL);\n}\n", pre, f->name, abi.threads, shmem);
+      su_buf_printf(o, "  return cuLaunchKernel(%s_fn_%s, %s, %d, 1, 1, %d, stream, args, NULL);\n}\n",
+                    pre, f->name, grid, abi.threads, shmem);
   }
 }
 

@@ -251,7 +251,7 @@ void cg_emit_kernel(cg_ctx *c, ir_func *f) {
   c->f = f;
   c->threads = CG_WARP * f->num_warps;
   cg_abi abi;
-  cg_abi_of(f, &abi);
+  cg_abi_of(f, c->arch, &abi);
   c->launch_threads = abi.threads;
   c->bar_id = 0;
   c->single_thread = false;
@@ -265,6 +265,15 @@ void cg_emit_kernel(cg_ctx *c, ir_func *f) {
   c->fn = make_function(c, f, &abi);
   LLVMPositionBuilderAtEnd(c->b, cg_block(c, "entry"));
   c->tid = cg_intrinsic(c, "llvm.nvvm.read.ptx.sreg.tid.x", NULL, 0, NULL, 0);
+  if (tg_has(c->arch, TG_GRIDDEP)) {
+    /* A pdl kernel may be running before its predecessor is done: nothing of its own
+     * comes before the wait. Every kernel then lets its successor be scheduled: a
+     * successor launched as pdl waits for this one's end anyway, so the trigger only
+     * moves its launch (onto SMs this grid's last programs free) earlier, and with an
+     * ordinary launch it does nothing. */
+    if (abi.pdl) cg_ptx_griddep_wait(c);
+    cg_ptx_griddep_launch_dependents(c);
+  }
   cg_smem_begin_kernel(c);
   for (int i = 0; i < f->body->nargs; i++) {
     const ir_value *p = f->body->args[i];

@@ -1,6 +1,6 @@
 /* The PTX instructions LLVM 19 has no intrinsic for (mbarrier parity waits and expected
  * bytes, TMA box copies, the async-proxy fence, wgmma and its fence/commit/wait,
- * setmaxnreg; the paired f16/bf16 rounding, the fp8 cvts and div.full.f32), each kind written here once
+ * setmaxnreg, griddepcontrol; the paired f16/bf16 rounding, the fp8 cvts and div.full.f32), each kind written here once
  * as inline assembly; the emitters call these and never spell PTX themselves. Every
  * statement is `sideeffect` (LLVM must neither move it across memory accesses nor drop
  * it), and those that order memory clobber it, except the pure computations (cvt, div),
@@ -160,6 +160,12 @@ void cg_ptx_setmaxnreg(cg_ctx *c, bool inc, int regs) {
   cg_asm(c, NULL, text, "", NULL, 0);
 }
 
+
+void cg_ptx_griddep_wait(cg_ctx *c) { cg_asm(c, NULL, "griddepcontrol.wait;", "~{memory}", NULL, 0); }
+
+void cg_ptx_griddep_launch_dependents(cg_ctx *c) {
+  cg_asm(c, NULL, "griddepcontrol.launch_dependents;", "~{memory}", NULL, 0);
+}
 
 void cg_ptx_wgmma_commit(cg_ctx *c) {
   cg_asm(c, NULL, "wgmma.commit_group.sync.aligned;", "~{memory}", NULL, 0);

@@ -266,6 +266,10 @@ typedef struct ir_func {
    * 0: unset, the compiler decides): codegen caps registers to let that many CTAs share an
    * SM, and a persistent kernel's grid has that many programs per SM. */
   int programs_per_sm;
+  /* `@launch(pdl = true)`: launched as a programmatic dependent launch (sm_90+), so that
+   * it may start while the stream's previous kernel finishes; it waits for that kernel's
+   * completion and memory before its first instruction of its own. */
+  bool pdl;
   ir_binding *bindings;
   int nbindings;
   /* Per parameter, parallel to body->args (NULL: nothing known): a power of two D known to

@@ -693,6 +693,10 @@ static void parse_kernel(parser *p) {
     next(p);
     f->persistent = true;
   }
+  if (is_word(p, "pdl")) {
+    next(p);
+    f->pdl = true;
+  }
   if (is_word(p, "bind")) {
     next(p);
     parse_bindings(p, f);

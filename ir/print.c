@@ -214,6 +214,7 @@ static void print_func(su_buf *b, ir_func *f) {
   su_buf_printf(b, ") warps(%d) stages(%d)", f->num_warps, f->num_stages);
   if (f->programs_per_sm) su_buf_printf(b, " per_sm(%d)", f->programs_per_sm);
   if (f->persistent) su_buf_puts(b, " persistent");
+  if (f->pdl) su_buf_puts(b, " pdl");
   if (f->nbindings) {
     su_buf_puts(b, " bind(");
     for (int i = 0; i < f->nbindings; i++) {

@@ -551,6 +551,22 @@ static void cuda_unload(rt_context *ctx, rt_module *m) {
 
 /* ---- launching ----------------------------------------------------------------------- */
 
+/* One driver launch; pdl: through cuLaunchKernelEx with programmatic stream serialization,
+ * so that the kernel (which waits for its predecessor with griddepcontrol.wait before
+ * anything else) may be scheduled while the stream's previous kernel finishes. */
+static CUresult launch_raw(cuda_state *st, CUfunction fn, unsigned gx, unsigned gy, unsigned gz,
+                           const rt_jit_kernel *jk, void *stream, bool pdl) {
+  if (!pdl)
+    return st->cu.LaunchKernel(fn, gx, gy, gz, jk->block, 1, 1, jk->shmem, (CUstream)stream,
+                               jk->cur_argv, NULL);
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg = {gx, gy, gz, jk->block, 1, 1, jk->shmem, (CUstream)stream, &attr, 1};
+  return st->cu.LaunchKernelEx(&cfg, fn, jk->cur_argv, NULL);
+}
+
 static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
                              const tk_arg *args, int nargs) {
   rt_jit_kernel *jk = k->handle;
@@ -612,14 +628,13 @@ static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *
     }
   }
   CUfunction fn = jk->fn;
-  CUresult r = st->cu.LaunchKernel(fn, gx, gy, gz, jk->block, 1, 1, jk->shmem, (CUstream)stream,
-                                   jk->cur_argv, NULL);
+  bool pdl = jk->pdl && st->cu.LaunchKernelEx;
+  CUresult r = launch_raw(st, fn, gx, gy, gz, jk, stream, pdl);
   if (r == CUDA_ERROR_INVALID_CONTEXT) { /* first launch from this thread */
     CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
-    r = st->cu.LaunchKernel(fn, gx, gy, gz, jk->block, 1, 1, jk->shmem, (CUstream)stream,
-                            jk->cur_argv, NULL);
+    r = launch_raw(st, fn, gx, gy, gz, jk, stream, pdl);
   }
-  if (r != CUDA_SUCCESS) return fail(ctx, r, "cuLaunchKernel");
+  if (r != CUDA_SUCCESS) return fail(ctx, r, pdl ? "cuLaunchKernelEx" : "cuLaunchKernel");
   return TK_OK;
 }
 

@@ -68,6 +68,24 @@ enum {
   RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 };
 
+/* cuLaunchKernelEx's configuration (CUDA 12.0): only the programmatic-dependent-launch
+ * attribute is used (`@launch(pdl = true)`); the layouts are the driver's. */
+enum { CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+} CUlaunchAttribute;
+typedef struct {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+} CUlaunchConfig;
+
 /* The entry points, one field per driver function (named after it, without "cu"). */
 typedef struct {
   void *lib; /* the dlopen handle */
@@ -99,6 +117,9 @@ typedef struct {
   CUresult (*LaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                            unsigned by, unsigned bz, unsigned shmem, CUstream s,
                            void **params, void **extra);
+  /* optional (NULL when the driver lacks it): a pdl kernel then launches plainly, which
+   * is correct, only without the overlap */
+  CUresult (*LaunchKernelEx)(const CUlaunchConfig *cfg, CUfunction f, void **params, void **extra);
   CUresult (*StreamSynchronize)(CUstream s);
   /* *status: 0 not capturing, 1 capturing a graph, 2 a capture that was invalidated */
   CUresult (*StreamIsCapturing)(CUstream s, int *status);
@@ -111,7 +132,8 @@ typedef struct {
 
 /* Opens the driver library (TK_LIBCUDA overrides its name, which tests use to simulate a
  * machine without a driver) and resolves every entry point into api. On failure returns
- * false, leaves api closed and appends the reason to why. Does not call cuInit. */
+ * false, leaves api closed and appends the reason to why (an optional entry point that is
+ * missing is left NULL instead). Does not call cuInit. */
 bool rt_cuda_load(rt_cuda_api *api, su_buf *why);
 /* Closes the library; the table is unusable afterwards. A never-loaded (zeroed) table is
  * ignored. Only for a table whose cuInit was never called: once the driver has started,

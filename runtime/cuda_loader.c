@@ -14,9 +14,11 @@
 typedef struct {
   size_t offset;       /* of the field in rt_cuda_api */
   const char *names[2]; /* newest first */
+  bool optional;       /* a driver without it still loads (the field stays NULL) */
 } entry;
 
-#define E(field, ...) { offsetof(rt_cuda_api, field), { __VA_ARGS__ } }
+#define E(field, ...) { offsetof(rt_cuda_api, field), { __VA_ARGS__ }, false }
+#define OPTIONAL(field, name) { offsetof(rt_cuda_api, field), { name, NULL }, true }
 static const entry entries[] = {
   E(Init, "cuInit"),
   E(DriverGetVersion, "cuDriverGetVersion"),
@@ -42,6 +44,7 @@ static const entry entries[] = {
   E(FuncGetAttribute, "cuFuncGetAttribute"),
   E(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
   E(LaunchKernel, "cuLaunchKernel"),
+  OPTIONAL(LaunchKernelEx, "cuLaunchKernelEx"),
   E(StreamSynchronize, "cuStreamSynchronize"),
   E(StreamIsCapturing, "cuStreamIsCapturing"),
   E(EventCreate, "cuEventCreate"),
@@ -51,6 +54,7 @@ static const entry entries[] = {
   E(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
 };
 #undef E
+#undef OPTIONAL
 
 bool rt_cuda_load(rt_cuda_api *api, su_buf *why) {
   memset(api, 0, sizeof *api);
@@ -66,6 +70,7 @@ bool rt_cuda_load(rt_cuda_api *api, su_buf *why) {
     void *sym = NULL;
     for (int j = 0; j < 2 && !sym && entries[i].names[j]; j++)
       sym = dlsym(lib, entries[i].names[j]);
+    if (!sym && entries[i].optional) continue;
     if (!sym) {
       su_buf_printf(why, "the CUDA driver %s lacks %s (driver too old?)", libname,
                     entries[i].names[0]);

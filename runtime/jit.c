@@ -114,6 +114,7 @@ static void use(rt_jit_kernel *jk, const rt_jit_variant *v) {
   jk->block = v->block;
   jk->hidden = v->hidden;
   jk->cur_argv = v->argv;
+  jk->pdl = v->pdl;
 }
 
 bool rt_jit_use(rt_jit_kernel *jk, uint64_t key) {
@@ -134,8 +135,9 @@ void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned
     jk->variants = nv;
     jk->capvariants = cap;
   }
-  rt_jit_variant v = {key, fn, shmem, jk->base_block, NULL, jk->argv};
+  rt_jit_variant v = {key, fn, shmem, jk->base_block, NULL, jk->argv, false};
   if (abi && abi->threads > 0) v.block = (unsigned)abi->threads;
+  v.pdl = abi && abi->pdl;
   if (abi && (abi->ntmaps || abi->persistent || abi->scratch)) {
     /* the parameter slots, then the maps, then the grid: their own array */
     /* the maps are 64-byte aligned, as a CUtensorMap is; the arena promises less */

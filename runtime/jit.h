@@ -59,6 +59,7 @@ typedef struct {
   unsigned block; /* threads per program */
   rt_hidden *hidden; /* NULL: no hidden arguments */
   void **argv;
+  bool pdl;          /* launched as a programmatic dependent launch (cg_abi.pdl) */
 } rt_jit_variant;
 
 /* A kernel's launch state: its parameter slots, the signature bit of each parameter, the
@@ -71,6 +72,7 @@ typedef struct {
   unsigned base_block; /* 32 * warps: a variant's when its PTX states none */
   rt_hidden *hidden; /* of the variant in use (NULL: none) */
   void **cur_argv;   /* of the variant in use: argv, or one with the hidden arguments */
+  bool pdl;          /* of the variant in use */
   int nparams;
   uint8_t *kinds;  /* how each argument is stored into its slot */
   uint64_t *bits;  /* per parameter: its bit in the signature, 0 when it has none */

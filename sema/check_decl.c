@@ -123,7 +123,7 @@ typedef struct {
 
 static const launch_attr ATTRS[] = {{"warps", false}, {"stages", false},
                                     {"warp_specialize", true}, {"persistent", true},
-                                    {"programs_per_sm", false}};
+                                    {"programs_per_sm", false}, {"pdl", true}};
 enum { NATTRS = sizeof ATTRS / sizeof ATTRS[0] };
 
 static int *attr_field(sema_kernel *info, int which) {
@@ -132,7 +132,8 @@ static int *attr_field(sema_kernel *info, int which) {
   case 1: return &info->stages;
   case 2: return &info->warp_specialize;
   case 3: return &info->persistent;
-  default: return &info->programs_per_sm;
+  case 4: return &info->programs_per_sm;
+  default: return &info->pdl;
   }
 }
 
@@ -279,8 +280,8 @@ static void check_attrs(sema_ctx *c, ast_node *k, sema_kernel *info) {
     int which = attr_index(a->name);
     if (which < 0) {
       su_error(c->d, a->name_loc,
-               "unknown launch attribute '%s'; expected warps, stages, warp_specialize, persistent or "
-               "programs_per_sm",
+               "unknown launch attribute '%s'; expected warps, stages, warp_specialize, persistent, "
+               "programs_per_sm or pdl",
                a->name);
       continue;
     }

@@ -263,6 +263,7 @@ static void lower_kernel(ir_module *m, ast_node *k) {
   fn->warp_specialize = info->warp_specialize;
   fn->persist = info->persistent;
   fn->programs_per_sm = info->programs_per_sm;
+  fn->pdl = info->pdl > 0;
   fn->nbindings = k->cparams.len;
   fn->bindings = SU_NEW_ARRAY(m->arena, ir_binding, k->cparams.len + 1);
   for (int i = 0; i < k->cparams.len; i++) {

@@ -133,7 +133,32 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   (void)shmem;
   (void)extra;
   if (sticky) return sticky;
-  last = (fake_launch){f, {gx, gy, gz}, {bx, by, bz}, params, s};
+  last = (fake_launch){f, {gx, gy, gz}, {bx, by, bz}, params, s, 0};
+  return 0;
+}
+/* The driver's CUlaunchConfig and CUlaunchAttribute, as far as they are read here. */
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int allowed;
+  } value;
+} fake_attr;
+typedef struct {
+  unsigned grid[3], block[3], shmem;
+  void *stream;
+  fake_attr *attrs;
+  unsigned nattrs;
+} fake_config;
+CUresult cuLaunchKernelEx(const fake_config *cfg, void *f, void **params, void **extra) {
+  (void)extra;
+  if (sticky) return sticky;
+  int pdl = 0;
+  for (unsigned i = 0; i < cfg->nattrs; i++)
+    if (cfg->attrs[i].id == 6 /* PROGRAMMATIC_STREAM_SERIALIZATION */) pdl = cfg->attrs[i].value.allowed;
+  last = (fake_launch){f, {cfg->grid[0], cfg->grid[1], cfg->grid[2]},
+                       {cfg->block[0], cfg->block[1], cfg->block[2]}, params, cfg->stream, pdl};
   return 0;
 }
 CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }

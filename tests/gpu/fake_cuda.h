@@ -10,12 +10,15 @@
 
 #include <stddef.h>
 
-/* The last cuLaunchKernel's arguments (fake_cuda_last_launch). */
+/* The last launch's arguments (fake_cuda_last_launch): cuLaunchKernel's, or
+ * cuLaunchKernelEx's with pdl set when its attributes allowed programmatic stream
+ * serialization. */
 typedef struct {
   void *fn;
   unsigned grid[3], block[3];
   void **params;
   void *stream;
+  int pdl;
 } fake_launch;
 
 /* The last cuOccupancyMaxActiveBlocksPerMultiprocessor query (fake_cuda_occupancy_query):

@@ -946,6 +946,37 @@ static void test_fake_launch_packing(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+/* `@launch(pdl = true)`: the kernel launches through cuLaunchKernelEx with programmatic
+ * stream serialization allowed; the others through cuLaunchKernel, as before. */
+static const char PDL_TK[] =
+    "kernel first(x: *f32) { store(x + arange(0, 128), zeros<f32>(128)); }\n"
+    "@launch(pdl = true)\n"
+    "kernel second(x: *f32) { store(x + arange(0, 128), zeros<f32>(128) + 1.0); }\n";
+
+static void test_fake_pdl(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  tk_module *m;
+  tk_kernel *k1, *k2;
+  tk_status s = tk_module_compile(ctx, &m, PDL_TK, strlen(PDL_TK), "pdl.tk", NULL);
+  if (s != TK_OK) fail_msg("%s", tk_last_error(ctx));
+  assert_int_equal(tk_module_get_kernel(m, "first", &k1), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "second", &k2), TK_OK);
+  tk_arg a = tk_arg_ptr(0x1000);
+  assert_int_equal(tk_launch(k2, (tk_grid){3, 1, 1}, NULL, &a, 1), TK_OK);
+  const fake_launch *l = last_launch(lib);
+  assert_int_equal(l->pdl, 1);
+  assert_int_equal(l->grid[0], 3);
+  assert_int_equal(l->block[0], 128);
+  assert_true(*(uint64_t *)l->params[0] == 0x1000);
+  assert_int_equal(tk_launch(k1, (tk_grid){3, 1, 1}, NULL, &a, 1), TK_OK);
+  assert_int_equal(last_launch(lib)->pdl, 0);
+  tk_module_destroy(m);
+  fake_done(ctx, lib, dir);
+}
+
 /* PTX the fake driver rejects, as the JIT rejects an unknown instruction. */
 static const char BAD_PTX[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
                               ".visible .entry k() { frobnicate.u32 %r1; ret; }\n";
@@ -1505,6 +1536,7 @@ int main(void) {
     cmocka_unit_test(test_fake_capture),
     cmocka_unit_test(test_fake_tune),
     cmocka_unit_test(test_fake_launch_packing),
+    cmocka_unit_test(test_fake_pdl),
     cmocka_unit_test(test_fake_nofuse_scratch),
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),

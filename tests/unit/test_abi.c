@@ -114,6 +114,21 @@ static void test_scratch(void **state) {
   su_arena_free(a);
 }
 
+/* pdl: a word of its own at the end of the kernel's line, after the scratch if any. */
+static void test_pdl(void **state) {
+  (void)state;
+  cg_abi abi;
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 pdl\n", "k", &abi));
+  assert_true(abi.pdl);
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 scratch=32 pdl\n", "k", &abi));
+  assert_true(abi.pdl && abi.scratch == 32);
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0\n// .tk.abi j threads=64 "
+                         "persistent=0 tmaps=0 pdl\n", "k", &abi));
+  assert_false(abi.pdl); /* the next kernel's line is not k's */
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 pdlx\n", "k", &abi));
+  assert_false(abi.pdl);
+}
+
 static void test_other_ptx_and_bad_notes(void **state) {
   (void)state;
   cg_abi abi;
@@ -140,6 +155,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_scratch),
+      cmocka_unit_test(test_pdl),
       cmocka_unit_test(test_other_ptx_and_bad_notes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
