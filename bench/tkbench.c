@@ -741,12 +741,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--quick")) quick = true;
     else if (!strcmp(argv[i], "--fuse-keep") && i + 1 < argc) {
       const char *k = argv[++i];
-      static const char *const names[] = {"auto", "recompute", "online", "smem"};
+      static const char *const names[] = {"auto", "recompute", "online", "smem", "cluster"};
       b.fuse_keep = -1;
-      for (int j = 0; j < 4; j++)
+      for (int j = 0; j < 5; j++)
         if (!strcmp(k, names[j])) b.fuse_keep = j;
       if (b.fuse_keep < 0) {
-        fprintf(stderr, "tkbench: --fuse-keep takes auto, recompute, online or smem\n");
+        fprintf(stderr, "tkbench: --fuse-keep takes auto, recompute, online, smem or cluster\n");
         return 2;
       }
     } else {

@@ -3,10 +3,12 @@
  * comment lines that the runtime (and --emit=c) read back, so that a launcher needs
  * nothing but the PTX:
  *
- *   // .tk.abi KERNEL threads=384 persistent=1 tmaps=2 [scratch=BYTES] [pdl]
+ *   // .tk.abi KERNEL threads=384 persistent=1 tmaps=2 [scratch=BYTES] [pdl] [cluster=C]
  *
  * (persistent=N: N programs per SM, 0: not persistent; pdl: launch it with
- * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, it waits for its predecessor)
+ * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, it waits for its predecessor;
+ * cluster=C: each program is a cluster of C CTAs along x, so the launch's grid x is C
+ * times the programs', the PTX requires the cluster)
  *   // .tk.tmap KERNEL 0 f16 base=%0 dims=%3,%5 strides=%5 box=128,64 swizzle=128
  *
  * (%N: parameter N's value; a number: that constant). */
@@ -52,6 +54,7 @@ void cg_abi_of(const ir_func *f, const char *arch, cg_abi *out) {
   out->persistent = !f->persistent ? 0 : f->programs_per_sm > 1 ? f->programs_per_sm : 1;
   /* without griddepcontrol there is no wait to rely on: an ordinary launch */
   out->pdl = f->pdl && tg_has(arch, TG_GRIDDEP);
+  out->cluster = f->cluster;
 }
 
 static void put_arg(su_buf *b, cg_abi_arg a) {
@@ -67,6 +70,7 @@ void cg_abi_note(cg_ctx *c, const ir_func *f, const cg_abi *abi) {
                 abi->persistent, abi->ntmaps);
   if (abi->scratch) su_buf_printf(b, " scratch=%lld", (long long)abi->scratch);
   if (abi->pdl) su_buf_puts(b, " pdl");
+  if (abi->cluster) su_buf_printf(b, " cluster=%d", abi->cluster);
   su_buf_puts(b, "\n");
   for (int i = 0; i < abi->ntmaps; i++) {
     const cg_tmap *t = &abi->tmaps[i];
@@ -192,6 +196,13 @@ bool cg_ptx_abi(const char *ptx, const char *kernel, cg_abi *out) {
   out->scratch = scratch;
   const char *pd = strstr(s, " pdl");
   out->pdl = pd && (!eol || pd < eol) && (pd[4] == '\n' || pd[4] == ' ' || !pd[4]);
+  const char *cl = strstr(s, " cluster=");
+  if (cl && (!eol || cl < eol)) {
+    long long n;
+    s = cl;
+    if (!read_key(&s, "cluster=") || !read_int(&s, &n) || (n != 2 && n != 4 && n != 8)) return false;
+    out->cluster = (int)n;
+  }
   const char *from = ptx;
   for (int i = 0; i < out->ntmaps; i++) {
     const char *t = find_line(from, "// .tk.tmap ", kernel);

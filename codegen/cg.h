@@ -323,6 +323,17 @@ void cg_emit_async(cg_ctx *c, const ir_op *op); /* the GPU level's memory and ba
 void cg_emit_wgmma(cg_ctx *c, const ir_op *op); /* emit_wgmma.c: wgmma, commit, wait */
 void cg_emit_warp_spec(cg_ctx *c, const ir_op *op); /* emit_warpspec.c: warp_spec */
 
+/* ---- emit_cluster.c: a program run as a cluster of CTAs (ir_func.cluster) ---- */
+/* cluster_rank and cluster_reduce (identities when the kernel has no cluster). */
+void cg_emit_cluster(cg_ctx *c, const ir_op *op);
+/* At the kernel's entry and before its return: the barrier phase every cluster_reduce
+ * closes and reopens (nothing without a cluster). */
+void cg_cluster_begin(cg_ctx *c);
+void cg_cluster_end(cg_ctx *c);
+/* ptx with `.explicitcluster` and `.reqnctapercluster C, 1, 1` in the entry of each kernel
+ * of m's funcs [lo, hi) that has a cluster, appended to out. */
+void cg_ptx_cluster_dims(su_buf *out, const char *ptx, const ir_module *m, int lo, int hi);
+
 /* ---- abi.c ---- */
 /* Appends kernel f's ".tk.abi"/".tk.tmap" lines to c->shared_note. */
 void cg_abi_note(cg_ctx *c, const ir_func *f, const cg_abi *abi);

@@ -64,7 +64,10 @@ static bool emit_module(cg_ctx *c, cg_unit *u, LLVMTargetMachineRef tm) {
       SU_ASSERT(u->hi - u->lo == 1);
       cg_ptx_unique_names(c->mod, c->m->funcs[u->lo]->name);
     }
-    cg_emit_ptx(c, tm, &u->text);
+    su_buf raw = {0};
+    cg_emit_ptx(c, tm, &raw);
+    cg_ptx_cluster_dims(&u->text, su_buf_str(&raw), c->m, u->lo, u->hi);
+    su_buf_free(&raw);
   } else {
     char *ir = LLVMPrintModuleToString(c->mod);
     su_buf_puts(&u->text, ir);

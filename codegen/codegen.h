@@ -125,6 +125,7 @@ typedef struct {
   int persistent;    /* a persistent kernel's programs per SM (its grid); 0: not persistent */
   bool warp_spec;
   bool pdl;          /* launched as a programmatic dependent launch (`@launch(pdl = true)`) */
+  int cluster;       /* CTAs per program (a cluster along x: the launch's grid x times this); 0: one */
   int ntmaps;
   cg_tmap tmaps[CG_MAX_TMAPS];
   int64_t scratch;   /* bytes of global scratch per program; 0: none */

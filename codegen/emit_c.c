@@ -255,8 +255,15 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
     } else {
       su_buf_puts(o, "  void **args = NULL;\n");
     }
+    if (abi.cluster)
+      su_buf_printf(o, "  /* each program is a cluster of %d CTAs along x (the PTX requires it) */\n"
+                       "  if ((unsigned long long)gx * %du > 0x7fffffffu) return CUDA_ERROR_INVALID_VALUE;\n",
+                    abi.cluster, abi.cluster);
+    char cgrid[64];
+    snprintf(cgrid, sizeof cgrid, "gx * %du, gy, gz", abi.cluster);
     const char *grid = abi.persistent ? "(unsigned)(programs < resident ? programs : resident), 1, 1"
-                                      : "gx, gy, gz";
+                       : abi.cluster ? cgrid
+                                     : "gx, gy, gz";
     if (abi.pdl)
       /* as libtk launches it: the kernel waits for its predecessor itself */
       su_buf_printf(o, "  CUlaunchAttribute pdl = {.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,\n"

@@ -129,6 +129,9 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   case IR_TENSOR_MAP: case IR_GRID_SIZE: case IR_SCRATCH:
     cg_emit_abi_value(c, op);
     return;
+  case IR_CLUSTER_RANK: case IR_CLUSTER_REDUCE:
+    cg_emit_cluster(c, op);
+    return;
   case IR_HISTOGRAM: {
     /* the histogram pass lowers it for every GPU compile; a --passes list may leave it out */
     su_loc loc = {c->src, UINT32_MAX, 0, op->loc.line, op->loc.col};
@@ -274,6 +277,7 @@ void cg_emit_kernel(cg_ctx *c, ir_func *f) {
     if (abi.pdl) cg_ptx_griddep_wait(c);
     cg_ptx_griddep_launch_dependents(c);
   }
+  cg_cluster_begin(c);
   cg_smem_begin_kernel(c);
   for (int i = 0; i < f->body->nargs; i++) {
     const ir_value *p = f->body->args[i];
@@ -293,6 +297,7 @@ void cg_emit_kernel(cg_ctx *c, ir_func *f) {
   cg_emit_block(c, f->body);
   cg_smem_end_kernel(c);
   if (c->failed) return;
+  cg_cluster_end(c);
   LLVMBuildRetVoid(c->b);
   annotate(c, c->fn, "kernel", 1);
   annotate(c, c->fn, "maxntidx", c->launch_threads);

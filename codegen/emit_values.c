@@ -29,8 +29,9 @@ void cg_emit_value_op(cg_ctx *c, const ir_op *op) {
   const ir_value *res = op->results[0];
   switch (op->opc) {
   case IR_CONST: fill(c, res, constant(c, op)); return;
-  case IR_PROGRAM_ID: fill(c, res, sreg(c, "ctaid", op->attr)); return;
-  case IR_NUM_PROGRAMS: fill(c, res, sreg(c, "nctaid", op->attr)); return;
+  /* a program run as a cluster (along x) is the cluster, not its CTA */
+  case IR_PROGRAM_ID: fill(c, res, sreg(c, c->f->cluster && !op->attr ? "clusterid" : "ctaid", op->attr)); return;
+  case IR_NUM_PROGRAMS: fill(c, res, sreg(c, c->f->cluster && !op->attr ? "nclusterid" : "nctaid", op->attr)); return;
   case IR_SPLAT: fill(c, res, cg_slot(c, op->operands[0], 0)); return;
   case IR_ARANGE: {
     cg_layout l = cg_layout_of(c, res->type);

@@ -219,6 +219,9 @@ static cost op_cost(counter *c, const ir_op *op) {
   const ir_opinfo *info = ir_op_info(op->opc);
   switch (op->opc) {
   case IR_LOAD: {
+    /* fuse's keep: a later loop's load of a value kept in shared memory (one CTA's, or
+     * each CTA's share of a cluster) reads it there (smemkeep.c, clusterkeep.c) */
+    if (op->nints == 2 && op->ints[1] == 1) break;
     double bytes = tile_bytes(op->results[0]->type);
     int p = root_param(c, op->operands[0]);
     if (p >= 0 && c->first_top[p] >= 0 && c->first_top[p] != c->top) {

@@ -115,12 +115,15 @@ typedef enum { TK_DOT_DEFAULT = 0, TK_DOT_TF32, TK_DOT_IEEE, TK_DOT_TF32X3 } tk_
 
 /* How fusion keeps a wide value two of its chunk loops need (tkc -ffuse-keep=): its cost
  * model's choice (TK_FUSE_KEEP_AUTO), or forced: recomputed (reloaded), the online rewrite
- * for max/sum pairs (one loop, the documented reassociation), or staged in shared memory. */
+ * for max/sum pairs (one loop, the documented reassociation), staged in shared memory, or
+ * split over a thread-block cluster (sm_90: each CTA keeps its share of the row in shared
+ * memory, the reductions are combined across the cluster). */
 typedef enum {
   TK_FUSE_KEEP_AUTO = 0,
   TK_FUSE_KEEP_RECOMPUTE,
   TK_FUSE_KEEP_ONLINE,
-  TK_FUSE_KEEP_SMEM
+  TK_FUSE_KEEP_SMEM,
+  TK_FUSE_KEEP_CLUSTER
 } tk_fuse_keep;
 
 typedef struct {

@@ -270,6 +270,10 @@ typedef struct ir_func {
    * it may start while the stream's previous kernel finishes; it waits for that kernel's
    * completion and memory before its first instruction of its own. */
   bool pdl;
+  /* Set by the clusterkeep pass: each program runs as a cluster of `cluster` CTAs (2, 4 or
+   * 8; 0: one CTA), launched with grid x times as many CTAs; program_id(0) and
+   * num_programs(0) count clusters, cluster_rank tells its CTAs apart. */
+  int cluster;
   ir_binding *bindings;
   int nbindings;
   /* Per parameter, parallel to body->args (NULL: nothing known): a power of two D known to
@@ -320,6 +324,7 @@ typedef enum {
   IR_KEEP_RECOMPUTE, /* reload it and re-run its producers in each later loop */
   IR_KEEP_ONLINE,    /* max/sum pairs: one loop with the online rescaling; others recompute */
   IR_KEEP_SMEM,      /* the first loop stages it in shared memory; later loops read it back */
+  IR_KEEP_CLUSTER,   /* sm_90: the program runs as a cluster of CTAs, each keeping its share in shared memory */
 } ir_keep;
 
 /* ---- building ------------------------------------------------------------------------- */

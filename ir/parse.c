@@ -402,6 +402,19 @@ static void parse_modifier(parser *p, ir_op *op, ir_modifier mod, irtok *lit) {
       op->attr = 1;
       next(p);
     }
+    /* fuse's mark on a chunk loop for the cluster keep: `for cluster[C, n] ...` (a word
+     * before the operands: after them a `{` would open the body) */
+    if (mod == IR_MOD_WHILE && is_word(p, "cluster")) {
+      next(p);
+      expect_punct(p, '[');
+      int *k = SU_NEW_ARRAY(p->arena, int, 2);
+      k[0] = (int)parse_int(p, 0, 64, "a cluster size");
+      expect_punct(p, ',');
+      k[1] = (int)parse_int(p, 0, 1 << 20, "a count of loops");
+      expect_punct(p, ']');
+      op->ints = k;
+      op->nints = 2;
+    }
     return;
   }
   if (mod == IR_MOD_ACCURATE) {
@@ -696,6 +709,13 @@ static void parse_kernel(parser *p) {
   if (is_word(p, "pdl")) {
     next(p);
     f->pdl = true;
+  }
+  if (is_word(p, "cluster")) {
+    next(p);
+    expect_punct(p, '(');
+    f->cluster = (int)parse_int(p, 2, 8, "a cluster of 2, 4 or 8 CTAs");
+    if (f->cluster & (f->cluster - 1)) fail_at(p, p->tok.loc, "a cluster of 2, 4 or 8 CTAs, not %d", f->cluster);
+    expect_punct(p, ')');
   }
   if (is_word(p, "bind")) {
     next(p);

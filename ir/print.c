@@ -89,6 +89,11 @@ static void print_modifier(su_buf *b, const ir_op *op, ir_modifier mod) {
   case IR_MOD_WHILE: case IR_MOD_FTZ: case IR_MOD_LIKELY:
     /* a flag word; another value than 1 is printed with a '?' for the verifier to name */
     if (op->attr) su_buf_printf(b, " %s%s", ir_flag_word(mod), op->attr == 1 ? "" : "?");
+    if (mod == IR_MOD_WHILE && op->ints) {
+      su_buf_puts(b, " cluster[");
+      for (int k = 0; k < op->nints; k++) su_buf_printf(b, "%s%d", k ? ", " : "", op->ints[k]);
+      su_buf_puts(b, "]");
+    }
     return;
   case IR_MOD_ACCURATE:
     if (op->attr) su_buf_puts(b, op->attr == 1 ? " accurate" : " accurate?");
@@ -215,6 +220,7 @@ static void print_func(su_buf *b, ir_func *f) {
   if (f->programs_per_sm) su_buf_printf(b, " per_sm(%d)", f->programs_per_sm);
   if (f->persistent) su_buf_puts(b, " persistent");
   if (f->pdl) su_buf_puts(b, " pdl");
+  if (f->cluster) su_buf_printf(b, " cluster(%d)", f->cluster);
   if (f->nbindings) {
     su_buf_puts(b, " bind(");
     for (int i = 0; i < f->nbindings; i++) {

@@ -83,6 +83,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax wtrans = {IR_MOD_NONE, 1, {{"trans", IR_SLOT_INTS}}};
   static const ir_syntax scratch = {IR_MOD_NONE, 2, {{"offset", IR_SLOT_ATTR}, {"per_program", IR_SLOT_ATTR2}}};
   static const ir_syntax loop = {IR_MOD_WHILE, 0, {{0}}};
+  static const ir_syntax creduce = {IR_MOD_REDUCE, 0, {{0}}};
   static const ir_syntax dot = {IR_MOD_PRECISION, 0, {{0}}};
   static const ir_syntax accurate = {IR_MOD_ACCURATE, 0, {{0}}};
   static const ir_syntax step = {IR_MOD_NONE, 1, {{"step", IR_SLOT_ATTR}}};
@@ -117,6 +118,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_WARP_SPEC: return &wspec;
   case IR_WGMMA: case IR_MMA: return &wtrans;
   case IR_GRID_SIZE: return &axis;
+  case IR_CLUSTER_REDUCE: return &creduce;
   case IR_SCRATCH: return &scratch;
   case IR_WG_TURN: return &step;
   case IR_FOR: return &loop;

@@ -303,6 +303,17 @@ bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
     else if (v->f && v->f->num_warps != 8)
       ir_verr(v, op, "wg_turn needs two consumer warpgroups (warps(8)); the kernel has %d warps", v->f->num_warps);
     return true;
+  case IR_CLUSTER_RANK:
+    if (r->kind != IR_SCALAR || r->dtype != TK_I32) ir_verr(v, op, "result must be i32, is %s", ir_vts(v, r));
+    return true;
+  case IR_CLUSTER_REDUCE: {
+    const ir_type *a = op->operands[0]->type;
+    if (!ir_reduce_name((ir_reduce_kind)op->attr)) ir_verr(v, op, "bad kind %lld", (long long)op->attr);
+    if (a->kind != IR_SCALAR || a->dtype == TK_I1 || ir_dtype_is_fp8(a->dtype) || a != r)
+      ir_verr(v, op, "operand and result must be one scalar type (not i1 or fp8), are %s and %s", ir_vts(v, a),
+              ir_vts(v, r));
+    return true;
+  }
   case IR_GRID_SIZE:
     if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "axis %lld is not 0, 1 or 2", (long long)op->attr);
     if (r->kind != IR_SCALAR || r->dtype != TK_I32) ir_verr(v, op, "result must be i32, is %s", ir_vts(v, r));

@@ -113,6 +113,8 @@ typedef struct {
   ir_value **accs; /* the values the current loop yields */
   ir_builder outer, inner;
   bool smem;       /* keep in shared memory: mark the chunk loops' loads (mark_kept) */
+  int rows;        /* the most rows of a wide tile (1: all are 1-D) */
+  int cluster;     /* the cluster keep's CTAs (0: none): the chunk loops are marked */
   int64_t online_flops; /* what the online rewrite adds (pair_online) */
   int *loaded;     /* value id of a wide load -> how many chunk loops have loaded it */
   const ir_block *src; /* the body of a user loop being copied into the chunk loop, or NULL */
@@ -652,7 +654,6 @@ static const char *describe(stripper *s, const pass_keep_cost *c, pass_keep chos
                 "full occupancy):", c->reads_recompute, c->arch_used);
   for (int k = 0; k < PASS_NKEEP; k++) {
     su_buf_printf(&b, "%s %s ", k ? ";" : "", pass_keep_name((pass_keep)k));
-    bool built = k != PASS_KEEP_CLUSTER;
     if (k == PASS_KEEP_REGISTERS && !c->avail[k]) {
       su_buf_printf(&b, "does not fit (%lld values per thread, budget %lld)", (long long)c->values_per_thread,
                     (long long)c->register_budget);
@@ -667,8 +668,9 @@ static const char *describe(stripper *s, const pass_keep_cost *c, pass_keep chos
       su_buf_puts(&b, " does not fit a block's shared memory");
       continue;
     }
-    if (k == PASS_KEEP_CLUSTER && !isfinite(c->seconds[k])) {
-      su_buf_puts(&b, "does not fit or no clusters");
+    if (k == PASS_KEEP_CLUSTER && !c->avail[k]) {
+      su_buf_puts(&b, c->cluster_sizes ? "a share does not fit a block's shared memory, or no clusters here"
+                                       : "the kernel cannot be split over a cluster");
       continue;
     }
     print_kb(&b, c->hbm[k]);
@@ -676,11 +678,50 @@ static const char *describe(stripper *s, const pass_keep_cost *c, pass_keep chos
     print_kb(&b, c->l2[k]);
     su_buf_printf(&b, " L2, %.3g ns", c->seconds[k] * 1e9);
     if (k == PASS_KEEP_SMEM) su_buf_printf(&b, " (%d programs/SM)", c->resident_smem);
-    if (!built) su_buf_puts(&b, " (not available yet)");
+    if (k == PASS_KEEP_CLUSTER) {
+      su_buf_printf(&b, " (%d CTAs of ", c->cluster_ctas);
+      print_kb(&b, c->cluster_bytes);
+      su_buf_printf(&b, ", %d CTAs/SM)", c->resident_cluster);
+    }
   }
   const char *r = su_strdup(s->m->arena, su_buf_str(&b));
   su_buf_free(&b);
   return r;
+}
+
+typedef struct {
+  const stripper *s;
+  bool ok;
+} split_check;
+
+static void check_split(ir_op *op, void *ctx) {
+  split_check *c = ctx;
+  if (op->opc == IR_ATOMIC || op->opc == IR_ATOMIC_CAS || op->opc == IR_HISTOGRAM || op->opc == IR_PRINT ||
+      op->opc == IR_ASSERT || op->opc == IR_DOT)
+    c->ok = false; /* every CTA of the cluster would run it */
+  if ((op->opc == IR_ARGREDUCE || carried_scan(op)) && is_wide(c->s, op->operands[0]->type))
+    c->ok = false; /* a running index or prefix would need more than a combined scalar */
+  if (op->nregions && op->parent == c->s->f->body && !interchangeable(c->s, op)) c->ok = false;
+}
+
+/* The cluster sizes n (bit n) over which the kernel can be split, each CTA running its
+ * N / n share of every chunk loop (clusterkeep.c): 1-D wide tiles, every group in the
+ * kernel's body, reductions sum/max/min only (a scalar each, combined across the
+ * cluster), nothing that each CTA would repeat with an effect (atomics, prints), no
+ * user loop or branch in the body (their stores would run n times), and N a multiple
+ * of n chunks. What else each CTA repeats (scalar loads, the scalar stores of values
+ * every CTA computes alike) is harmless. */
+static int cluster_sizes(const stripper *s) {
+  if (s->rows != 1) return 0;
+  for (int i = 0; i + 1 < s->nblocks; i++)
+    if (s->blocks[i].ngroups) return 0;
+  split_check c = {s, true};
+  ir_walk(s->f->body, check_split, &c);
+  if (!c.ok) return 0;
+  int bits = 0;
+  for (int n = 2; n <= 8; n *= 2)
+    if (s->n % (n * s->chunk) == 0) bits |= n;
+  return bits;
 }
 
 /* Decides how the values two chunk loops need are kept (m->fuse_keep, or the cost model),
@@ -700,6 +741,7 @@ static void choose_keep(stripper *s, int nvalues) {
   c.online_flops = s->online_flops;
   c.values_per_thread = values / c.threads;
   c.register_budget = SM_MAX_PER_THREAD;
+  c.cluster_sizes = cluster_sizes(s);
   pass_keep_choose(&c);
   pass_keep k = c.best;
   const char *why = "the cost model's choice";
@@ -707,11 +749,15 @@ static void choose_keep(stripper *s, int nvalues) {
   case IR_KEEP_RECOMPUTE: k = PASS_KEEP_RECOMPUTE, why = "-ffuse-keep"; break;
   case IR_KEEP_ONLINE: k = saved ? PASS_KEEP_ONLINE : PASS_KEEP_RECOMPUTE, why = saved ? "-ffuse-keep" : "-ffuse-keep=online, but no max/sum pair"; break;
   case IR_KEEP_SMEM: k = PASS_KEEP_SMEM, why = "-ffuse-keep"; break;
-  default:
-    if (c.cluster_wins) why = "the cost model's choice; cluster keep not available yet";
+  case IR_KEEP_CLUSTER:
+    k = c.avail[PASS_KEEP_CLUSTER] ? PASS_KEEP_CLUSTER : PASS_KEEP_RECOMPUTE;
+    why = c.avail[PASS_KEEP_CLUSTER] ? "-ffuse-keep" : "-ffuse-keep=cluster, but the kernel cannot be split";
+    break;
+  default: break;
   }
   if (k != PASS_KEEP_ONLINE) restore_blocks(s, st);
-  s->smem = k == PASS_KEEP_SMEM;
+  s->smem = k == PASS_KEEP_SMEM || k == PASS_KEEP_CLUSTER;
+  s->cluster = k == PASS_KEEP_CLUSTER ? c.cluster_ctas : 0;
   const char *note = describe(s, &c, k, why);
   s->f->note = note;
   pass_remark(s->m, "fuse", s->f->loc, "kernel '%s': %s", s->f->name, note + 6);
@@ -1074,6 +1120,13 @@ static void emit_group(stripper *s, int g, scan_find *q) {
   ir_value *step = ir_const_int(&ob, i32, s->chunk);
   ir_op *loop = ir_build_for(&ob, lb, ub, step, ncar, accs);
   ir_block *body = loop->regions[0];
+  if (s->cluster) { /* clusterkeep.c splits every marked loop, or none */
+    int *k = SU_NEW_ARRAY(s->m->arena, int, 2);
+    k[0] = s->cluster;
+    k[1] = s->b->ngroups;
+    loop->ints = k;
+    loop->nints = 2;
+  }
   s->cur++;
   s->accs = accs;
   s->outer = ob;
@@ -1160,6 +1213,7 @@ static bool analyze(stripper *s, int nvalues) {
   }
   if (w.why || !w.n) return false;
   s->n = w.n;
+  s->rows = w.rows;
   int64_t chunk = threads * SM_CHUNK_PER_THREAD / w.rows;
   if (chunk < 1) {
     pass_remark_missed(s->m, "fuse", s->f->loc, "kernel '%s' left unfused: its wide tiles have %d "

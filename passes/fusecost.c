@@ -24,15 +24,20 @@
  *           model prefer recomputation from L2 over a keep that leaves one block per SM,
  *           which is what hand-written kernels measure on Hopper (one CTA per SM reaches
  *           about half of HBM bandwidth on a streaming kernel).
- *   cluster the kept value spread over a 4-CTA cluster: the per-CTA share and the reserve
- *           per CTA, re-reads at l2_bw (the table has no DSMEM figure; the L2 one stands
- *           in). Not built yet: it is costed and reported, never chosen.
+ *   cluster the program split over a cluster of C CTAs (2, 4 or 8, where the kernel is
+ *           in the class fuse can split and its length divides): each CTA reads its
+ *           share once and keeps it in its shared memory (share + reserve bytes per
+ *           CTA, which limits the CTAs an SM holds by the occupancy rule); only the
+ *           reductions' scalars cross the cluster. Of the sizes that fit, the smallest
+ *           C with the fewest seconds and the most CTAs an SM up to four wins (fewer
+ *           CTAs to wait for at each barrier, enough to overlap one's barriers with
+ *           another's loads).
  *   registers only when the values fit the register budget (never for a tile fuse cuts:
  *           that is why it cuts it).
  *
  * The cheapest available option wins; a tie within 1% goes to the earlier of
- * registers, recompute, online, shared memory (exact before reassociated, no shared
- * memory before some). */
+ * registers, recompute, online, shared memory, cluster (exact before reassociated, no
+ * shared memory before some, one CTA before several). */
 #include "pass_util.h"
 
 #include "../target/target.h"
@@ -42,8 +47,6 @@
 static const char *const names[PASS_NKEEP] = {"registers", "recompute", "online", "smem", "cluster"};
 
 const char *pass_keep_name(pass_keep k) { return names[k]; }
-
-enum { CLUSTER_CTAS = 4 };
 
 /* Seconds of the machine per program for `hbm` and `l2` bytes and `flops`, with r
  * programs resident per SM (the latency rule above). */
@@ -108,19 +111,31 @@ void pass_keep_choose(pass_keep_cost *c) {
     c->seconds[PASS_KEEP_SMEM] = seconds(t, b + o, 0, 0, c->resident_smem);
   }
 
-  /* a cluster: each CTA keeps a quarter; three quarters of each re-read are remote */
-  c->cluster_bytes = b / CLUSTER_CTAS + reserve;
+  /* a cluster: each CTA keeps its share; nothing is re-read */
   c->hbm[PASS_KEEP_CLUSTER] = b;
-  c->l2[PASS_KEEP_CLUSTER] = b * (c->reads_recompute - 1) * (CLUSTER_CTAS - 1) / CLUSTER_CTAS;
-  c->cluster_wins = false;
-  if ((t->features & TG_CLUSTERS) && c->cluster_bytes <= t->smem_block)
-    c->seconds[PASS_KEEP_CLUSTER] =
-        seconds(t, b + o, c->l2[PASS_KEEP_CLUSTER], 0, tg_resident_per_sm(t, c->threads, c->cluster_bytes));
+  c->l2[PASS_KEEP_CLUSTER] = 0;
+  c->cluster_ctas = 0;
+  for (int n = 2; (t->features & TG_CLUSTERS) && n <= 8; n *= 2) {
+    if (!(c->cluster_sizes & n)) continue;
+    double share = b / n + reserve;
+    if (share > t->smem_block) continue;
+    int r = tg_resident_per_sm(t, c->threads, share);
+    double sec = seconds(t, b + o, 0, 0, r);
+    /* a larger cluster only where it is faster or holds more CTAs an SM, up to four
+     * (measured on the H200, 2026-12-04: softmax f32 4096x32768 in 2-CTA clusters of
+     * two CTAs an SM 335 us, 4-CTA clusters of four 301 us, 8-CTA 314 us) */
+    int held = r < 4 ? r : 4, best_held = c->resident_cluster < 4 ? c->resident_cluster : 4;
+    if (c->cluster_ctas && sec >= c->seconds[PASS_KEEP_CLUSTER] * 0.99 && held <= best_held) continue;
+    c->cluster_ctas = n;
+    c->cluster_bytes = share;
+    c->resident_cluster = r;
+    c->seconds[PASS_KEEP_CLUSTER] = sec;
+    c->avail[PASS_KEEP_CLUSTER] = true;
+  }
 
   int best = -1;
   for (int k = 0; k < PASS_NKEEP; k++)
     if (c->avail[k] && (best < 0 || c->seconds[k] < c->seconds[best] * 0.99)) best = k;
   c->best = (pass_keep)best;
-  c->cluster_wins = c->seconds[PASS_KEEP_CLUSTER] < c->seconds[best] * 0.99;
   c->arch_used = arch;
 }

@@ -65,14 +65,15 @@ typedef struct {
   int64_t online_flops;   /* the rewrite's extra FLOPs */
   int threads;
   int64_t values_per_thread, register_budget; /* for the registers option */
+  int cluster_sizes;      /* bit n set: the kernel can be split over a cluster of n CTAs */
   /* what it says: bytes per program from HBM and from L2, seconds of the machine per
    * program, which options exist here, and the choice */
   double hbm[PASS_NKEEP], l2[PASS_NKEEP], seconds[PASS_NKEEP];
   bool avail[PASS_NKEEP];
   double smem_bytes, cluster_bytes; /* per program (per CTA) with the reserve */
   int resident_smem;                /* programs per SM with the shared-memory keep */
+  int cluster_ctas, resident_cluster; /* the cluster option's CTAs, and CTAs per SM (0: none) */
   pass_keep best;                   /* the cheapest available option */
-  bool cluster_wins;                /* the cluster keep would beat it (not built yet) */
   const char *arch_used;
 } pass_keep_cost;
 /* Costs every option of c and picks one (fusecost.c has the rules). */

@@ -14,7 +14,7 @@
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
  *    fixed point with a bound), kloop, licm, canonicalize again, [contract,] fuse (materialize with
  *    no_fuse); then, when the module
- *    has a target (ir_module.arch), the target part: fp8dot, tiling, histogram, smemkeep, expfold, unmask, persist, swpipe, lower_dot,
+ *    has a target (ir_module.arch), the target part: fp8dot, tiling, histogram, clusterkeep, smemkeep, expfold, unmask, persist, swpipe, lower_dot,
  *    tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
@@ -88,6 +88,12 @@ bool pass_materialize(ir_module *m, ir_func *f);
  * load of a kept value also stores each chunk to a shared buffer, and the later loops'
  * reloads read it back there instead (smemkeep.c). */
 bool pass_smemkeep(ir_module *m, ir_func *f);
+/* The cluster keep fuse chose (sm_90 targets, after tiling, before smemkeep): every chunk
+ * loop it marked runs its CTA's share of the wide axis, each loop result's reduction is
+ * combined over the cluster (cluster_reduce), and the kernel becomes a cluster of C CTAs
+ * a program (ir_func.cluster); or, where the marks are not fuse's, they are dropped and
+ * the kernel runs unsplit (clusterkeep.c). */
+bool pass_clusterkeep(ir_module *m, ir_func *f);
 /* On sm_90a, a dot of fp8 tiles cast to f16 whose operands lie K-major takes the fp8
  * tiles themselves (wgmma's e4m3/e5m2 forms), the casts gone (fp8dot.c). */
 bool pass_fp8dot(ir_module *m, ir_func *f);

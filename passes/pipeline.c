@@ -19,7 +19,7 @@ typedef struct {
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
   X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(fp8dot) X(tiling) X(persist) X(swpipe) \
-  X(lower_dot) X(rotate) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract) X(histogram) X(smemkeep)
+  X(lower_dot) X(rotate) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract) X(histogram) X(clusterkeep) X(smemkeep)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -50,12 +50,13 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * made; rotate overlaps the second product of a loop with the next iteration's first;
  * tmastore turns the epilogue's store into a TMA copy; histogram (right after tiling, whose
  * layouts its shared-memory ops take, and alone at -O0) builds each program's counts with
- * shared-memory atomics; smemkeep (after tiling too, whose layouts its buffers take) turns
+ * shared-memory atomics; clusterkeep splits the chunk loops fuse marked for the cluster
+ * keep over the CTAs of a cluster, before smemkeep (after tiling too, whose layouts its buffers take) turns
  * the loads fuse marked for the shared-memory keep into a staging store and reads back; warpspec splits the single stream that results; a last canonicalize folds the
  * constants the lowering repeated and sweeps what it left dead (the loads' address
  * computations); sink then moves what the epilogue computes before the loop past it. */
 static const char *const pipeline[] = {"canonicalize", "kloop", "licm", "canonicalize", "fuse"};
-static const char *const target_pipeline[] = {"fp8dot", "tiling",   "histogram", "smemkeep", "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
+static const char *const target_pipeline[] = {"fp8dot", "tiling",   "histogram", "clusterkeep", "smemkeep", "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
                                               "rotate",   "tmastore", "warpspec", "canonicalize", "sink"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],

@@ -297,7 +297,7 @@ static bool driver_options(rt_context *ctx, su_arena *a, const tk_compile_option
   o->accurate_math = opts->accurate_math != 0;
   o->fp_contract = opts->fp_contract != 0;
   o->no_fuse = opts->no_fuse != 0;
-  if (opts->fuse_keep < TK_FUSE_KEEP_AUTO || opts->fuse_keep > TK_FUSE_KEEP_SMEM) {
+  if (opts->fuse_keep < TK_FUSE_KEEP_AUTO || opts->fuse_keep > TK_FUSE_KEEP_CLUSTER) {
     rt_error(ctx, TK_ERR_INVALID, "compile options: fuse_keep %d is not a tk_fuse_keep",
              (int)opts->fuse_keep);
     return false;

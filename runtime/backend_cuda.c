@@ -627,6 +627,14 @@ static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *
       gy = gz = 1;
     }
   }
+  if (jk->cluster > 1) {
+    /* each program is a cluster of CTAs along x (the PTX requires it) */
+    if ((uint64_t)gx * jk->cluster > 0x7fffffffu)
+      return rt_error(ctx, TK_ERR_ARGS, "kernel '%s': a grid of %u programs along x, each a cluster "
+                      "of %u CTAs, is more than the 2^31 - 1 CTAs a grid holds", k->sig->name, gx,
+                      jk->cluster);
+    gx *= jk->cluster;
+  }
   CUfunction fn = jk->fn;
   bool pdl = jk->pdl && st->cu.LaunchKernelEx;
   CUresult r = launch_raw(st, fn, gx, gy, gz, jk, stream, pdl);

@@ -115,6 +115,7 @@ static void use(rt_jit_kernel *jk, const rt_jit_variant *v) {
   jk->hidden = v->hidden;
   jk->cur_argv = v->argv;
   jk->pdl = v->pdl;
+  jk->cluster = v->cluster;
 }
 
 bool rt_jit_use(rt_jit_kernel *jk, uint64_t key) {
@@ -135,9 +136,10 @@ void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned
     jk->variants = nv;
     jk->capvariants = cap;
   }
-  rt_jit_variant v = {key, fn, shmem, jk->base_block, NULL, jk->argv, false};
+  rt_jit_variant v = {key, fn, shmem, jk->base_block, NULL, jk->argv, false, 0};
   if (abi && abi->threads > 0) v.block = (unsigned)abi->threads;
   v.pdl = abi && abi->pdl;
+  v.cluster = abi ? (unsigned)abi->cluster : 0;
   if (abi && (abi->ntmaps || abi->persistent || abi->scratch)) {
     /* the parameter slots, then the maps, then the grid: their own array */
     /* the maps are 64-byte aligned, as a CUtensorMap is; the arena promises less */

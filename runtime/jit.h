@@ -60,6 +60,7 @@ typedef struct {
   rt_hidden *hidden; /* NULL: no hidden arguments */
   void **argv;
   bool pdl;          /* launched as a programmatic dependent launch (cg_abi.pdl) */
+  unsigned cluster;  /* CTAs per program along x (cg_abi.cluster); 0: one */
 } rt_jit_variant;
 
 /* A kernel's launch state: its parameter slots, the signature bit of each parameter, the
@@ -73,6 +74,7 @@ typedef struct {
   rt_hidden *hidden; /* of the variant in use (NULL: none) */
   void **cur_argv;   /* of the variant in use: argv, or one with the hidden arguments */
   bool pdl;          /* of the variant in use */
+  unsigned cluster;  /* of the variant in use */
   int nparams;
   uint8_t *kinds;  /* how each argument is stored into its slot */
   uint64_t *bits;  /* per parameter: its bit in the signature, 0 when it has none */

@@ -94,7 +94,7 @@ static void usage(FILE *f) {
           "  -Rpass=A,B           the named passes (or 'all') also say what they chose (fuse:\n"
           "                       how a value two of its loops need is kept, and the\n"
           "                       estimated bytes of each option)\n"
-          "  -ffuse-keep=auto|recompute|online|smem\n"
+          "  -ffuse-keep=auto|recompute|online|smem|cluster\n"
           "                       how fusion keeps a value two of its loops need: its cost\n"
           "                       model's choice (auto, the default), or forced\n"
           "  -fno-fuse            do not fuse: every op's result goes through global scratch\n"
@@ -266,10 +266,10 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       if (!s[7]) usage_error("%s needs pass names (or 'all')", s);
       o->drv.remark_done = s + 7;
     } else if (!strncmp(s, "-ffuse-keep=", 12)) {
-      static const char *const keeps[] = {"auto", "recompute", "online", "smem"};
+      static const char *const keeps[] = {"auto", "recompute", "online", "smem", "cluster"};
       int k = 0;
-      while (k < 4 && strcmp(s + 12, keeps[k])) k++;
-      if (k == 4) usage_error("-ffuse-keep expects auto, recompute, online or smem, got '%s'", s + 12);
+      while (k < 5 && strcmp(s + 12, keeps[k])) k++;
+      if (k == 5) usage_error("-ffuse-keep expects auto, recompute, online, smem or cluster, got '%s'", s + 12);
       o->drv.fuse_keep = k;
     } else if (!strcmp(s, "-fno-fuse")) {
       o->drv.no_fuse = true;

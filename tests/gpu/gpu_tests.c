@@ -491,6 +491,14 @@ static const keep_test keep_tests[] = {
   {"layernorm_rows keep=smem", "layernorm_rows", TK_FUSE_KEEP_SMEM},
   {"loop_rows keep=online", "loop_rows", TK_FUSE_KEEP_ONLINE},
   {"loop_rows keep=smem", "loop_rows", TK_FUSE_KEEP_SMEM},
+  /* split over a thread-block cluster (sm_90; passes/clusterkeep.c): each CTA its share
+   * of the row, the reductions combined across the cluster; 2-D rows and the user loop
+   * cannot be split and fall back to the recomputed kernel */
+  {"softmax_wide keep=cluster", "softmax_wide", TK_FUSE_KEEP_CLUSTER},
+  {"cross_entropy_wide keep=cluster", "cross_entropy_wide", TK_FUSE_KEEP_CLUSTER},
+  {"rmsnorm_wide keep=cluster", "rmsnorm_wide", TK_FUSE_KEEP_CLUSTER},
+  {"softmax_rows keep=cluster", "softmax_rows", TK_FUSE_KEEP_CLUSTER},
+  {"loop_rows keep=cluster", "loop_rows", TK_FUSE_KEEP_CLUSTER},
 };
 enum { NKEEP = sizeof keep_tests / sizeof keep_tests[0] };
 
