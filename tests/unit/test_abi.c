@@ -129,6 +129,24 @@ static void test_pdl(void **state) {
   assert_false(abi.pdl);
 }
 
+/* cluster=C: the program is C CTAs along x (2, 4 or 8), last on the line; a kernel without
+ * the word is one CTA a program. */
+static void test_cluster(void **state) {
+  (void)state;
+  cg_abi abi;
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 cluster=4\n", "k", &abi));
+  assert_int_equal(abi.cluster, 4);
+  assert_true(cg_ptx_abi("// .tk.abi k threads=256 persistent=0 tmaps=0 scratch=32 pdl cluster=8\n", "k",
+                         &abi));
+  assert_true(abi.cluster == 8 && abi.pdl && abi.scratch == 32);
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0\n// .tk.abi j threads=64 "
+                         "persistent=0 tmaps=0 cluster=2\n", "k", &abi));
+  assert_int_equal(abi.cluster, 0); /* the next kernel's line is not k's */
+  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 cluster=3\n", "k", &abi));
+  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 cluster=16\n", "k", &abi));
+  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 cluster=\n", "k", &abi));
+}
+
 static void test_other_ptx_and_bad_notes(void **state) {
   (void)state;
   cg_abi abi;
@@ -156,6 +174,7 @@ int main(void) {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_scratch),
       cmocka_unit_test(test_pdl),
+      cmocka_unit_test(test_cluster),
       cmocka_unit_test(test_other_ptx_and_bad_notes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

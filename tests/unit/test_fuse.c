@@ -209,12 +209,13 @@ static void check_kernel_keep(const char *src, int block, int loops, const arg_s
 /* check_kernel_keep for each keep fuse can be forced to (recompute: `loops` loops; online:
  * `online` loops, its max/sum pairs fused; shared memory: `loops`, the IR being
  * recompute's until the target part stages the kept loads) and for the cost model's
- * choice (either count). The online rewrite's results stay within atol plus the
+ * choice (either count); a cluster, which the interpreter's target has not, falls back to
+ * recompute's loops (the GPU tests run the split kernel against the interpreter). The online rewrite's results stay within atol plus the
  * relative 1e-4 of close_enough (docs/language.md, "Precision": its bound is far less). */
 static void check_kernel_modes(const char *src, int block, int loops, int online, const arg_spec *cases,
                                int ncases, int nargs, tk_grid grid, double atol, bool exact) {
-  const int keeps[] = {IR_KEEP_RECOMPUTE, IR_KEEP_ONLINE, IR_KEEP_SMEM};
-  for (int k = 0; k < 3; k++) {
+  const int keeps[] = {IR_KEEP_RECOMPUTE, IR_KEEP_ONLINE, IR_KEEP_SMEM, IR_KEEP_CLUSTER};
+  for (int k = 0; k < (int)(sizeof keeps / sizeof *keeps); k++) {
     g_keep = keeps[k];
     check_kernel_keep(src, block, keeps[k] == IR_KEEP_ONLINE ? online : loops, cases, ncases, nargs,
                       grid, atol, exact);
