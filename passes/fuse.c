@@ -42,7 +42,10 @@
  * recomputed (reloaded, its producers re-run), kept in shared memory (mark_kept: the
  * loads say so, smemkeep.c stages them on a GPU target), or, for a max and a sum of
  * exponentials of it, not read twice: the online rewrite (pair_online, online_step)
- * fuses the two loops into one carrying each lane's running max and rescaled sum. Which
+ * fuses the two loops into one carrying each lane's running max and rescaled sum, or the
+ * program is split over a cluster of C CTAs (check_split decides it can be; the loops are
+ * marked `cluster[C, n]` and the loads as for shared memory; clusterkeep.c gives each CTA
+ * its share and combines the reductions across the cluster). Which
  * one is m->fuse_keep's, or the cost model's (fusecost.c) on the target's bandwidths and
  * shared memory; choose_keep says it in a -Rpass remark and the kernel's note
  * (docs/passes.md, "Keep or recompute").
