@@ -200,7 +200,7 @@ bool cg_ptx_abi(const char *ptx, const char *kernel, cg_abi *out) {
   if (cl && (!eol || cl < eol)) {
     long long n;
     s = cl;
-    if (!read_key(&s, "cluster=") || !read_int(&s, &n) || (n != 2 && n != 4 && n != 8)) return false;
+    if (!read_key(&s, "cluster=") || !read_int(&s, &n) || !ir_cluster_size_ok(n)) return false;
     out->cluster = (int)n;
   }
   const char *from = ptx;

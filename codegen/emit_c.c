@@ -200,6 +200,11 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
       su_buf_printf(o, "  if (r == CUDA_SUCCESS) /* shared memory above the 48 KB a launch gets by default */\n"
                        "    r = cuFuncSetAttribute(%s_fn_%s, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, %d);\n",
                     pre, sigs[k]->name, shmem);
+    cg_abi abi;
+    if (cg_ptx_abi(ptx, sigs[k]->name, &abi) && abi.cluster > 8)
+      su_buf_printf(o, "  if (r == CUDA_SUCCESS) /* clusters above the portable 8 CTAs */\n"
+                       "    r = cuFuncSetAttribute(%s_fn_%s, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);\n",
+                    pre, sigs[k]->name);
   }
   su_buf_puts(o, "  return r;\n}\n\n");
   su_buf_printf(o, "%sCUresult %s_unload(void) {\n  CUresult r = cuModuleUnload(%s_module);\n"

@@ -108,6 +108,10 @@ void ir_layout_print(su_buf *b, const ir_layout *l);
 /* reps_per_warp[d] of a thread layout, 1 when unset. */
 int ir_layout_rpw(const ir_layout *l, int d);
 /* dtype helpers */
+/* A cluster size any target may have: 2, 4, 8 or 16 CTAs (whether this one has it is the
+ * target table's: TG_CLUSTERS up to 8, TG_CLUSTER16 for 16). */
+enum { IR_CLUSTER_MAX = 16 };
+bool ir_cluster_size_ok(long long ctas);
 bool ir_dtype_is_int(tk_dtype d);      /* i1..i64, u8..u64 */
 bool ir_dtype_is_signed(tk_dtype d);   /* i8..i64 (i1 is not) */
 bool ir_dtype_is_float(tk_dtype d);    /* f16 bf16 f32 f64, and the fp8 types */
@@ -270,8 +274,8 @@ typedef struct ir_func {
    * it may start while the stream's previous kernel finishes; it waits for that kernel's
    * completion and memory before its first instruction of its own. */
   bool pdl;
-  /* Set by the clusterkeep pass: each program runs as a cluster of `cluster` CTAs (2, 4 or
-   * 8; 0: one CTA), launched with grid x times as many CTAs; program_id(0) and
+  /* Set by the clusterkeep pass: each program runs as a cluster of `cluster` CTAs
+   * (ir_cluster_size_ok; 0: one CTA), launched with grid x times as many CTAs; program_id(0) and
    * num_programs(0) count clusters, cluster_rank tells its CTAs apart. */
   int cluster;
   ir_binding *bindings;

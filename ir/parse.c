@@ -713,8 +713,8 @@ static void parse_kernel(parser *p) {
   if (is_word(p, "cluster")) {
     next(p);
     expect_punct(p, '(');
-    f->cluster = (int)parse_int(p, 2, 8, "a cluster of 2, 4 or 8 CTAs");
-    if (f->cluster & (f->cluster - 1)) fail_at(p, p->tok.loc, "a cluster of 2, 4 or 8 CTAs, not %d", f->cluster);
+    f->cluster = (int)parse_int(p, 2, IR_CLUSTER_MAX, "a cluster of 2, 4, 8 or 16 CTAs");
+    if (!ir_cluster_size_ok(f->cluster)) fail_at(p, p->tok.loc, "a cluster of 2, 4, 8 or 16 CTAs, not %d", f->cluster);
     expect_punct(p, ')');
   }
   if (is_word(p, "bind")) {

@@ -186,6 +186,8 @@ static const struct {
     [TK_F8E5M2] = {"f8e5m2", 8},
 };
 
+bool ir_cluster_size_ok(long long ctas) { return ctas >= 2 && ctas <= IR_CLUSTER_MAX && !(ctas & (ctas - 1)); }
+
 bool ir_dtype_is_int(tk_dtype d) { return d >= TK_I1 && d <= TK_U64; }
 bool ir_dtype_is_signed(tk_dtype d) { return d >= TK_I8 && d <= TK_I64; }
 bool ir_dtype_is_float(tk_dtype d) { return (d >= TK_F16 && d <= TK_F64) || ir_dtype_is_fp8(d); }

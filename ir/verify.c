@@ -398,8 +398,8 @@ static void check_control(verifier *v, const ir_op *op) {
   if (op->attr == 1 && (op->nresults < 1 || !is_i1(op->results[0]->type) || op->results[0]->type->kind != IR_SCALAR))
     ir_verr(v, op, "a while loop's first carried value must be a scalar i1");
   /* fuse's mark on its chunk loops for the cluster keep: [CTAs, the kernel's marked loops] */
-  if (op->ints && (op->nints != 2 || (op->ints[0] != 2 && op->ints[0] != 4 && op->ints[0] != 8) || op->ints[1] < 1))
-    ir_verr(v, op, "cluster must be [2, 4 or 8 CTAs, the number of marked loops]");
+  if (op->ints && (op->nints != 2 || !ir_cluster_size_ok(op->ints[0]) || op->ints[1] < 1))
+    ir_verr(v, op, "cluster must be [2, 4, 8 or 16 CTAs, the number of marked loops]");
   check_yield(v, op, body, "body");
 }
 

@@ -119,9 +119,10 @@ bool pass_clusterkeep(ir_module *m, ir_func *f) {
   ir_walk(f->body, check_use, &u);
   red_find r = {&k, {0}, 0, false};
   ir_walk(f->body, find_reduce, &r);
-  if (!tg_has(m->arch, TG_CLUSTERS) || f->cluster || !pattern(m, f, &k, &len) || !u.ok || r.full) {
+  bool sized = tg_has(m->arch, TG_CLUSTERS) && (k.loops[0]->ints[0] <= 8 || tg_has(m->arch, TG_CLUSTER16));
+  if (!sized || f->cluster || !pattern(m, f, &k, &len) || !u.ok || r.full) {
     pass_remark_missed(m, "fuse", k.loops[0]->loc, "kernel '%s': its loops are not split over a "
-                       "cluster (no clusters on this target, or they are no longer fuse's chunk "
+                       "cluster (no clusters of that size on this target, or they are no longer fuse's chunk "
                        "loops); each program runs as one CTA", f->name);
     drop(&k);
     return true;

@@ -722,7 +722,7 @@ static int cluster_sizes(const stripper *s) {
   ir_walk(s->f->body, check_split, &c);
   if (!c.ok) return 0;
   int bits = 0;
-  for (int n = 2; n <= 8; n *= 2)
+  for (int n = 2; n <= IR_CLUSTER_MAX; n *= 2)
     if (s->n % (n * s->chunk) == 0) bits |= n;
   return bits;
 }

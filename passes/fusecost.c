@@ -115,7 +115,8 @@ void pass_keep_choose(pass_keep_cost *c) {
   c->hbm[PASS_KEEP_CLUSTER] = b;
   c->l2[PASS_KEEP_CLUSTER] = 0;
   c->cluster_ctas = 0;
-  for (int n = 2; (t->features & TG_CLUSTERS) && n <= 8; n *= 2) {
+  int most = t->features & TG_CLUSTER16 ? 16 : t->features & TG_CLUSTERS ? 8 : 0;
+  for (int n = 2; n <= most; n *= 2) {
     if (!(c->cluster_sizes & n)) continue;
     double share = b / n + reserve;
     if (share > t->smem_block) continue;

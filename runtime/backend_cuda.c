@@ -410,6 +410,17 @@ static tk_status add_variant(rt_context *ctx, rt_kernel *k, CUmodule mod, const 
     rt_error(ctx, TK_ERR_DRIVER, "kernel '%s': the PTX's launch contract (.tk.abi) is malformed", k->sig->name);
     return TK_ERR_DRIVER;
   }
+  if (abi.cluster > 8) { /* above the portable size the function opts in, once */
+    r = st->cu.FuncSetAttribute(fn, RT_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+    if (r != CUDA_SUCCESS) {
+      su_buf b = {0};
+      rt_cuda_describe(&st->cu, r, &b);
+      rt_error(ctx, TK_ERR_DRIVER, "kernel '%s' runs as clusters of %d CTAs, which the device refused (%s)",
+               k->sig->name, abi.cluster, su_buf_str(&b));
+      su_buf_free(&b);
+      return TK_ERR_DRIVER;
+    }
+  }
   rt_jit_add(k->module->arena, k->handle, key, fn, (unsigned)(shmem > 0 ? shmem : 0), &abi);
   return TK_OK;
 }

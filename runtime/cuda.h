@@ -65,7 +65,8 @@ enum {
   RT_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1, /* static shared memory */
   RT_CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,  /* local memory per thread: stack and spills */
   RT_CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
-  RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+  RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  RT_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14 /* clusters above 8 CTAs */
 };
 
 /* cuLaunchKernelEx's configuration (CUDA 12.0): only the programmatic-dependent-launch

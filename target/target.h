@@ -43,6 +43,8 @@ enum {
   TG_WGMMA = 1 << 4,      /* wgmma.mma_async (sm_90a only) */
   TG_SETMAXNREG = 1 << 5, /* setmaxnreg (sm_90a only) */
   TG_GRIDDEP = 1 << 7,    /* griddepcontrol: programmatic dependent launch (sm_90 and later) */
+  TG_CLUSTER16 = 1 << 8,  /* clusters of 16 CTAs, beyond the portable 8 (the launch opts in:
+                           * CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) */
   TG_FP8_CVT = 1 << 6,    /* cvt between f32 / f16x2 and e4m3x2 / e5m2x2: sm_90 and later
                            * (sm_89 has it from PTX ISA 8.1; its row emits 8.0, so it
                            * converts in integer ops, to the same bits) */

@@ -243,6 +243,9 @@ static const gpu_case cases[] = {
   {"rmsnorm_wide", "rmsnorm.tk", NULL, "rmsnorm", true, false, 16384, 7,
    {{IN, F16, SZ_MAT}, {OUT, F16, SZ_MAT}, {IN, F16, SZ_N}, {OUT, F32, SZ_ROWS},
     {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}, {S_EPS, F32, 0}}, 0, true},
+  /* a 512 KB row: the cost model splits it over 16 CTAs (non-portable clusters) */
+  {"softmax_huge", "softmax.tk", NULL, "softmax", true, false, 131072, 4,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, true},
 };
 
 /* The shapes every case runs at: 1-D kernels use n only; row kernels rows x n with the
@@ -499,6 +502,7 @@ static const keep_test keep_tests[] = {
   {"rmsnorm_wide keep=cluster", "rmsnorm_wide", TK_FUSE_KEEP_CLUSTER},
   {"softmax_rows keep=cluster", "softmax_rows", TK_FUSE_KEEP_CLUSTER},
   {"loop_rows keep=cluster", "loop_rows", TK_FUSE_KEEP_CLUSTER},
+  {"softmax_huge keep=cluster", "softmax_huge", TK_FUSE_KEEP_CLUSTER},
 };
 enum { NKEEP = sizeof keep_tests / sizeof keep_tests[0] };
 

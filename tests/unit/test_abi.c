@@ -129,7 +129,7 @@ static void test_pdl(void **state) {
   assert_false(abi.pdl);
 }
 
-/* cluster=C: the program is C CTAs along x (2, 4 or 8), last on the line; a kernel without
+/* cluster=C: the program is C CTAs along x (2, 4, 8 or 16), last on the line; a kernel without
  * the word is one CTA a program. */
 static void test_cluster(void **state) {
   (void)state;
@@ -143,7 +143,9 @@ static void test_cluster(void **state) {
                          "persistent=0 tmaps=0 cluster=2\n", "k", &abi));
   assert_int_equal(abi.cluster, 0); /* the next kernel's line is not k's */
   assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 cluster=3\n", "k", &abi));
-  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 cluster=16\n", "k", &abi));
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 cluster=16\n", "k", &abi));
+  assert_int_equal(abi.cluster, 16); /* non-portable: the loader opts the function in */
+  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 cluster=32\n", "k", &abi));
   assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 cluster=\n", "k", &abi));
 }
 
