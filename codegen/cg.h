@@ -90,6 +90,10 @@ typedef struct {
   LLVMValueRef grid[3];    /* a persistent kernel's launched grid (hidden arguments) */
   int tmaps_seen;          /* tensor_map ops emitted so far (their hidden arguments) */
   LLVMValueRef scratch;    /* the global scratch buffer (hidden argument; NULL: none) */
+  /* a cluster kernel's exchanges (emit_cluster.c): per cluster_reduce, in body order, its
+   * barrier and its C slots; the next one to emit */
+  LLVMValueRef *cl_bar, *cl_slot;
+  int cl_n, cl_next;
 } cg_ctx;
 
 enum { CG_ASM_MAX_ARGS = 16, CG_WARPGROUP = 4 * 32 };
@@ -268,6 +272,16 @@ void cg_ptx_mbar_init_fence(cg_ctx *c);
 /* An i32, nonzero when the barrier at shared address bar completed the phase of parity. */
 LLVMValueRef cg_ptx_mbar_try_wait(cg_ctx *c, LLVMValueRef bar, LLVMValueRef parity);
 void cg_ptx_mbar_expect(cg_ctx *c, LLVMValueRef bar, int bytes);
+/* try_wait with acquire at cluster scope: what peers wrote before their release arrives
+ * on this barrier is visible once the phase completes. */
+LLVMValueRef cg_ptx_mbar_try_wait_cluster(cg_ctx *c, LLVMValueRef bar, LLVMValueRef parity);
+/* An arrive (release, cluster scope) on the barrier at shared::cluster address bar: this
+ * thread's earlier stores into the cluster are visible to whoever sees the phase. */
+void cg_ptx_mbar_arrive_remote(cg_ctx *c, LLVMValueRef bar);
+/* The shared::cluster address of the .shared address addr in the CTA of the given rank. */
+LLVMValueRef cg_ptx_mapa_shared(cg_ctx *c, LLVMValueRef addr, LLVMValueRef rank);
+/* Stores bits (an i32 or i64) at the shared::cluster address addr. */
+void cg_ptx_st_cluster(cg_ctx *c, LLVMValueRef addr, LLVMValueRef bits);
 /* A TMA box copy of map (a generic pointer to the kernel's tensor-map argument) at the
  * coordinates (innermost first) into shared address dst, completing on barrier bar. */
 void cg_ptx_tma_load(cg_ctx *c, int rank, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef bar,

@@ -1,19 +1,19 @@
 /* A program run as a cluster of CTAs (ir_func.cluster, passes/clusterkeep.c): its rank,
- * the combination of a scalar over the cluster, the barrier protocol that keeps each
- * CTA's shared memory alive while its partners read it, and the PTX directive that
- * requires the cluster.
+ * the combination of a scalar over the cluster, and the PTX directive that requires the
+ * cluster.
  *
- * cluster_reduce: every CTA writes its value to a shared slot of its own (one per op, so
- * no later op of the kernel reuses it), the cluster meets at a barrier (arrive.release /
- * wait.acquire: the writes are visible), and every thread reads the C slots through
- * their cluster addresses (mapa; a generic load reaches another CTA's shared memory) and
- * combines them in rank order, so all CTAs hold the same bits. Then it arrives again
- * (release: after its reads), without waiting: the next cluster_reduce (or the kernel's end) waits for that
- * phase, which completes when every CTA has finished reading, before its slot may be
- * written again or the CTA may exit (a CTA's shared memory must outlive its partners'
- * reads). The kernel's entry arrives once so that the first op's wait has a phase to
- * close; the first remote read comes after a full barrier, so every CTA of the cluster
- * has started by then. */
+ * cluster_reduce pushes rather than pulls: each op has, in every CTA, C slots and an
+ * mbarrier expecting C arrivals (one exchange per op: the ops sit in the kernel's body,
+ * each runs once). Thread r < C of every CTA stores the CTA's value into slot `rank` of
+ * CTA r and arrives on CTA r's barrier with release at cluster scope; every thread then
+ * waits on its own barrier (acquire, cluster scope) and combines its C slots in rank
+ * order, so all CTAs hold the same bits. Nothing ever reads another CTA's shared memory,
+ * so a CTA may exit as soon as it has its last value: every write into it came before
+ * that (a pull protocol needs a second cluster barrier after the reads, since a CTA must
+ * not exit under a partner's read; its release fences cost every thread a memory barrier
+ * per exchange). The entry initializes the barriers, fences the initialization for the
+ * cluster and arrives; the first exchange waits, so no peer arrives on a barrier that is
+ * not initialized yet. */
 #include "cg.h"
 
 #include <string.h>
@@ -24,12 +24,45 @@ static void cluster_barrier(cg_ctx *c, const char *which) {
   cg_intrinsic(c, name, NULL, 0, NULL, 0);
 }
 
+/* The integer a value travels as: 32 bits, or 64 for a 64-bit one (16-bit floats travel
+ * as the f32 they are combined in). */
+static tk_dtype fold_type(tk_dtype dt) { return dt == TK_F16 || dt == TK_BF16 ? TK_F32 : dt; }
+static LLVMTypeRef bits_type(cg_ctx *c, tk_dtype fold) {
+  return LLVMIntTypeInContext(c->llc, ir_dtype_bits(fold) > 32 ? 64 : 32);
+}
+
 void cg_cluster_begin(cg_ctx *c) {
-  if (c->f->cluster) cluster_barrier(c, "arrive.relaxed");
+  const ir_func *f = c->f;
+  c->cl_n = c->cl_next = 0;
+  if (!f->cluster) return;
+  for (const ir_op *op = f->body->first; op; op = op->next) c->cl_n += op->opc == IR_CLUSTER_REDUCE;
+  c->cl_bar = SU_NEW_ARRAY(c->arena, LLVMValueRef, c->cl_n ? c->cl_n : 1);
+  c->cl_slot = SU_NEW_ARRAY(c->arena, LLVMValueRef, c->cl_n ? c->cl_n : 1);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c->llc);
+  LLVMBasicBlockRef join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_i32(c, 0), ""));
+  int k = 0;
+  for (const ir_op *op = f->body->first; op; op = op->next) {
+    if (op->opc != IR_CLUSTER_REDUCE) continue;
+    LLVMTypeRef st = LLVMArrayType2(bits_type(c, fold_type(op->operands[0]->type->dtype)), (unsigned)f->cluster);
+    c->cl_slot[k] = LLVMAddGlobalInAddressSpace(c->mod, st, "tk_cluster_slot", CG_SHARED_AS);
+    c->cl_bar[k] = LLVMAddGlobalInAddressSpace(c->mod, i64, "tk_cluster_bar", CG_SHARED_AS);
+    for (int j = 0; j < 2; j++) {
+      LLVMValueRef g = j ? c->cl_bar[k] : c->cl_slot[k];
+      LLVMSetInitializer(g, LLVMGetUndef(j ? i64 : st));
+      LLVMSetLinkage(g, LLVMInternalLinkage);
+      LLVMSetAlignment(g, 8);
+    }
+    LLVMValueRef args[2] = {c->cl_bar[k], cg_i32(c, f->cluster)};
+    cg_intrinsic(c, "llvm.nvvm.mbarrier.init.shared", NULL, 0, args, 2);
+    k++;
+  }
+  cg_ptx_mbar_init_fence(c);
+  cg_if_end(c, join);
+  cluster_barrier(c, "arrive.relaxed");
 }
 
 void cg_cluster_end(cg_ctx *c) {
-  if (c->f->cluster) cluster_barrier(c, "wait");
+  if (c->f->cluster && c->cl_next == 0) cluster_barrier(c, "wait"); /* the entry's phase */
 }
 
 static void emit_reduce(cg_ctx *c, const ir_op *op) {
@@ -42,29 +75,39 @@ static void emit_reduce(cg_ctx *c, const ir_op *op) {
     cg_set(c, op->results[0], s, 1);
     return;
   }
-  LLVMTypeRef t = LLVMTypeOf(v);
-  LLVMValueRef slot = LLVMAddGlobalInAddressSpace(c->mod, t, "tk_cluster_slot", CG_SHARED_AS);
-  LLVMSetInitializer(slot, LLVMGetUndef(t));
-  LLVMSetLinkage(slot, LLVMInternalLinkage);
-  LLVMSetAlignment(slot, 8);
-  cluster_barrier(c, "wait"); /* every partner has read this slot's last value */
-  LLVMBuildStore(c->b, v, slot); /* every thread writes the same value */
-  cluster_barrier(c, "arrive");
-  cluster_barrier(c, "wait");
-  LLVMValueRef generic = LLVMBuildAddrSpaceCast(c->b, slot, LLVMPointerTypeInContext(c->llc, 0), "");
-  /* 16-bit floats combine in f32, as a CTA's reduction folds them */
-  tk_dtype fold = dt == TK_F16 || dt == TK_BF16 ? TK_F32 : dt;
+  SU_ASSERT(op->parent == c->f->body && c->cl_next < c->cl_n); /* verify_gpu: in the body */
+  int k = c->cl_next++;
+  if (k == 0) cluster_barrier(c, "wait"); /* every peer's barriers are initialized */
+  tk_dtype fold = fold_type(dt);
+  LLVMTypeRef bt = bits_type(c, fold);
+  int bytes = LLVMGetIntTypeWidth(bt) / 8;
+  LLVMValueRef w = cg_convert(c, v, dt, fold);
+  LLVMValueRef bits = LLVMBuildBitCast(c->b, w, LLVMIntTypeInContext(c->llc, (unsigned)ir_dtype_bits(fold)), "");
+  if (ir_dtype_bits(fold) < 32) bits = LLVMBuildZExt(c->b, bits, bt, "");
+  LLVMValueRef slots = cg_shared_addr(c, c->cl_slot[k]), bar = cg_shared_addr(c, c->cl_bar[k]);
+  LLVMValueRef rank = cg_intrinsic(c, "llvm.nvvm.read.ptx.sreg.cluster.ctarank", NULL, 0, NULL, 0);
+  /* thread r sends to CTA r */
+  LLVMBasicBlockRef join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntULT, c->tid, cg_i32(c, c->f->cluster), ""));
+  LLVMValueRef mine = LLVMBuildAdd(c->b, slots, LLVMBuildMul(c->b, rank, cg_i32(c, bytes), ""), "");
+  cg_ptx_st_cluster(c, cg_ptx_mapa_shared(c, mine, c->tid), bits);
+  cg_ptx_mbar_arrive_remote(c, cg_ptx_mapa_shared(c, bar, c->tid));
+  cg_if_end(c, join);
+  LLVMBasicBlockRef loop = cg_block(c, "cluster.wait"), done = cg_block(c, "cluster.done");
+  LLVMBuildBr(c->b, loop);
+  LLVMPositionBuilderAtEnd(c->b, loop);
+  LLVMValueRef ok = cg_ptx_mbar_try_wait_cluster(c, bar, cg_i32(c, 0));
+  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntNE, ok, cg_i32(c, 0), ""), done, loop);
+  LLVMPositionBuilderAtEnd(c->b, done);
+  LLVMTypeRef st = LLVMGlobalGetValueType(c->cl_slot[k]);
   LLVMValueRef acc = NULL;
   for (int r = 0; r < c->f->cluster; r++) {
-    LLVMValueRef args[2] = {generic, cg_i32(c, r)};
-    LLVMValueRef p = cg_intrinsic(c, "llvm.nvvm.mapa", NULL, 0, args, 2);
-    LLVMValueRef y = cg_convert(c, LLVMBuildLoad2(c->b, t, p, ""), dt, fold);
+    LLVMValueRef idx[2] = {cg_i32(c, 0), cg_i32(c, r)};
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, st, c->cl_slot[k], idx, 2, "");
+    LLVMValueRef y = LLVMBuildLoad2(c->b, bt, p, "");
+    if (ir_dtype_bits(fold) < 32) y = LLVMBuildTrunc(c->b, y, LLVMIntTypeInContext(c->llc, (unsigned)ir_dtype_bits(fold)), "");
+    y = LLVMBuildBitCast(c->b, y, LLVMTypeOf(w), "");
     acc = r ? cg_combine(c, (ir_reduce_kind)op->attr, fold, acc, y) : y;
   }
-  /* release: the remote reads complete before a partner may pass its wait and exit (a
-   * relaxed arrive let ptxas signal with the loads in flight: the H200 faulted when a
-   * partner's shared memory went away under them, in launches of short CTAs) */
-  cluster_barrier(c, "arrive");
   LLVMValueRef *s = cg_slots(c, 1);
   s[0] = cg_convert(c, acc, fold, dt);
   cg_set(c, op->results[0], s, 1);

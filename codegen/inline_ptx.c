@@ -1,5 +1,5 @@
 /* The PTX instructions LLVM 19 has no intrinsic for (mbarrier parity waits and expected
- * bytes, TMA box copies, the async-proxy fence, wgmma and its fence/commit/wait,
+ * bytes, remote arrives and stores into a cluster peer's shared memory, TMA box copies, the async-proxy fence, wgmma and its fence/commit/wait,
  * setmaxnreg, griddepcontrol; the paired f16/bf16 rounding, the fp8 cvts and div.full.f32), each kind written here once
  * as inline assembly; the emitters call these and never spell PTX themselves. Every
  * statement is `sideeffect` (LLVM must neither move it across memory accesses nor drop
@@ -91,6 +91,30 @@ LLVMValueRef cg_ptx_mbar_try_wait(cg_ctx *c, LLVMValueRef bar, LLVMValueRef pari
                 "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n"
                 "selp.u32 $0, 1, 0, p;\n}",
                 "=r,r,r,~{memory}", args, 2);
+}
+
+LLVMValueRef cg_ptx_mbar_try_wait_cluster(cg_ctx *c, LLVMValueRef bar, LLVMValueRef parity) {
+  LLVMValueRef args[2] = {bar, parity};
+  return cg_asm(c, LLVMInt32TypeInContext(c->llc),
+                "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [$1], $2;\n"
+                "selp.u32 $0, 1, 0, p;\n}",
+                "=r,r,r,~{memory}", args, 2);
+}
+
+void cg_ptx_mbar_arrive_remote(cg_ctx *c, LLVMValueRef bar) {
+  cg_asm(c, NULL, "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [$0];", "r,~{memory}", &bar, 1);
+}
+
+LLVMValueRef cg_ptx_mapa_shared(cg_ctx *c, LLVMValueRef addr, LLVMValueRef rank) {
+  LLVMValueRef args[2] = {addr, rank};
+  return cg_asm(c, LLVMInt32TypeInContext(c->llc), "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r", args, 2);
+}
+
+void cg_ptx_st_cluster(cg_ctx *c, LLVMValueRef addr, LLVMValueRef bits) {
+  LLVMValueRef args[2] = {addr, bits};
+  bool wide = LLVMGetIntTypeWidth(LLVMTypeOf(bits)) == 64;
+  cg_asm(c, NULL, wide ? "st.shared::cluster.b64 [$0], $1;" : "st.shared::cluster.b32 [$0], $1;",
+         wide ? "r,l,~{memory}" : "r,r,~{memory}", args, 2);
 }
 
 void cg_ptx_mbar_expect(cg_ctx *c, LLVMValueRef bar, int bytes) {

@@ -312,6 +312,8 @@ bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
     if (a->kind != IR_SCALAR || a->dtype == TK_I1 || ir_dtype_is_fp8(a->dtype) || a != r)
       ir_verr(v, op, "operand and result must be one scalar type (not i1 or fp8), are %s and %s", ir_vts(v, a),
               ir_vts(v, r));
+    /* each exchange runs once (its barrier has one phase: codegen/emit_cluster.c) */
+    if (v->f && op->parent != v->f->body) ir_verr(v, op, "must be in the kernel's body, outside loops and branches");
     return true;
   }
   case IR_GRID_SIZE:
