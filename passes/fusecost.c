@@ -24,7 +24,7 @@
  *           model prefer recomputation from L2 over a keep that leaves one block per SM,
  *           which is what hand-written kernels measure on Hopper (one CTA per SM reaches
  *           about half of HBM bandwidth on a streaming kernel).
- *   cluster the program split over a cluster of C CTAs (2, 4 or 8, where the kernel is
+ *   cluster the program split over a cluster of C CTAs (2, 4, 8 or 16, where the kernel is
  *           in the class fuse can split and its length divides): each CTA reads its
  *           share once and keeps it in its shared memory (share + reserve bytes per
  *           CTA, which limits the CTAs an SM holds by the occupancy rule); only the
@@ -123,8 +123,10 @@ void pass_keep_choose(pass_keep_cost *c) {
     int r = tg_resident_per_sm(t, c->threads, share);
     double sec = seconds(t, b + o, 0, 0, r);
     /* a larger cluster only where it is faster or holds more CTAs an SM, up to four
-     * (measured on the H200, 2026-12-04: softmax f32 4096x32768 in 2-CTA clusters of
-     * two CTAs an SM 335 us, 4-CTA clusters of four 301 us, 8-CTA 314 us) */
+     * (measured on the H200, 2026-12-04, with the first, pulling exchange: softmax f32
+     * 4096x32768 in 2-CTA clusters of two CTAs an SM 335 us, 4-CTA clusters of four
+     * 301 us, 8-CTA 314 us; with the pushing one the sizes are within a few percent but
+     * for 1024x131072, where 16 beats 8 by 3%: bench/RESULTS.md) */
     int held = r < 4 ? r : 4, best_held = c->resident_cluster < 4 ? c->resident_cluster : 4;
     if (c->cluster_ctas && sec >= c->seconds[PASS_KEEP_CLUSTER] * 0.99 && held <= best_held) continue;
     c->cluster_ctas = n;
