@@ -121,10 +121,12 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
   *f = &fn_tokens[(int *)m - mod_tokens];
   return 0;
 }
+/* fake_cuda_nonportable(): how many functions were opted into non-portable cluster sizes */
+static int nonportable;
+int fake_cuda_nonportable(void) { return nonportable; }
 CUresult cuFuncSetAttribute(void *f, int attr, int value) {
   (void)f;
-  (void)attr;
-  (void)value;
+  nonportable += attr == 14 /* NON_PORTABLE_CLUSTER_SIZE_ALLOWED */ && value == 1;
   return 0;
 }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,

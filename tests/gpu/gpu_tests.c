@@ -989,6 +989,45 @@ static void test_fake_pdl(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+/* A 512 KB row at 4 warps: the cost model splits each program over 16 CTAs
+ * (passes/clusterkeep.c), so the launch runs 16 times the grid's x, the function is
+ * opted into the non-portable cluster size once, at load, and a grid whose CTAs would
+ * not fit grid x is refused with a message instead of wrapping. */
+static const char CLUSTER_TK[] =
+    "@launch(warps = 4)\n"
+    "kernel sm16(x: *f32, y: *f32, n: i32) {\n"
+    "  let cols = arange(0, 131072);\n"
+    "  let row = program_id(0) as i64;\n"
+    "  let v = load(x + row * 131072 + cols, cols < n, -inf);\n"
+    "  let e = exp(v - max(v, 0));\n"
+    "  store(y + row * 131072 + cols, e / sum(e, 0), cols < n);\n"
+    "}\n";
+static void test_fake_cluster(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  tk_module *m;
+  tk_kernel *k;
+  int before = fake_get_int(lib, "fake_cuda_nonportable");
+  tk_status s = tk_module_compile(ctx, &m, CLUSTER_TK, strlen(CLUSTER_TK), "cluster.tk", NULL);
+  if (s != TK_OK) fail_msg("%s", tk_last_error(ctx));
+  assert_int_equal(tk_module_get_kernel(m, "sm16", &k), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(0x1000), tk_arg_ptr(0x2000), tk_arg_i32(131072)};
+  assert_int_equal(tk_launch(k, (tk_grid){3, 2, 1}, NULL, a, 3), TK_OK);
+  const fake_launch *l = last_launch(lib);
+  assert_int_equal(l->grid[0], 48);
+  assert_int_equal(l->grid[1], 2);
+  assert_int_equal(l->block[0], 128);
+  assert_true(fake_get_int(lib, "fake_cuda_nonportable") > before);
+  assert_int_equal(tk_launch(k, (tk_grid){0x7fffffffu / 16 + 1, 1, 1}, NULL, a, 3), TK_ERR_ARGS);
+  assert_non_null(strstr(tk_last_error(ctx), "cluster"));
+  assert_int_equal(tk_launch(k, (tk_grid){0x7fffffffu / 16, 1, 1}, NULL, a, 3), TK_OK);
+  assert_int_equal(last_launch(lib)->grid[0], 0x7fffffffu / 16 * 16);
+  tk_module_destroy(m);
+  fake_done(ctx, lib, dir);
+}
+
 /* PTX the fake driver rejects, as the JIT rejects an unknown instruction. */
 static const char BAD_PTX[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
                               ".visible .entry k() { frobnicate.u32 %r1; ret; }\n";
@@ -1549,6 +1588,7 @@ int main(void) {
     cmocka_unit_test(test_fake_tune),
     cmocka_unit_test(test_fake_launch_packing),
     cmocka_unit_test(test_fake_pdl),
+    cmocka_unit_test(test_fake_cluster),
     cmocka_unit_test(test_fake_nofuse_scratch),
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),
