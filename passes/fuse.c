@@ -573,8 +573,7 @@ static void count_tree(read_count *r, const ir_value *v) {
 
 /* The wide loads more than one chunk loop reads (what a keep would keep): their bytes and
  * a chunk's per program, and the most loops reading one. */
-static int count_kept(const stripper *s, int nvalues, int64_t *bytes, int64_t *chunk_bytes,
-                      int64_t *values, int64_t *other) {
+static int count_kept(const stripper *s, int nvalues, int64_t *bytes, int64_t *values, int64_t *other) {
   read_count r = {s, SU_NEW_ARRAY(s->a, int, nvalues), 0, SU_NEW_ARRAY(s->a, int, nvalues)};
   for (int bi = 0; bi < s->nblocks; bi++) {
     const sm_block *b = &s->blocks[bi];
@@ -586,7 +585,7 @@ static int count_kept(const stripper *s, int nvalues, int64_t *bytes, int64_t *c
     }
   }
   int most = 0;
-  *bytes = *chunk_bytes = *values = 0;
+  *bytes = *values = 0;
   if (other) *other = 0;
   for (int bi = 0; bi < s->nblocks; bi++)
     for (int i = 0; i < s->blocks[bi].nops; i++) {
@@ -604,9 +603,48 @@ static int count_kept(const stripper *s, int nvalues, int64_t *bytes, int64_t *c
       }
       *bytes += ir_type_numel(t) * eb;
       *values += ir_type_numel(t);
-      *chunk_bytes += ir_type_numel(t) / s->n * s->chunk * eb;
     }
   return most;
+}
+
+/* The exchange scratch one use in the chunk loops takes (codegen/smem.c: each use takes
+ * the larger of two halves): a reduction along the wide axis folds one partial per warp
+ * and row (an argreduce adds its index), its result crosses the cluster through one slot
+ * per CTA and a barrier, and a scan along the wide axis or a combination along the rows
+ * of a block goes through shared memory a chunk at a time. Elementwise ops, broadcasts
+ * and the kept loads themselves exchange nothing. Sized from the chunked kernel so that
+ * the keep's occupancy is what ptxas will report (measured: softmax f32 at 32768 kept in
+ * shared memory, 4 / 8 / 16 warps: the row + 1056 / 1088 / 1152 bytes). */
+static int64_t scratch_of(const stripper *s, const ir_op *op, int warps) {
+  if (!op->noperands || !is_wide(s, op->operands[0]->type)) return 0;
+  const ir_type *t = op->operands[0]->type;
+  int64_t eb = ir_dtype_bytes(t->dtype) < 4 ? 4 : ir_dtype_bytes(t->dtype);
+  int64_t chunk = ir_type_numel(t) / s->n * s->chunk;
+  switch (op->opc) {
+  case IR_REDUCE: case IR_ARGREDUCE:
+    if (!along_last(op)) return chunk * (eb + 4);
+    return (int64_t)warps * s->rows * (eb + (op->opc == IR_ARGREDUCE ? 4 : 0)) + 16 * IR_CLUSTER_MAX + 16;
+  case IR_SCAN: return chunk * eb;
+  default: return 0;
+  }
+}
+
+typedef struct {
+  const stripper *s;
+  int64_t most;
+} scratch_walk;
+
+static void max_scratch(ir_op *op, void *ctx) {
+  scratch_walk *w = ctx;
+  int64_t b = scratch_of(w->s, op, w->s->f->num_warps);
+  if (b > w->most) w->most = b;
+}
+
+/* The largest exchange scratch the kernel's chunk loops take, in bytes (16-aligned). */
+static int64_t chunk_scratch(const stripper *s) {
+  scratch_walk w = {s, 0};
+  ir_walk(s->f->body, max_scratch, &w);
+  return (w.most + 15) / 16 * 16;
 }
 
 /* The grouping of every block (pair_online changes it), to try the rewrite and undo it. */
@@ -732,14 +770,14 @@ static int cluster_sizes(const stripper *s) {
  * shared-memory keep, or nothing (recompute). Says so in a remark and the kernel's note. */
 static void choose_keep(stripper *s, int nvalues) {
   pass_keep_cost c = {.arch = s->m->arch, .threads = 32 * s->f->num_warps};
-  int64_t values, dummy3;
-  c.reads_recompute = count_kept(s, nvalues, &c.kept_bytes, &c.chunk_bytes, &values, &c.other_bytes);
+  int64_t values, dummy1, dummy2;
+  c.reads_recompute = count_kept(s, nvalues, &c.kept_bytes, &values, &c.other_bytes);
+  c.scratch_bytes = chunk_scratch(s);
   if (c.kept_bytes == 0) return; /* nothing read twice: nothing to keep */
   block_state *st = save_blocks(s);
   int saved = 0;
   for (int i = 0; i < s->nblocks; i++) saved += pair_online(s, &s->blocks[i]);
-  int64_t dummy1, dummy2;
-  c.reads_online = saved ? count_kept(s, nvalues, &dummy1, &dummy2, &dummy3, NULL) : 0;
+  c.reads_online = saved ? count_kept(s, nvalues, &dummy1, &dummy2, NULL) : 0;
   if (saved && c.reads_online == 0) c.reads_online = 1;
   c.online_flops = s->online_flops;
   c.values_per_thread = values / c.threads;

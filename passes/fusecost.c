@@ -16,8 +16,9 @@
  *   flops   the online rewrite's extra work per element (a second exp, the rescale and
  *           its selects) at f32_flops.
  *   occupancy  a keep in shared memory takes kept + reserve bytes per program (reserve:
- *           the 1024-byte alignment of the buffers and the two halves of a chunk's
- *           exchange scratch, codegen/smem.c), which limits the programs an SM holds.
+ *           the 1024-byte alignment of the buffers and the two halves of the largest
+ *           exchange scratch the chunk loops take, codegen/smem.c, as fuse sizes it),
+ *           which limits the programs an SM holds.
  *           Under 2 resident programs per SM, one program's loads are not overlapped with
  *           another's reductions and its barriers: the time is divided by r / 2 (one
  *           program: half the bandwidth). The rule is the simplest one that makes the
@@ -72,7 +73,7 @@ static void rereads(const tg_arch *t, double bytes, int times, int threads, doub
 void pass_keep_choose(pass_keep_cost *c) {
   const char *arch = c->arch && tg_has_ceilings(c->arch) ? c->arch : TG_DEFAULT_ARCH;
   const tg_arch *t = tg_find(arch);
-  double b = (double)c->kept_bytes, reserve = 1024.0 + 2.0 * (double)c->chunk_bytes;
+  double b = (double)c->kept_bytes, reserve = 1024.0 + 2.0 * (double)c->scratch_bytes;
   double o = (double)c->other_bytes;
   for (int k = 0; k < PASS_NKEEP; k++) c->avail[k] = false, c->seconds[k] = INFINITY;
 
