@@ -55,6 +55,9 @@ attention.tk attention -D D=64 -D CAUSAL=true
 attention.tk attention -D D=64 -D BN=64
 attention.tk attention -D T=bf16
 attention.tk attention -D T=bf16 -D D=64 -D CAUSAL=true
+attention.tk attention -D D=64 -D CAUSAL=true -D BM=64 -D BN=64 -D warps=4 -D programs_per_sm=3
+attention.tk attention -D T=bf16 -D D=64 -D CAUSAL=true -D BM=64 -D BN=64 -D warps=4 -D programs_per_sm=3
+attention.tk attention -D D=64 -D CAUSAL=true -D BM=64 -D BN=128 -D warps=4 -D programs_per_sm=2
 LIST
 )
 for spec in "" --specialize=all; do
