@@ -294,7 +294,7 @@ int main(void) {
       cmocka_unit_test(test_division_by_zero),
       cmocka_unit_test(test_device_assert),
   };
-  enum { NFIXED = sizeof fixed / sizeof *fixed, MAX_CASES = 32 };
+  enum { NFIXED = sizeof fixed / sizeof *fixed, MAX_CASES = 48 };
   struct CMUnitTest tests[MAX_CASES + NFIXED];
   size_t n = 0;
   /* The samples first, one test a case, named after it. */
