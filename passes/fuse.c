@@ -609,13 +609,12 @@ static int count_kept(const stripper *s, int nvalues, int64_t *bytes, int64_t *v
 
 /* The exchange scratch one use in the chunk loops takes (codegen/smem.c: each use takes
  * the larger of two halves): a reduction along the wide axis folds one partial per warp
- * and row (an argreduce adds its index), its result crosses the cluster through one slot
- * per CTA and a barrier, and a scan along the wide axis or a combination along the rows
- * of a block goes through shared memory a chunk at a time. Elementwise ops, broadcasts
- * and the kept loads themselves exchange nothing. Sized from the chunked kernel so that
- * the keep's occupancy is what ptxas will report (measured: softmax f32 at 32768 kept in
- * shared memory, 4 / 8 / 16 warps: the row + 1056 / 1088 / 1152 bytes). */
-static int64_t scratch_of(const stripper *s, const ir_op *op, int warps) {
+ * and row (an argreduce adds its index), and a scan along the wide axis or a combination
+ * along the rows of a block goes through shared memory a chunk at a time. Elementwise
+ * ops, broadcasts and the kept loads themselves exchange nothing. Sized from the chunked
+ * kernel so that the keep's occupancy is what ptxas will report (measured: softmax f32 at
+ * 32768 kept in shared memory, 4 / 8 / 16 warps: the row + 1056 / 1088 / 1152 bytes). */
+static int64_t scratch_of(const stripper *s, const ir_op *op) {
   if (!op->noperands || !is_wide(s, op->operands[0]->type)) return 0;
   const ir_type *t = op->operands[0]->type;
   int64_t eb = ir_dtype_bytes(t->dtype) < 4 ? 4 : ir_dtype_bytes(t->dtype);
@@ -623,7 +622,7 @@ static int64_t scratch_of(const stripper *s, const ir_op *op, int warps) {
   switch (op->opc) {
   case IR_REDUCE: case IR_ARGREDUCE:
     if (!along_last(op)) return chunk * (eb + 4);
-    return (int64_t)warps * s->rows * (eb + (op->opc == IR_ARGREDUCE ? 4 : 0)) + 16 * IR_CLUSTER_MAX + 16;
+    return (int64_t)s->f->num_warps * s->rows * (eb + (op->opc == IR_ARGREDUCE ? 4 : 0));
   case IR_SCAN: return chunk * eb;
   default: return 0;
   }
@@ -631,19 +630,23 @@ static int64_t scratch_of(const stripper *s, const ir_op *op, int warps) {
 
 typedef struct {
   const stripper *s;
-  int64_t most;
+  int64_t most;  /* the largest scratch one use takes */
+  int reductions; /* reductions along the wide axis (each a cluster exchange when split) */
 } scratch_walk;
 
 static void max_scratch(ir_op *op, void *ctx) {
   scratch_walk *w = ctx;
-  int64_t b = scratch_of(w->s, op, w->s->f->num_warps);
+  int64_t b = scratch_of(w->s, op);
   if (b > w->most) w->most = b;
+  w->reductions += is_reduction(op) && is_wide(w->s, op->operands[0]->type);
 }
 
-/* The largest exchange scratch the kernel's chunk loops take, in bytes (16-aligned). */
-static int64_t chunk_scratch(const stripper *s) {
-  scratch_walk w = {s, 0};
+/* The largest exchange scratch the kernel's chunk loops take, in bytes (16-aligned), and
+ * how many reductions along the wide axis they hold. */
+static int64_t chunk_scratch(const stripper *s, int *reductions) {
+  scratch_walk w = {s, 0, 0};
   ir_walk(s->f->body, max_scratch, &w);
+  *reductions = w.reductions;
   return (w.most + 15) / 16 * 16;
 }
 
@@ -772,7 +775,7 @@ static void choose_keep(stripper *s, int nvalues) {
   pass_keep_cost c = {.arch = s->m->arch, .threads = 32 * s->f->num_warps};
   int64_t values, dummy1, dummy2;
   c.reads_recompute = count_kept(s, nvalues, &c.kept_bytes, &values, &c.other_bytes);
-  c.scratch_bytes = chunk_scratch(s);
+  c.scratch_bytes = chunk_scratch(s, &c.reductions);
   if (c.kept_bytes == 0) return; /* nothing read twice: nothing to keep */
   block_state *st = save_blocks(s);
   int saved = 0;

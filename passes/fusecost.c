@@ -28,7 +28,8 @@
  *   cluster the program split over a cluster of C CTAs (2, 4, 8 or 16, where the kernel is
  *           in the class fuse can split and its length divides): each CTA reads its
  *           share once and keeps it in its shared memory (share + reserve bytes per
- *           CTA, which limits the CTAs an SM holds by the occupancy rule); only the
+ *           CTA, and a slot per CTA and a barrier for each reduction's exchange, which
+ *           limits the CTAs an SM holds by the occupancy rule); only the
  *           reductions' scalars cross the cluster. Of the sizes that fit, the smallest
  *           C with the fewest seconds and the most CTAs an SM up to four wins (fewer
  *           CTAs to wait for at each barrier, enough to overlap one's barriers with
@@ -119,7 +120,9 @@ void pass_keep_choose(pass_keep_cost *c) {
   int most = t->features & TG_CLUSTER16 ? 16 : t->features & TG_CLUSTERS ? 8 : 0;
   for (int n = 2; n <= most; n *= 2) {
     if (!(c->cluster_sizes & n)) continue;
-    double share = b / n + reserve;
+    /* each reduction's exchange: a slot per CTA (at most 8 bytes) and its mbarrier
+     * (codegen/emit_cluster.c), static shared memory beside the reserve */
+    double share = b / n + reserve + c->reductions * (8.0 * n + 8.0);
     if (share > t->smem_block) continue;
     int r = tg_resident_per_sm(t, c->threads, share);
     double sec = seconds(t, b + o, 0, 0, r);

@@ -60,6 +60,7 @@ typedef struct {
   int64_t other_bytes;    /* the rest of its wide traffic (stores, loads read once): the
                            * same under every option, but slowed alike by low occupancy */
   int64_t scratch_bytes;  /* the most exchange scratch one use in the chunk loops takes */
+  int reductions;         /* reductions along the wide axis: one cluster exchange each */
   int reads_recompute;    /* loops reading them when recomputed (the most of any) */
   int reads_online;       /* the same after the online rewrite; 0: no max/sum pair */
   int64_t online_flops;   /* the rewrite's extra FLOPs */
