@@ -68,20 +68,44 @@ static void operand_init(operand *o, cg_ctx *c, const ir_value *buf, LLVMValueRe
   o->bits = (int64_t)(((uint64_t)lbo >> 4) << 16 | ((uint64_t)sbo >> 4) << 32 | (uint64_t)mode << 62);
 }
 
-/* The descriptor of the block starting at (mn0, k0) of the operand: mn0 a runtime i32. */
-static LLVMValueRef descriptor(cg_ctx *c, const operand *o, LLVMValueRef mn0, int k0) {
-  const int *shape = o->buf->shape + 1;
-  int slow = o->k_major ? o->mn_dim : o->k_dim;
-  LLVMValueRef fi = o->k_major ? cg_i32(c, k0) : mn0, si = o->k_major ? mn0 : cg_i32(c, k0);
-  LLVMValueRef chunk = LLVMBuildUDiv(c->b, fi, cg_i32(c, o->e), "");
-  LLVMValueRef in = LLVMBuildURem(c->b, fi, cg_i32(c, o->e), "");
-  LLVMValueRef l = LLVMBuildMul(c->b, chunk, cg_i32(c, (int64_t)shape[slow] * o->w), "");
-  l = LLVMBuildAdd(c->b, l, LLVMBuildMul(c->b, si, cg_i32(c, o->w), ""), "");
-  l = LLVMBuildAdd(c->b, l, LLVMBuildMul(c->b, in, cg_i32(c, o->eb), ""), "");
-  LLVMValueRef addr = LLVMBuildAdd(c->b, cg_shared_addr(c, o->base), l, "");
-  LLVMTypeRef i64 = LLVMInt64TypeInContext(c->llc);
+/* Where the block starting at (mn0, k0) lies in the slot, in bytes: a part that depends
+ * on mn0 (a runtime i32) plus one that depends on k0 only. K-major: k0 runs along the
+ * swizzled lines (chunks of e elements, then within one) and mn0 counts lines; MN-major:
+ * the other way round. */
+static int64_t k_offset(const operand *o, int k0) {
+  int64_t line = (int64_t)o->buf->shape[1 + (o->k_major ? o->mn_dim : o->k_dim)] * o->w;
+  return o->k_major ? (int64_t)(k0 / o->e) * line + (int64_t)(k0 % o->e) * o->eb : (int64_t)k0 * o->w;
+}
+
+static LLVMValueRef mn_offset(cg_ctx *c, const operand *o, LLVMValueRef mn0) {
+  if (o->k_major) return LLVMBuildMul(c->b, mn0, cg_i32(c, o->w), "");
+  int64_t line = (int64_t)o->buf->shape[1 + o->k_dim] * o->w;
+  LLVMValueRef chunk = LLVMBuildUDiv(c->b, mn0, cg_i32(c, o->e), "");
+  LLVMValueRef in = LLVMBuildURem(c->b, mn0, cg_i32(c, o->e), "");
+  return LLVMBuildAdd(c->b, LLVMBuildMul(c->b, chunk, cg_i32(c, line), ""),
+                      LLVMBuildMul(c->b, in, cg_i32(c, o->eb), ""), "");
+}
+
+/* The low word of the descriptors of the blocks at mn0: the start address field (bits
+ * 0-13, the byte address / 16) of the block at k0 = 0 and the leading byte offset (bits
+ * 16-29). Shared addresses stay below 256 KB, so the field never wraps, and the block at
+ * k0 has this word plus its k offset / 16 (a multiple of 16 bytes): one add per
+ * instruction instead of the address arithmetic, which had sat between the instructions
+ * on the uniform datapath (ncu source counters on the H100, 2026-12-06: about half of the
+ * time attention's consumer warps spent issuing their products). */
+static LLVMValueRef descriptor_lo(cg_ctx *c, const operand *o, LLVMValueRef mn0) {
+  LLVMValueRef addr = LLVMBuildAdd(c->b, cg_shared_addr(c, o->base), mn_offset(c, o, mn0), "");
   LLVMValueRef start = LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, addr, cg_i32(c, 4), ""), cg_i32(c, 0x3FFF), "");
-  return LLVMBuildOr(c->b, LLVMBuildZExt(c->b, start, i64, ""), LLVMConstInt(i64, (uint64_t)o->bits, 0), "");
+  return LLVMBuildOr(c->b, start, cg_i32(c, (int64_t)((uint64_t)o->bits & 0xFFFFFFFFu)), "");
+}
+
+/* The descriptor of the block at (mn0, k0), from descriptor_lo's word for mn0. */
+static LLVMValueRef descriptor(cg_ctx *c, const operand *o, LLVMValueRef lo, int k0) {
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c->llc);
+  int64_t k_bytes = k_offset(o, k0);
+  LLVMValueRef l = k_bytes ? LLVMBuildAdd(c->b, lo, cg_i32(c, k_bytes >> 4), "") : lo;
+  uint64_t hi = (uint64_t)o->bits & ~(uint64_t)0xFFFFFFFFu;
+  return LLVMBuildOr(c->b, LLVMBuildZExt(c->b, l, i64, ""), LLVMConstInt(i64, hi, 0), "");
 }
 
 static bool wgmma_ready(const cg_layout *l) {
@@ -170,13 +194,14 @@ static void emit_product(cg_ctx *c, const ir_op *op) {
         map[i] = (2 * r + h) * s0 + (2 * (n0 / 8 + jb) + e) * s1;
         regs[i] = slots[map[i]];
       }
+      LLVMValueRef blo = descriptor_lo(c, &b, cg_i32(c, n0)), alo = regs_a ? NULL : descriptor_lo(c, &a, m0);
       for (int k0 = 0, s = 0; k0 < k; k0 += form.k, s++) {
-        LLVMValueRef db = descriptor(c, &b, cg_i32(c, n0), k0);
+        LLVMValueRef db = descriptor(c, &b, blo, k0);
         bool add = !(zero && k0 == 0);
         if (regs_a)
           cg_ptx_wgmma(c, &form, 0, !b.k_major, add, regs, nregs, NULL, fenced + l.per + (r * steps + s) * 4, db);
         else
-          cg_ptx_wgmma(c, &form, !a.k_major, !b.k_major, add, regs, nregs, descriptor(c, &a, m0, k0), NULL, db);
+          cg_ptx_wgmma(c, &form, !a.k_major, !b.k_major, add, regs, nregs, descriptor(c, &a, alo, k0), NULL, db);
       }
       for (int i = 0; i < nregs; i++) slots[map[i]] = regs[i];
     }
