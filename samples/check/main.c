@@ -3,8 +3,10 @@
  * checks it against a plain C reference (samples/check/cases.c), on the GPU when there is
  * one and on the interpreter otherwise.
  *
- *   tk-samples [--interp|--gpu] [SAMPLES_DIR]
+ *   tk-samples [--interp|--gpu] [--only TEXT] [SAMPLES_DIR]
  *
+ * --only runs the cases whose name contains TEXT (the GPU host's time is short; the
+ * matmul references alone take a minute there).
  * One line a case: its sizes, then "ok" with the largest error, "FAILED: why", or
  * "skipped: why" when the backend cannot compile the kernel yet. The last line counts
  * them; the exit status is 1 if any failed, 2 on a usage or setup error.
@@ -101,16 +103,18 @@ static int unchecked_files(const char *dir) {
 
 /* Prints the usage line to f and returns status, the exit status to go with it. */
 static int usage(FILE *f, const char *argv0, int status) {
-  fprintf(f, "usage: %s [--interp|--gpu] [SAMPLES_DIR]   (default: auto, ./samples)\n", argv0);
+  fprintf(f, "usage: %s [--interp|--gpu] [--only TEXT] [SAMPLES_DIR]   (default: auto, every case, ./samples)\n",
+          argv0);
   return status;
 }
 
 int main(int argc, char **argv) {
   tk_context_options opts = {TK_BACKEND_AUTO, 0};
-  const char *dir = "samples";
+  const char *dir = "samples", *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--interp") == 0) opts.backend = TK_BACKEND_INTERP;
     else if (strcmp(argv[i], "--gpu") == 0) opts.backend = TK_BACKEND_CUDA;
+    else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
     else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
       return usage(stdout, argv[0], 0);
     else if (argv[i][0] == '-' || i != argc - 1) return usage(stderr, argv[0], 2);
@@ -130,12 +134,16 @@ int main(int argc, char **argv) {
   printf("running %d sample kernels from %s on %s (seed %#llx)\n", ck_ncases, dir, where,
          (unsigned long long)seed);
   printf("  sizes: n, rows x n[/row stride], M x N, M x N x K\n");
-  int count[3] = {0};
-  for (int i = 0; i < ck_ncases; i++) count[check_case(ctx, dir, &ck_cases[i], seed)]++;
-  int extra = unchecked_files(dir);
+  int count[3] = {0}, ran = 0;
+  for (int i = 0; i < ck_ncases; i++)
+    if (!only || strstr(ck_cases[i].name, only)) {
+      count[check_case(ctx, dir, &ck_cases[i], seed)]++;
+      ran++;
+    }
+  int extra = only ? 0 : unchecked_files(dir);
   count[SKIPPED] += extra;
   tk_context_destroy(ctx);
-  printf("%d samples: %d passed, %d failed, %d skipped (on %s)\n", ck_ncases + extra,
+  printf("%d samples: %d passed, %d failed, %d skipped (on %s)\n", ran + extra,
          count[PASSED], count[FAILED], count[SKIPPED], where);
   return count[FAILED] ? 1 : 0;
 }
