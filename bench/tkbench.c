@@ -13,7 +13,7 @@
  * (bench/anchors.py reads them); progress and failures go to stderr. A workload that
  * fails (compile, launch or check) prints value "nan" and the reason as its note.
  *
- * usage: tkbench [--tkc PATH] [--samples DIR] [--quick]
+ * usage: tkbench [--tkc PATH] [--samples DIR] [--quick] [--only TEXT] [--configs I,J]
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +47,12 @@ static int cmp_double(const void *a, const void *b) {
 static double median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+bool tb_config_wanted(const bench *b, int i) {
+  char want[16];
+  snprintf(want, sizeof want, ",%d,", i);
+  return !b->configs || strstr(b->configs, want);
 }
 
 uint64_t tb_rng_next(bench *b) {
@@ -739,6 +745,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--samples") && i + 1 < argc) b.samples = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--configs") && i + 1 < argc) {
+      static char list[256];
+      snprintf(list, sizeof list, ",%s,", argv[++i]);
+      b.configs = list;
+    }
     else if (!strcmp(argv[i], "--fuse-keep") && i + 1 < argc) {
       const char *k = argv[++i];
       static const char *const names[] = {"auto", "recompute", "online", "smem", "cluster"};
@@ -751,8 +762,10 @@ int main(int argc, char **argv) {
       }
     } else {
       fprintf(stderr, "usage: tkbench [--tkc PATH] [--samples DIR] [--quick] [--only TEXT]\n"
-                      "               [--fuse-keep auto|recompute|online|smem]\n"
+                      "               [--fuse-keep auto|recompute|online|smem] [--configs I,J]\n"
                       "  --only TEXT  run only the workloads whose name contains TEXT\n"
+                      "  --configs    attention: try only these configurations of the sweep\n"
+                      "               (indices into AT_CFG, bench/tkbench_attn.c)\n"
                       "  --fuse-keep  force fusion's keep choice for the row kernels\n");
       return 2;
     }

@@ -6,6 +6,7 @@
 #ifndef TB_TKBENCH_H
 #define TB_TKBENCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "include/tk.h"
@@ -21,6 +22,8 @@ typedef struct {
   tk_devptr flush;   /* scratch buffer written before every timed run to evict L2 */
   size_t flush_bytes;
   uint64_t rng;
+  const char *configs; /* --configs: the indices of the sweeps' configurations to try, as
+                          ",1,4,"; NULL: all of them */
 } bench;
 
 /* Prints one figure: "tk <TAB> workload <TAB> value <TAB> unit <TAB> note", the note
@@ -49,6 +52,8 @@ double tb_predict(bench *b, const tb_launch *l, int nl, const char **bound);
 /* Prints "WORKLOAD roofline" (the predicted us, its bound as the note) and "WORKLOAD % of
  * bound" (predicted / measured: 100% is the bound reached). Nothing when either is NaN. */
 void tb_emit_roofline(const char *workload, double predicted, const char *bound, double measured);
+/* Whether configuration i of a workload's sweep is to be tried (--configs). */
+bool tb_config_wanted(const bench *b, int i);
 /* f16 and bf16 bits to and from f32 (round to nearest even). */
 uint16_t tb_f32_to_f16(float f);
 float tb_f16_to_f32(uint16_t u);

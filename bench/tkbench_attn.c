@@ -4,7 +4,8 @@
  * and O contiguous [B, H, S, D] as PyTorch's SDPA takes them. Each case is timed over a
  * few configurations (the best is reported, with its TFLOP/s, counting 4 B H S^2 D FLOPs,
  * halved when causal) after sampled rows of O and of the log-sum-exp are checked against
- * a double reference on the host.
+ * a double reference on the host. `--configs` picks configurations by their index in
+ * AT_CFG (an A/B of a compiler change on one configuration costs seconds, not a sweep).
  */
 #include <math.h>
 #include <stdio.h>
@@ -104,7 +105,7 @@ static void run_case(bench *b, const at_case *c) {
   char lastbad[200] = "";
   const char *kernel = "attention";
   for (size_t ci = 0; !why && ci < sizeof AT_CFG / sizeof *AT_CFG; ci++) {
-    if (AT_CFG[ci][0] != c->d) continue;
+    if (AT_CFG[ci][0] != c->d || !tb_config_wanted(b, (int)ci)) continue;
     const int *cf = AT_CFG[ci] + 1;
     char path[512], v[6][16];
     snprintf(path, sizeof path, "%s/attention.tk", b->samples);
