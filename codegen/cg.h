@@ -223,7 +223,7 @@ void cg_emit_value_op(cg_ctx *c, const ir_op *op);       /* emit_values.c */
 void cg_emit_elementwise(cg_ctx *c, const ir_op *op);    /* emit_elementwise.c */
 void cg_emit_memory(cg_ctx *c, const ir_op *op);         /* emit_memory.c */
 void cg_emit_control(cg_ctx *c, const ir_op *op);        /* emit_control.c */
-void cg_emit_reduce(cg_ctx *c, const ir_op *op);         /* emit_reduce.c: reduce, argreduce */
+void cg_emit_reduce(cg_ctx *c, const ir_op *op);         /* emit_reduce.c: reduce, argreduce, warp_any */
 void cg_emit_scan(cg_ctx *c, const ir_op *op);           /* emit_scan.c */
 void cg_emit_dot(cg_ctx *c, const ir_op *op);            /* emit_dot.c: mma.sync */
 /* The value of x held by lane (this lane ^ lane_xor), for any register type. */

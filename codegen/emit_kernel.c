@@ -101,7 +101,7 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   case IR_FOR: case IR_IF:
     cg_emit_control(c, op);
     return;
-  case IR_REDUCE: case IR_ARGREDUCE:
+  case IR_REDUCE: case IR_ARGREDUCE: case IR_WARP_ANY:
     cg_emit_reduce(c, op);
     return;
   case IR_SCAN:

@@ -5,7 +5,8 @@
  * bit for bit. The result lands in the slice of the operand's layout without the axis (a
  * scalar for a 1-D operand). Replicas contribute the identity. argreduce carries
  * (value, index) pairs; a pair wins when its value is greater (max) or smaller (min), or
- * is the first NaN, ties going to the smaller index: the interpreter's "first extreme". */
+ * is the first NaN, ties going to the smaller index: the interpreter's "first extreme".
+ * warp_any is the warp's vote on a tile of i1. */
 #include "cg.h"
 
 #include <math.h>
@@ -136,7 +137,23 @@ static void across_warps(cg_ctx *c, const reducer *r, const cg_layout *l, int d,
   }
 }
 
+/* warp_any: this thread's elements or'ed, then the warp's vote. The layout's replicas
+ * hold copies of their elements, which change nothing in an or. */
+static void emit_warp_any(cg_ctx *c, const ir_op *op) {
+  cg_val x = cg_get(c, op->operands[0]);
+  LLVMValueRef any = x.v[0];
+  for (int j = 1; j < x.n; j++) any = LLVMBuildOr(c->b, any, x.v[j], "");
+  LLVMValueRef args[2] = {cg_i32(c, -1), any};
+  LLVMValueRef *r = cg_slots(c, 1);
+  r[0] = cg_intrinsic(c, "llvm.nvvm.vote.any.sync", NULL, 0, args, 2);
+  cg_set(c, op->results[0], r, 1);
+}
+
 void cg_emit_reduce(cg_ctx *c, const ir_op *op) {
+  if (op->opc == IR_WARP_ANY) {
+    emit_warp_any(c, op);
+    return;
+  }
   const ir_value *src = op->operands[0], *res = op->results[0];
   int axis = (int)op->attr2;
   reducer r = {op, (ir_reduce_kind)op->attr, TK_F32, op->opc == IR_ARGREDUCE};

@@ -204,6 +204,8 @@ ir_value *ir_binary(ir_builder *b, ir_opcode opc, ir_value *x, ir_value *y) {
 ir_value *ir_cmp_build(ir_builder *b, ir_cmp pred, ir_value *x, ir_value *y) {
   ir_value *v[2] = {x, y};
   const ir_type *t = ir_type_like(b->m, x->type, ir_type_scalar(b->m, TK_I1));
+  /* after tiling, the result lies as its operands do */
+  if (x->type->kind == IR_TILE && x->type->layout) t = ir_type_with_layout(b->m, t, x->type->layout);
   ir_op *op = ir_build(b, IR_CMP, 2, v, 1, &t);
   op->attr = pred;
   return op->results[0];

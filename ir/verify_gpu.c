@@ -316,6 +316,12 @@ bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
     if (v->f && op->parent != v->f->body) ir_verr(v, op, "must be in the kernel's body, outside loops and branches");
     return true;
   }
+  case IR_WARP_ANY: {
+    const ir_type *a = op->operands[0]->type;
+    if (a->kind != IR_TILE || a->dtype != TK_I1) ir_verr(v, op, "operand must be a tile of i1, is %s", ir_vts(v, a));
+    if (r->kind != IR_SCALAR || r->dtype != TK_I1) ir_verr(v, op, "result must be i1, is %s", ir_vts(v, r));
+    return true;
+  }
   case IR_GRID_SIZE:
     if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "axis %lld is not 0, 1 or 2", (long long)op->attr);
     if (r->kind != IR_SCALAR || r->dtype != TK_I32) ir_verr(v, op, "result must be i32, is %s", ir_vts(v, r));

@@ -15,7 +15,7 @@
  *    fixed point with a bound), kloop, licm, canonicalize again, [contract,] fuse (materialize with
  *    no_fuse); then, when the module
  *    has a target (ir_module.arch), the target part: fp8dot, tiling, histogram, clusterkeep, smemkeep, expfold, unmask, persist, swpipe, lower_dot,
- *    tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
+ *    rotate, skipscale, tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
 #ifndef TK_PASSES_H
@@ -122,6 +122,9 @@ bool pass_unmask(ir_module *m, ir_func *f);
  * accumulator, so that the second of one iteration overlaps the next one's first and
  * what follows it (rotate.c). */
 bool pass_rotate(ir_module *m, ir_func *f);
+/* Skips a wgmma accumulator's rescale by a row factor in a loop when the factor is 1 for
+ * every row of the warp (a vote; exact) (skipscale.c). */
+bool pass_skipscale(ir_module *m, ir_func *f);
 /* Turns a store of a wgmma result that writes a block of a strided tensor into a TMA copy
  * through a shared buffer, overlapped with what follows (tmastore.c). */
 bool pass_tmastore(ir_module *m, ir_func *f);
