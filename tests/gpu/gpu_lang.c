@@ -326,6 +326,28 @@ static const char CLAMPS[] =
     "    store(o64 + offs, clamp((w as i64) * 3000000000, w, -(offs as i64) * 5000000000));\n"
     "}\n";
 
+/* skipscale (docs/passes.md): a loop's rescale of a wgmma accumulator by a row factor runs
+ * only in warps where some factor is not 1. Rows with rm % 64 >= 20 have factor 1: warps 2
+ * and 3 of each warpgroup (rows 32..63 of its 64) skip, warp 0 multiplies every row, warp 1
+ * multiplies its rows 16..19 and its rows of factor 1 alike. Two K steps keep every value
+ * a multiple of 2^-9 below 2^13, so the sums are exact in any order: bit for bit. */
+static const char RESCALE[] =
+    "@launch(warps = 8, stages = 2)\n"
+    "kernel rescale<BM: i32 = 128, BN: i32 = 128, BK: i32 = 64>(\n"
+    "        a: *f16, b: *f16, r: *f32, c: *f32, M: i32, N: i32, K: i32) {\n"
+    "    let rm = program_id(0) * BM + arange(0, BM);\n"
+    "    let rn = arange(0, BN);\n"
+    "    var acc = zeros<f32>(BM, BN);\n"
+    "    for k in range(0, K, BK) {\n"
+    "        let kk = k + arange(0, BK);\n"
+    "        let ta = load(a + rm[:, None] * K + kk[None, :]);\n"
+    "        let tb = load(b + kk[:, None] * N + rn[None, :]);\n"
+    "        let f = where(rm % 64 < 20, load(r + (k / BK) * M + rm), 1.0);\n"
+    "        acc = dot(ta, tb, acc * f[:, None]);\n"
+    "    }\n"
+    "    store(c + rm[:, None] * N + rn[None, :], acc);\n"
+    "}\n";
+
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -382,6 +404,9 @@ static const lc_case CASES[] = {
      {BUF(TK_I32, 3 * 512)}, 2, 1, {3}, 1, 3, 0},
     {"i1_sitofp_and_relayout", "i1_forms", I1_FORMS, {NULL}, {BUF(TK_I1, 16), BUF(TK_F32, 1024)},
      {BUF(TK_F32, 16), BUF(TK_I32, 32)}, 2, 2, {700, 0}, 2, 1, 0},
+    {"skipscale_rows", "rescale", RESCALE, {NULL},
+     {BUF(TK_F16, 256 * 128), BUF(TK_F16, 128 * 128), BUF(TK_F32, 2 * 256)}, {BUF(TK_F32, 256 * 128)},
+     3, 1, {256, 128, 128}, 3, 2, 0},
     {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
      {5}, 1, 1, 0},
 };
