@@ -49,6 +49,17 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* Whether v is a --configs list: decimal indices separated by single commas. */
+static bool configs_ok(const char *v) {
+  bool digit = false;
+  for (; *v; v++) {
+    if (*v >= '0' && *v <= '9') digit = true;
+    else if (*v == ',' && digit) digit = false;
+    else return false;
+  }
+  return digit;
+}
+
 bool tb_config_wanted(const bench *b, int i) {
   char want[16];
   snprintf(want, sizeof want, ",%d,", i);
@@ -747,7 +758,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--quick")) quick = true;
     else if (!strcmp(argv[i], "--configs") && i + 1 < argc) {
       static char list[256];
-      snprintf(list, sizeof list, ",%s,", argv[++i]);
+      const char *v = argv[++i];
+      if (!configs_ok(v) || strlen(v) + 3 > sizeof list) {
+        fprintf(stderr, "tkbench: --configs takes indices separated by commas (0,3,8), got '%s'\n", v);
+        return 2;
+      }
+      snprintf(list, sizeof list, ",%s,", v);
       b.configs = list;
     }
     else if (!strcmp(argv[i], "--fuse-keep") && i + 1 < argc) {

@@ -52,12 +52,14 @@ static bool rewrite(ir_module *m, ir_func *f, ir_block *body, ir_op *mul) {
   if (t->kind != IR_TILE || t->rank != 2 || !ir_dtype_is_float(t->dtype) || !t->layout ||
       t->layout->kind != IR_LAYOUT_WGMMA)
     return false;
-  int k = row_factor(mul->operands[1], t) ? 1 : row_factor(mul->operands[0], t) ? 0 : -1;
-  if (k < 0) return false;
+  int k = 1;
+  ir_value *factor = row_factor(mul->operands[1], t);
+  if (!factor) factor = row_factor(mul->operands[k = 0], t);
+  if (!factor) return false;
   acc_use u = {mul->results[0], false, 0};
   ir_walk(body, scan_acc, &u);
   if (u.other || !u.uses) return false;
-  ir_value *factor = row_factor(mul->operands[k], t), *acc = mul->operands[1 - k];
+  ir_value *acc = mul->operands[1 - k];
   ir_builder at = {m, body, mul, mul->loc};
   ir_value *one = ir_const_float(&at, factor->type, 1.0);
   ir_value *ne = ir_cmp_build(&at, IR_CMP_NE, factor, one);
