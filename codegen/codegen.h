@@ -156,6 +156,13 @@ bool cg_emit_c_tuned(const ir_module *const *ms, const char *const *ptxs, const 
                      const char *const *configs, int n, const char *basename, su_buf *h_out,
                      su_buf *c_out, su_diags *d);
 
+/* How many special-function (MUFU: ex2, lg2, rsqrt, rcp, sin, cos) results one element
+ * of the elementwise op opc of dtype dt costs as codegen lowers it (accurate: the op is
+ * marked accurate, its attr 1 where ir_op_has_accurate): exp 1, tanh 2, log 0, ... (the
+ * table in math.c, counted on ptxas's output; an op that is no math, or an integer, 0).
+ * The roofline's special-function ceiling reads it; it changes with the lowering. */
+int cg_math_mufu_per_elem(ir_opcode opc, tk_dtype dt, bool accurate);
+
 /* Appends the libdevice path o selects (see cg_options) to out, NUL-terminated. */
 void cg_libdevice_path(const cg_options *o, su_buf *out);
 

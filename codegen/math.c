@@ -70,6 +70,55 @@ LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMV
   }
 }
 
+/* ---- what the lowering costs the special-function units ---------------------------------
+ * MUFU results per element of each float math op, as the lowerings above (and float_op in
+ * emit_elementwise.c: sigmoid, `/`, `%`) compile after ptxas: the roofline's
+ * special-function term (driver/roofline.c) reads this table and nothing else, so it
+ * must change when a lowering does. Counted on the common path of the SASS of one kernel
+ * per op (sm_90a, ptxas 13; docs/roofline.md, "Special functions"): a routine's slow path
+ * (a subnormal, an overflow, an out-of-range argument) is not counted; a branch taken by
+ * part of the range counts as taken, as the roofline takes an `if`'s larger arm.
+ * ptxas's correctly rounded sqrt.rn, div.rn and rcp.rn start from a MUFU seed (RSQ, RCP)
+ * refined by FMAs, so exact sqrt and division cost one, like their approximations. f16,
+ * bf16 and fp8 compute in f32 (the f32 columns); integer division (one MUFU.RCP for a
+ * divisor that is not a constant) is index arithmetic, which the roofline does not count. */
+typedef struct {
+  ir_opcode opc;
+  signed char f32, f32_accurate, f64;
+} mufu_row;
+
+static const mufu_row MUFU[] = {
+    /* f32: ex2.approx(x * log2 e); accurate: __nv_expf's ex2.approx.ftz; f64: __nv_exp, a
+     * polynomial */
+    {IR_EXP, 1, 1, 0},
+    {IR_EXP2, 1, 1, 0},      /* ex2.approx (also `exp2 ftz`); f64: polynomial */
+    {IR_LOG, 0, 0, 1},       /* __nv_logf: a polynomial; __nv_log: one rcp.approx.f64 */
+    {IR_LOG2, 0, 0, 1},
+    {IR_SQRT, 1, 1, 1},      /* sqrt.rn: MUFU.RSQ (f64: RSQ64H) and Newton steps */
+    {IR_RSQRT, 1, 1, 1},     /* rsqrt.approx (f64: RSQ64H refined) */
+    {IR_SIN, 1, 0, 0},       /* sin.approx; accurate and f64: polynomials after reduction */
+    {IR_COS, 1, 0, 0},
+    {IR_TANH, 2, 2, 2},      /* __nv_tanhf: ex2 and rcp (|x| >= 0.6; selected, not branched) */
+    {IR_ERF, 1, 1, 1},       /* one ex2, on the |x| >= 1 branch */
+    {IR_SIGMOID, 2, 2, 1},   /* exp(-x) as above, then 1 / (1 + e): div.rn's rcp */
+    {IR_LOG1P, 0, 0, 2},     /* f32 polynomial; f64: div.rn.f64 and __nv_log's rcp */
+    {IR_EXPM1, 1, 1, 0},
+    {IR_POW, 1, 1, 1},       /* __nv_powf: one rcp.approx; __nv_pow: one rcp.approx.f64 */
+    {IR_FDIV, 1, 1, 1},      /* div.full.f32: MUFU.RCP and a multiply; f64: div.rn.f64 */
+    {IR_DIV, 1, 1, 1},       /* div.rn: MUFU.RCP and Newton steps (by a power of two LLVM
+                              * multiplies instead: counted all the same, an upper bound) */
+    {IR_REM, 1, 1, 0},       /* __nv_fmodf: one div.approx or rcp.approx; __nv_fmod: integer */
+};
+
+int cg_math_mufu_per_elem(ir_opcode opc, tk_dtype dt, bool accurate) {
+  if (!ir_dtype_is_float(dt)) return 0;
+  for (size_t i = 0; i < sizeof MUFU / sizeof *MUFU; i++) {
+    const mufu_row *r = &MUFU[i];
+    if (r->opc == opc) return dt == TK_F64 ? r->f64 : accurate ? r->f32_accurate : r->f32;
+  }
+  return 0;
+}
+
 LLVMValueRef cg_exp2_ftz(cg_ctx *c, LLVMValueRef x) {
   return approx(c, "llvm.nvvm.ex2.approx.ftz.f", x);
 }

@@ -114,15 +114,19 @@ typedef struct {
   int64_t value;
 } drv_rl_value;
 
-typedef enum { DRV_BOUND_HBM, DRV_BOUND_L2, DRV_BOUND_F32, DRV_BOUND_TENSOR, DRV_BOUND_LAUNCH } drv_bound;
+/* In tk_bound's order (runtime/api.c checks it): a new bound is appended. */
+typedef enum {
+  DRV_BOUND_HBM, DRV_BOUND_L2, DRV_BOUND_F32, DRV_BOUND_TENSOR, DRV_BOUND_LAUNCH, DRV_BOUND_SFU
+} drv_bound;
 
 /* A kernel's roofline for one launch; bytes and FLOPs of the whole grid, times in seconds. */
 typedef struct {
   double hbm_bytes, l2_bytes, flops, tc_flops;
+  double mufu;             /* special-function (MUFU) results: ex2, rcp, sin, ... */
   double xprog_bytes;      /* of l2_bytes: what other programs read too (reuse across programs) */
   double reread_footprint; /* what the programs resident at once re-read (bytes) */
   double reread_hit;       /* the share of re-reads charged to L2 (1: it fits; else L2 / it) */
-  double t_hbm, t_l2, t_f32, t_tensor, t_launch; /* each ceiling's time for the work */
+  double t_hbm, t_l2, t_f32, t_tensor, t_sfu, t_launch; /* each ceiling's time for the work */
   double predicted_s;      /* the largest of them */
   drv_bound bound;         /* which one */
   bool unknown_trips;      /* a loop's trip count did not follow: counted once */
@@ -134,7 +138,8 @@ typedef struct {
  * roofline.c for the counting rules. */
 void drv_roofline_kernel(const ir_func *f, const char *arch, const unsigned grid[3],
                          const drv_rl_value *params, drv_rl_result *out);
-/* "memory (HBM bandwidth)", "compute (tensor cores)", "overhead (the launch)", ... */
+/* "memory (HBM bandwidth)", "compute (tensor cores)", "compute (special functions)",
+ * "overhead (the launch)", ... */
 const char *drv_bound_name(drv_bound b);
 /* Reads tkc's --args list "NAME=INTEGER,..." into out (one per parameter of f) for the
  * parameters of f so named, setting *used when one is; false with the reason in why for a
@@ -142,8 +147,9 @@ const char *drv_bound_name(drv_bound b);
 bool drv_roofline_args(const ir_func *f, const char *list, drv_rl_value *out, bool *used,
                        su_buf *why);
 /* Writes the roofline report of every kernel of m for arch (with ceilings) and grid:
- * bytes to HBM and L2, FLOPs, the bound, the predicted time and the fraction of each
- * ceiling used then. params[i]: kernel i's arguments (drv_roofline_args), or params NULL. */
+ * bytes to HBM and L2, FLOPs, special-function results, the bound, the predicted time and
+ * the fraction of each ceiling used then. params[i]: kernel i's arguments
+ * (drv_roofline_args), or params NULL. */
 void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigned grid[3],
                   const drv_rl_value *const *params);
 

@@ -1,8 +1,8 @@
 /* The roofline (tkc --roofline, tk_roofline): for a kernel and a launch — its grid and, when
  * known, its argument values — the bytes it moves to and from HBM and L2, the arithmetic
  * it does, which ceiling of the target binds (HBM or L2 bandwidth, f32 or tensor-core
- * FLOP rate, or the launch's overhead), the predicted time and the fraction of each
- * ceiling the kernel uses at that time.
+ * FLOP rate, the special-function units' rate, or the launch's overhead), the predicted
+ * time and the fraction of each ceiling the kernel uses at that time.
  *
  * Counting rules (an estimate from the IR, not a simulation; docs/roofline.md):
  *  - bytes: every load, store and atomic moves its tile's elements at their storage size;
@@ -20,6 +20,10 @@
  *  - FLOPs: one per element of each float elementwise op (fma: two; a math function one),
  *    one per element folded by a float reduction or scan, 2*M*N*K for dot (tensor cores).
  *    Integer arithmetic is index math and is not counted.
+ *  - special functions: per element of each float elementwise op, the MUFU results its
+ *    lowering costs (cg_math_mufu_per_elem: exp 1, tanh 2, log 0, `/` 1, ...), counted
+ *    apart from the FLOPs because the MUFU does 16 a clock an SM against the FMA pipe's
+ *    128: exp at attention's head dim 64 takes as long as the matrix products.
  *  - loops: a `for` multiplies its body by its trip count, computed from constants, the
  *    launch's argument values and the grid (the program id taken at the middle of the
  *    grid: the average program); a loop whose count does not follow from them is counted
@@ -27,8 +31,8 @@
  *    so a triangular nest (causal attention) counts its average inner trip.
  *  - `if`: the larger branch.
  * The time is max(HBM bytes / HBM bandwidth, all bytes / L2 bandwidth, FLOPs / f32 rate,
- * tensor FLOPs / tensor rate, launch overhead), with the ceilings of the target's row of
- * target/targets.def. */
+ * tensor FLOPs / tensor rate, MUFU results / special-function rate, launch overhead), with
+ * the ceilings of the target's row of target/targets.def. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +45,7 @@ typedef struct {
   double xprog;  /* loaded by other programs too: from L2 after the first (cross-program reuse) */
   double reread; /* loaded again by this program (recomputation): L2 if it fits */
   double flops, tc_flops;
+  double mufu;   /* special-function (MUFU) results */
   bool unknown_trips;
 } cost;
 
@@ -177,6 +182,7 @@ static void add(cost *c, cost d, double times) {
   c->reread += d.reread * times;
   c->flops += d.flops * times;
   c->tc_flops += d.tc_flops * times;
+  c->mufu += d.mufu * times;
   c->unknown_trips |= d.unknown_trips;
 }
 
@@ -212,6 +218,14 @@ static double trips(counter *c, const ir_op *op, int64_t *lb, int64_t *step) {
       !eval(c, op->operands[2], step) || *step <= 0)
     return -1;
   return ub > *lb ? (double)((ub - *lb + *step - 1) / *step) : 0;
+}
+
+/* The MUFU results one element of float elementwise op costs: codegen's table, with the
+ * op's accuracy read as codegen reads it (attr 1 on an op that has the flag; `exp2`'s attr
+ * is ftz, the same one ex2). */
+static int mufu_per_elem(const ir_op *op) {
+  bool accurate = op->attr == 1 && ir_op_has_accurate(op->opc);
+  return cg_math_mufu_per_elem(op->opc, ir_type_elem(op->results[0]->type)->dtype, accurate);
 }
 
 static cost op_cost(counter *c, const ir_op *op) {
@@ -273,8 +287,11 @@ static cost op_cost(counter *c, const ir_op *op) {
     break;
   default:
     if ((info->traits & IR_ELEM) && op->nresults == 1 && op->opc != IR_CAST &&
-        op->opc != IR_ADDPTR && op->opc != IR_SELECT && is_float(op->results[0]->type))
-      k.flops = (double)ir_type_numel(op->results[0]->type) * (op->opc == IR_FMA ? 2 : 1);
+        op->opc != IR_ADDPTR && op->opc != IR_SELECT && is_float(op->results[0]->type)) {
+      double n = (double)ir_type_numel(op->results[0]->type);
+      k.flops = n * (op->opc == IR_FMA ? 2 : 1);
+      k.mufu = n * mufu_per_elem(op);
+    }
     break;
   }
   return k;
@@ -326,17 +343,20 @@ void drv_roofline_kernel(const ir_func *f, const char *arch, const unsigned grid
   out->l2_bytes = (k.xprog + out->reread_hit * k.reread) * programs;
   out->flops = k.flops * programs;
   out->tc_flops = k.tc_flops * programs;
+  out->mufu = k.mufu * programs;
   out->unknown_trips = k.unknown_trips;
   out->t_hbm = out->hbm_bytes / t->hbm_bw;
   out->t_l2 = (out->hbm_bytes + out->l2_bytes) / t->l2_bw;
   out->t_f32 = out->flops / t->f32_flops;
   out->t_tensor = out->tc_flops / t->tc_flops;
+  out->t_sfu = out->mufu / t->sfu_rate;
   out->t_launch = t->launch_s;
-  const double ts[] = {out->t_hbm, out->t_l2, out->t_f32, out->t_tensor, out->t_launch};
-  const drv_bound bs[] = {DRV_BOUND_HBM, DRV_BOUND_L2, DRV_BOUND_F32, DRV_BOUND_TENSOR, DRV_BOUND_LAUNCH};
+  const double ts[] = {out->t_hbm, out->t_l2, out->t_f32, out->t_tensor, out->t_sfu, out->t_launch};
+  const drv_bound bs[] = {DRV_BOUND_HBM,    DRV_BOUND_L2,  DRV_BOUND_F32,
+                          DRV_BOUND_TENSOR, DRV_BOUND_SFU, DRV_BOUND_LAUNCH};
   out->bound = DRV_BOUND_HBM;
   out->predicted_s = ts[0];
-  for (int i = 1; i < 5; i++)
+  for (int i = 1; i < (int)(sizeof ts / sizeof *ts); i++)
     if (ts[i] > out->predicted_s) {
       out->predicted_s = ts[i];
       out->bound = bs[i];
@@ -350,6 +370,7 @@ const char *drv_bound_name(drv_bound b) {
   case DRV_BOUND_L2: return "memory (L2 bandwidth)";
   case DRV_BOUND_F32: return "compute (f32)";
   case DRV_BOUND_TENSOR: return "compute (tensor cores)";
+  case DRV_BOUND_SFU: return "compute (special functions)";
   case DRV_BOUND_LAUNCH: return "overhead (the launch)";
   }
   return "?";
@@ -412,9 +433,9 @@ void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigne
   SU_ASSERT(tg_has_ceilings(arch));
   const tg_arch *t = tg_find(arch);
   fprintf(out, "roofline on %s, %s: HBM %.3g TB/s, L2 %.3g TB/s (%.3g MB), %.3g TFLOP/s f32, "
-          "%.3g TFLOP/s tensor, launch %.3g us\n", t->name, t->machine, t->hbm_bw / 1e12,
-          t->l2_bw / 1e12, t->l2_bytes / 1e6, t->f32_flops / 1e12, t->tc_flops / 1e12,
-          t->launch_s * 1e6);
+          "%.3g TFLOP/s tensor, %.3g T/s special functions, launch %.3g us\n", t->name, t->machine,
+          t->hbm_bw / 1e12, t->l2_bw / 1e12, t->l2_bytes / 1e6, t->f32_flops / 1e12,
+          t->tc_flops / 1e12, t->sfu_rate / 1e12, t->launch_s * 1e6);
   for (int i = 0; i < m->nfuncs; i++) {
     const ir_func *f = m->funcs[i];
     drv_rl_result r;
@@ -443,6 +464,7 @@ void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigne
     }
     fprintf(out, "; %.6g FLOPs", r.flops);
     if (r.tc_flops > 0) fprintf(out, " + %.6g tensor FLOPs", r.tc_flops);
+    if (r.mufu > 0) fprintf(out, "; %.6g special functions (MUFU)", r.mufu);
     double bytes = r.hbm_bytes + r.l2_bytes;
     fprintf(out, "; intensity %.3g FLOP/byte\n", bytes > 0 ? (r.flops + r.tc_flops) / bytes : 0);
     if (r.reread_footprint > 0 && r.reread_hit < 1) {
@@ -453,12 +475,14 @@ void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigne
     }
     fprintf(out, "  per program: ");
     print_bytes(out, (r.hbm_bytes + r.l2_bytes) / programs);
-    fprintf(out, ", %.6g FLOPs\n", (r.flops + r.tc_flops) / programs);
+    fprintf(out, ", %.6g FLOPs", (r.flops + r.tc_flops) / programs);
+    if (r.mufu > 0) fprintf(out, ", %.6g special functions", r.mufu / programs);
+    fprintf(out, "\n");
     fprintf(out, "  bound: %s\n  predicted: ", drv_bound_name(r.bound));
     print_time(out, r.predicted_s);
     double p = r.predicted_s;
     fprintf(out, "\n  achievable fraction of each ceiling at that time: HBM %.0f%%, L2 %.0f%%, "
-            "f32 %.0f%%, tensor %.0f%%\n", 100 * r.t_hbm / p, 100 * r.t_l2 / p, 100 * r.t_f32 / p,
-            100 * r.t_tensor / p);
+            "f32 %.0f%%, tensor %.0f%%, special functions %.0f%%\n", 100 * r.t_hbm / p,
+            100 * r.t_l2 / p, 100 * r.t_f32 / p, 100 * r.t_tensor / p, 100 * r.t_sfu / p);
   }
 }

@@ -256,13 +256,15 @@ TK_API tk_status tk_launch(tk_kernel *k, tk_grid grid, void *stream, const tk_ar
 
 /* ---- the roofline (docs/roofline.md) -------------------------------------------------- */
 
-/* What bounds a launch: a memory bandwidth, a FLOP rate, or the launch's own overhead. */
+/* What bounds a launch: a memory bandwidth, a FLOP rate, the special-function units, or
+ * the launch's own overhead. The values are ABI: a new bound is appended. */
 typedef enum {
   TK_BOUND_HBM,     /* HBM bandwidth */
   TK_BOUND_L2,      /* L2 bandwidth (data several programs, or one program again, read) */
   TK_BOUND_F32,     /* f32 arithmetic on the CUDA cores */
   TK_BOUND_TENSOR,  /* dot on the tensor cores */
-  TK_BOUND_LAUNCH   /* the fixed cost of a launch */
+  TK_BOUND_LAUNCH,  /* the fixed cost of a launch */
+  TK_BOUND_SFU      /* the special-function units (MUFU: exp, sin, rcp, ...) */
 } tk_bound;
 
 typedef struct {
@@ -275,6 +277,11 @@ typedef struct {
   double fraction_hbm, fraction_l2, fraction_f32, fraction_tensor;
   int trips_unknown;           /* 1: a loop's trip count did not follow from the arguments
                                   and the grid, and was counted once */
+  /* appended (the fields above keep their offsets; a program built against the older,
+     smaller struct is to be rebuilt): the special-function results (MUFU: an exp is
+     one, a tanh two, a log none; docs/roofline.md) and that ceiling's fraction */
+  double sfu_ops;
+  double fraction_sfu;
 } tk_roofline_report;
 
 /* The roofline of launching k on grid with args (as tk_launch takes them: checked the

@@ -622,7 +622,8 @@ tk_status rt_check_args(rt_context *ctx, const rt_kernel *k, const tk_arg *args,
 
 _Static_assert((int)TK_BOUND_HBM == (int)DRV_BOUND_HBM && (int)TK_BOUND_L2 == (int)DRV_BOUND_L2 &&
                (int)TK_BOUND_F32 == (int)DRV_BOUND_F32 && (int)TK_BOUND_TENSOR == (int)DRV_BOUND_TENSOR &&
-               (int)TK_BOUND_LAUNCH == (int)DRV_BOUND_LAUNCH, "tk_bound and drv_bound disagree");
+               (int)TK_BOUND_LAUNCH == (int)DRV_BOUND_LAUNCH && (int)TK_BOUND_SFU == (int)DRV_BOUND_SFU,
+               "tk_bound and drv_bound disagree");
 
 tk_status tk_roofline(tk_kernel *h, const char *arch, tk_grid grid, const tk_arg *args,
                       int nargs, tk_roofline_report *out) {
@@ -653,7 +654,8 @@ tk_status tk_roofline(tk_kernel *h, const char *arch, tk_grid grid, const tk_arg
   double p = r.predicted_s;
   *out = (tk_roofline_report){r.hbm_bytes, r.l2_bytes, r.flops, r.tc_flops, p * 1e6,
                               (tk_bound)r.bound, drv_bound_name(r.bound), r.t_hbm / p,
-                              r.t_l2 / p, r.t_f32 / p, r.t_tensor / p, r.unknown_trips};
+                              r.t_l2 / p, r.t_f32 / p, r.t_tensor / p, r.unknown_trips,
+                              r.mufu, r.t_sfu / p};
   return TK_OK;
 }
 

@@ -5,10 +5,11 @@
 
 static const tg_arch table[] = {
 #define TG_ROW(name, cc, specific, ptx, features, smem_static, smem_block, smem_sm, regs_sm,  \
-               regs_thread, threads_sm, blocks_sm, sms, hbm_bw, f32_flops, tc_flops, l2_bytes,  \
-               l2_bw, launch_s, machine)                                                     \
+               regs_thread, threads_sm, blocks_sm, sms, hbm_bw, f32_flops, tc_flops, sfu_rate,  \
+               l2_bytes, l2_bw, launch_s, machine)                                           \
   {#name, cc, specific, ptx, features, smem_static, smem_block, smem_sm, regs_sm, regs_thread, \
-   threads_sm, blocks_sm, sms, hbm_bw, f32_flops, tc_flops, l2_bytes, l2_bw, launch_s, machine},
+   threads_sm, blocks_sm, sms, hbm_bw, f32_flops, tc_flops, sfu_rate, l2_bytes, l2_bw, launch_s, \
+   machine},
 #include "targets.def"
 #undef TG_ROW
 };
@@ -67,7 +68,7 @@ int tg_smem_sm(const char *arch) {
 
 bool tg_has_ceilings(const char *arch) {
   const tg_arch *t = tg_find(arch);
-  return t && t->hbm_bw > 0 && t->f32_flops > 0 && t->tc_flops > 0 && t->l2_bytes > 0 &&
+  return t && t->hbm_bw > 0 && t->f32_flops > 0 && t->tc_flops > 0 && t->sfu_rate > 0 && t->l2_bytes > 0 &&
          t->l2_bw > 0 && t->launch_s > 0;
 }
 

@@ -62,6 +62,7 @@ typedef struct {
   int threads_sm, blocks_sm; /* resident per SM */
   int sms;        /* of `machine`; 0: none */
   double hbm_bw, f32_flops, tc_flops; /* bytes/s, FLOP/s; 0: unknown */
+  double sfu_rate;                    /* special-function (MUFU) results/s; 0: unknown */
   double l2_bytes, l2_bw;             /* bytes, bytes/s; 0: unknown */
   double launch_s;                    /* the least a launch costs, seconds */
   const char *machine;

@@ -661,6 +661,42 @@ static void test_roofline(void **state) {
   tk_context_destroy(ctx);
 }
 
+/* A kernel of transcendentals over data read once is bound by the special-function units:
+ * sin, exp and cos are one MUFU result an element each, tanh two (ex2 and rcp), log none
+ * (codegen/math.c's table); a copy of the same data is bound by HBM, with no MUFU work. */
+static void test_roofline_special_functions(void **state) {
+  (void)state;
+  tk_context *ctx = interp();
+  static const char src[] =
+      "kernel transc(x: *f16, y: *f16) {\n"
+      "  let offs = program_id(0) * 1024 + arange(0, 1024);\n"
+      "  let v = load(x + offs) as f32;\n"
+      "  store(y + offs, (exp(sin(v)) + cos(v) * tanh(v) + log(v * v + 1.0)) as f16);\n"
+      "}\n"
+      "kernel copy(x: *f16, y: *f16) {\n"
+      "  let offs = program_id(0) * 1024 + arange(0, 1024);\n"
+      "  store(y + offs, load(x + offs));\n"
+      "}\n";
+  tk_module *m = NULL;
+  assert_int_equal(tk_module_compile(ctx, &m, src, strlen(src), "sfu.tk", NULL), TK_OK);
+  tk_kernel *kt = NULL, *kc = NULL;
+  assert_int_equal(tk_module_get_kernel(m, "transc", &kt), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "copy", &kc), TK_OK);
+  tk_arg a[] = {tk_arg_ptr(0), tk_arg_ptr(0)};
+  tk_roofline_report r;
+  assert_int_equal(tk_roofline(kt, "sm_90a", (tk_grid){8192, 1, 1}, a, 2, &r), TK_OK);
+  double elems = 8192.0 * 1024, rate = 16 * 132 * 1.98e9; /* sm_90a: 16 a clock an SM */
+  assert_true(r.sfu_ops == 5 * elems);
+  assert_int_equal(r.bound, TK_BOUND_SFU);
+  assert_string_equal(r.bound_name, "compute (special functions)");
+  assert_true(fabs(r.predicted_us - r.sfu_ops / rate * 1e6) < 1e-6);
+  assert_true(fabs(r.fraction_sfu - 1.0) < 1e-12 && r.fraction_hbm < 1.0);
+  assert_int_equal(tk_roofline(kc, "sm_90a", (tk_grid){8192, 1, 1}, a, 2, &r), TK_OK);
+  assert_true(r.sfu_ops == 0 && r.fraction_sfu == 0);
+  assert_int_equal(r.bound, TK_BOUND_HBM);
+  tk_context_destroy(ctx);
+}
+
 /* A dot over a logical K (samples/matmul_logical.tk's form) is counted as the loop kloop
  * makes of it, from the launch's K: the same report as the loop written by hand. */
 static void test_roofline_logical_k(void **state) {
@@ -714,6 +750,7 @@ int main(void) {
       cmocka_unit_test(test_launch_and_arguments),
       cmocka_unit_test(test_roofline),
       cmocka_unit_test(test_roofline_logical_k),
+      cmocka_unit_test(test_roofline_special_functions),
       cmocka_unit_test(test_compile_failures),
       cmocka_unit_test(test_compile_arch),
       cmocka_unit_test(test_runtime_fault),

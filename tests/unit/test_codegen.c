@@ -753,6 +753,59 @@ static void test_f64_math_through_libdevice(void **state) {
   end(&x);
 }
 
+/* The MUFU instructions of the PTX of one element (128 elements, 128 threads): each of
+ * these is one MUFU result after ptxas (div.rn, rcp.rn and sqrt.rn too: a MUFU seed and
+ * Newton steps; docs/roofline.md). */
+static int mufu_in_ptx(const char *ptx) {
+  static const char *const MUFU[] = {"ex2.approx", "lg2.approx", "sin.approx", "cos.approx",
+                                     "rsqrt.approx", "rcp.approx", "rcp.rn", "div.full",
+                                     "div.rn", "div.approx", "sqrt.rn", "tanh.approx"};
+  int n = pc_count(ptx, "sqrt.approx") - pc_count(ptx, "rsqrt.approx");
+  for (size_t i = 0; i < sizeof MUFU / sizeof *MUFU; i++) n += pc_count(ptx, MUFU[i]);
+  return n;
+}
+
+/* The roofline's special-function counts (cg_math_mufu_per_elem) are what the lowering
+ * emits: a lowering that changes without its row of the table fails here. */
+static void test_mufu_table_matches_the_ptx(void **state) {
+  (void)state;
+  if (!have_libdevice()) {
+    print_message("skipped: libdevice not found (set TK_LIBDEVICE or CUDA_HOME)\n");
+    skip();
+  }
+  static const ir_opcode ops[] = {IR_EXP, IR_EXP2, IR_LOG, IR_LOG2, IR_SQRT, IR_RSQRT, IR_SIN,
+                                  IR_COS, IR_TANH, IR_ERF, IR_SIGMOID, IR_LOG1P, IR_EXPM1,
+                                  IR_POW, IR_FDIV, IR_DIV, IR_REM, IR_ABS, IR_FLOOR, IR_ADD};
+  static const tk_dtype dts[] = {TK_F32, TK_F64};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    for (size_t j = 0; j < 2; j++)
+      for (int accurate = 0; accurate < 2; accurate++) {
+        if (accurate && (dts[j] != TK_F32 || !ir_op_has_accurate(ops[i]))) continue;
+        fixture x;
+        begin(&x, "k");
+        ir_value *px = param(&x, "x", ptr(&x, dts[j])), *py = param(&x, "y", ptr(&x, dts[j]));
+        ir_value *o = block_offsets(&x, 128);
+        ir_value *a = load(&x, addptr(&x, px, o), NULL), *v;
+        if (ir_op_info(ops[i])->noperands == 2)
+          v = op2(&x, ops[i], a, load(&x, addptr(&x, py, o), NULL));
+        else
+          v = ir_unary(&x.b, ops[i], a);
+        if (accurate) v->def->attr = 1;
+        store(&x, addptr(&x, py, o), v, NULL);
+        ret(&x);
+        char *ptx = emit_with_libdevice(&x, CG_PTX, NULL);
+        assert_non_null(ptx);
+        /* __nv_fmodf has two paths, each with one (div.approx, or rcp.approx and a loop) */
+        int paths = ops[i] == IR_REM && dts[j] == TK_F32 ? 2 : 1;
+        int want = cg_math_mufu_per_elem(ops[i], dts[j], accurate) * paths, got = mufu_in_ptx(ptx);
+        if (got != want)
+          fail_msg("%s %s%s: %d MUFU instructions in the PTX, the table says %d", ir_op_info(ops[i])->name,
+                   ir_dtype_name(dts[j]), accurate ? " accurate" : "", got, want);
+        free(ptx);
+        end(&x);
+      }
+}
+
 /* A libdevice that is not bitcode is a reported error; LLVM must not exit the process. */
 static void test_bad_libdevice_reported(void **state) {
   (void)state;
@@ -1014,6 +1067,7 @@ int main(void) {
       cmocka_unit_test(test_f32_math_is_approx),
       cmocka_unit_test(test_f32_exp_scales_by_log2e),
       cmocka_unit_test(test_f64_math_through_libdevice),
+      cmocka_unit_test(test_mufu_table_matches_the_ptx),
       cmocka_unit_test(test_bad_libdevice_reported),
       cmocka_unit_test(test_kernels_apart_merge_into_one_module),
       cmocka_unit_test(test_ptx_depends_on_the_ir_alone),

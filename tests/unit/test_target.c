@@ -93,12 +93,19 @@ static void test_rows_consistent(void **state) {
     assert_int_equal(t->smem_static, 48 * 1024);
     assert_int_equal(t->regs_thread, 255);
     assert_true(t->regs_sm >= 32 * 1024);
-    bool ceilings = t->hbm_bw > 0 && t->f32_flops > 0 && t->tc_flops > 0 && t->l2_bytes > 0 &&
-                    t->l2_bw > t->hbm_bw && t->launch_s > 0;
+    bool ceilings = t->hbm_bw > 0 && t->f32_flops > 0 && t->tc_flops > 0 && t->sfu_rate > 0 &&
+                    t->l2_bytes > 0 && t->l2_bw > t->hbm_bw && t->launch_s > 0;
     assert_int_equal(tg_has_ceilings(t->name), ceilings);
     assert_int_equal(ceilings, t->machine[0] != '\0');
     assert_int_equal(ceilings, t->sms > 0);
     if (ceilings) assert_true(t->tc_flops > t->f32_flops);
+    /* 16 MUFU results a clock an SM against 256 f32 FLOPs (128 FMA): the same clock, a
+     * boost clock between 1 and 2.5 GHz */
+    if (ceilings) {
+      double clock = t->sfu_rate / (16.0 * t->sms);
+      assert_true(clock > 1e9 && clock < 2.5e9);
+      assert_true(t->f32_flops <= 256 * t->sms * clock * 1.0001);
+    }
     for (int j = 0; j < i; j++) assert_true(strcmp(rows[j].name, t->name) != 0);
   }
   assert_true(tg_has_ceilings("sm_90a") && tg_has_ceilings("sm_80"));
@@ -109,6 +116,8 @@ static void test_rows_consistent(void **state) {
   assert_true(tg_find("sm_90a")->l2_bytes == 50e6);
   assert_true(tg_find("sm_90a")->f32_flops == 65e12);
   assert_int_equal(tg_find("sm_90a")->sms, 132);
+  assert_true(tg_find("sm_90a")->sfu_rate == 16 * 132 * 1.98e9);
+  assert_true(tg_find("sm_80")->sfu_rate == 16 * 108 * 1.41e9);
 }
 
 int main(void) {
