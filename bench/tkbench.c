@@ -272,13 +272,50 @@ double tb_predict(bench *b, const tb_launch *l, int nl, const char **bound) {
   return total;
 }
 
+/* Every workload's predicted bound as % of its measured time, for the summary at the end
+ * (issue 10: prediction and measurement within 20% on every workload, or a listed why). */
+enum { RL_MAX = 256 };
+static struct {
+  char name[120];
+  double pct;
+} rl_seen[RL_MAX];
+static int rl_n;
+
 void tb_emit_roofline(const char *workload, double predicted, const char *bound, double measured) {
   if (isnan(predicted) || isnan(measured)) return;
+  if (rl_n < RL_MAX) {
+    snprintf(rl_seen[rl_n].name, sizeof rl_seen[rl_n].name, "%s", workload);
+    rl_seen[rl_n++].pct = 100.0 * predicted / measured;
+  }
   char name[200];
   snprintf(name, sizeof name, "%s roofline", workload);
   tb_emit(name, predicted, "us", bound);
   snprintf(name, sizeof name, "%s %% of bound", workload);
   tb_emit(name, 100.0 * predicted / measured, "%", "predicted bound / measured time");
+}
+
+/* The workloads whose measured time is not within 20% of the roofline's prediction (below
+ * 80% of bound: the kernel is slower than the model says it could be; above 120%: the
+ * model over-charges it), one row: how many agree, the others named with their %. */
+static void roofline_summary(void) {
+  if (!rl_n) return;
+  char note[4096] = "";
+  size_t used = 0;
+  int agree = 0;
+  for (int i = 0; i < rl_n; i++) {
+    if (rl_seen[i].pct >= 80.0 && rl_seen[i].pct <= 120.0) {
+      agree++;
+      continue;
+    }
+    int w = snprintf(note + used, sizeof note - used, "%s%s %.0f%%", used ? "; " : "outside: ", rl_seen[i].name,
+                     rl_seen[i].pct);
+    if (w < 0 || (size_t)w >= sizeof note - used) break;
+    used += (size_t)w;
+  }
+  char name[64];
+  snprintf(name, sizeof name, "roofline within 20%% (of %d)", rl_n);
+  tb_emit(name, agree, "workloads", note);
+  fprintf(stderr, "tkbench: %d of %d workloads within 20%% of the roofline's prediction\n", agree, rl_n);
 }
 
 double tb_time_launches(bench *b, tk_kernel *k, tk_grid g, const tk_arg *args, int n) {
@@ -815,6 +852,7 @@ int main(int argc, char **argv) {
   tb_decode(&b, only);
   tb_bincount(&b, only);
   if (!only) compile_times(&b);
+  roofline_summary();
   tk_free(b.ctx, b.flush);
   tk_context_destroy(b.ctx);
   /* the driver has started: it stays loaded (runtime/cuda.h), the process ends anyway */
