@@ -700,6 +700,15 @@ def fusion_table(tk):
     return "\n".join(out)
 
 
+def roofline_agreement(tk):
+    """tkbench's closing row: how many workloads measured within 20% of the roofline's
+    prediction, and the others with their % of bound (empty when the run had none)."""
+    for (key, unit), (v, note) in tk.items():
+        if key.startswith("roofline within 20%"):
+            return f"\n\n{key}: {fmt(v, 0)} {unit}. {note}"
+    return ""
+
+
 def main():
     global COMPILE
     ap = argparse.ArgumentParser()
@@ -713,7 +722,7 @@ def main():
     torch.manual_seed(int(time.time()))
     res = measure_all()
     tk = read_tk(args.tk)
-    text = table(tk, res) + "\n\n" + fusion_table(tk)
+    text = table(tk, res) + "\n\n" + fusion_table(tk) + roofline_agreement(tk)
     print(text)
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "RESULTS.md"), "w") as f:

@@ -301,17 +301,23 @@ static void roofline_summary(void) {
   if (!rl_n) return;
   char note[4096] = "";
   size_t used = 0;
-  int agree = 0;
+  int agree = 0, unnamed = 0;
   for (int i = 0; i < rl_n; i++) {
     if (rl_seen[i].pct >= 80.0 && rl_seen[i].pct <= 120.0) {
       agree++;
       continue;
     }
-    int w = snprintf(note + used, sizeof note - used, "%s%s %.0f%%", used ? "; " : "outside: ", rl_seen[i].name,
-                     rl_seen[i].pct);
-    if (w < 0 || (size_t)w >= sizeof note - used) break;
+    /* keep room for the count of those that did not fit */
+    size_t room = sizeof note - used > 32 ? sizeof note - used - 32 : 0;
+    int w = snprintf(note + used, room, "%s%s %.0f%%", used ? "; " : "outside: ", rl_seen[i].name, rl_seen[i].pct);
+    if (w < 0 || (size_t)w >= room) {
+      note[used] = '\0';
+      unnamed++;
+      continue;
+    }
     used += (size_t)w;
   }
+  if (unnamed) snprintf(note + used, sizeof note - used, "; and %d more", unnamed);
   char name[64];
   snprintf(name, sizeof name, "roofline within 20%% (of %d)", rl_n);
   tb_emit(name, agree, "workloads", note);
