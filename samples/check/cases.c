@@ -94,10 +94,12 @@ const ck_case ck_cases[] = {
      {{"BM", "128"}, {"BN", "128"}, {"D", "128"}, {"CAUSAL", "true"}}, 4, CK_ATTN,
      {{{200, 200, 1}}, {{130, 70, 1}}, {{64, 300, 1}}},
      {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{2049, 2049, 1}}}, 0, ck_run_attention},
-    /* one consumer warpgroup a program, three an SM: tkbench's fastest for short causal
-     * D64 rows (bench/RESULTS.md, fourteenth session) */
+    /* one consumer warpgroup a program, three an SM, the row max moved only past a slack
+     * of 8: tkbench's fastest for short causal D64 rows (bench/RESULTS.md, fourteenth and
+     * eighteenth sessions) */
     {"attention_causal_3sm", "attention.tk", "attention",
-     {{"BM", "64"}, {"BN", "64"}, {"D", "64"}, {"CAUSAL", "true"}, {"warps", "4"}, {"programs_per_sm", "3"}}, 6,
+     {{"BM", "64"}, {"BN", "64"}, {"D", "64"}, {"CAUSAL", "true"}, {"warps", "4"}, {"programs_per_sm", "3"},
+      {"SLACK", "8"}}, 7,
      CK_ATTN, {{{200, 200, 1}}, {{65, 130, 1}}},
      {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{2049, 2049, 1}}}, 0, ck_run_attention},
     {"attention_bf16", "attention.tk", "attention", {{"T", "bf16"}, {"BN", "64"}, {"D", "128"}}, 3,

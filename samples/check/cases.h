@@ -40,7 +40,7 @@ typedef struct {
   const char *name;       /* shown in reports, unique in the table */
   const char *file;       /* under the samples directory, e.g. "softmax.tk" */
   const char *kernel;
-  tk_define defines[6];   /* the first ndefines are used */
+  tk_define defines[7];   /* the first ndefines are used */
   int ndefines;
   ck_shape shape;
   /* Sizes to run at, ragged ones included; a size whose d[0] is 0 ends the list. The
