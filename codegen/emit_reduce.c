@@ -96,20 +96,6 @@ static part identity_part(cg_ctx *c, const reducer *r) {
   return (part){identity(c, r->k, r->dt), r->arg ? cg_i32(c, INT32_MAX) : NULL};
 }
 
-/* Folds a thread's own n parts pairwise, in a balanced tree: the dependent chain is log2 n
- * combines deep instead of n - 1, so a row's max or sum (attention's s, a softmax row) does
- * not serialize ~n ALU latencies in front of what needs it. max, min and the argreduces are
- * associative and commutative as defined (NaN and tie rules included), so the result is the
- * same bit for bit; a float sum is another order, which the GPU's sums already are (the
- * lanes' butterfly below), and pairwise is the more accurate order. Clobbers p. */
-static part fold_tree(cg_ctx *c, const reducer *r, part *p, int n) {
-  for (; n > 1; n = (n + 1) / 2) {
-    for (int i = 0; i < n / 2; i++) p[i] = combine(c, r, p[2 * i], p[2 * i + 1]);
-    if (n % 2) p[n / 2] = p[n - 1];
-  }
-  return p[0];
-}
-
 /* Folds the values of the warps along base dim d through shared memory: lane 0 of each
  * such row of lanes writes its part at [warp coordinate][result index], then every thread
  * folds the warps' parts in warp order. */
@@ -179,7 +165,6 @@ void cg_emit_reduce(cg_ctx *c, const ir_op *op) {
   cg_layout s = cg_layout_slice(&l, axis);
   cg_val x = cg_get(c, src);
   part *acc = SU_NEW_ARRAY(c->arena, part, s.per);
-  part *own_parts = SU_NEW_ARRAY(c->arena, part, l.ext[axis]);
   for (int js = 0; js < s.per; js++) {
     for (int ka = 0; ka < l.ext[axis]; ka++) {
       int j = cg_layout_slice_slot(&l, &s, axis, js, ka);
@@ -191,9 +176,8 @@ void cg_emit_reduce(cg_ctx *c, const ir_op *op) {
         p.v = LLVMBuildSelect(c->b, own, p.v, id.v, "");
         if (r.arg) p.i = LLVMBuildSelect(c->b, own, p.i, id.i, "");
       }
-      own_parts[ka] = p;
+      acc[js] = ka ? combine(c, &r, acc[js], p) : p;
     }
-    acc[js] = fold_tree(c, &r, own_parts, l.ext[axis]);
   }
   int d = l.base[axis];
   for (int m = 1; m < l.tpw[d]; m *= 2)

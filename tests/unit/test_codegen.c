@@ -616,63 +616,6 @@ static void test_reductions(void **state) {
   }
 }
 
-/* The depth of the longest chain of calls to fn in ll before the first warp shuffle:
- * each call's depth is one more than its deepest operand that is such a call. Sets *calls
- * to how many there were. */
-static int chain_depth_before_shuffle(const char *ll, const char *fn, int *calls) {
-  enum { MAXV = 4096 };
-  static int depth[MAXV];
-  memset(depth, 0, sizeof depth);
-  const char *end = strstr(ll, "shfl.sync");
-  int deepest = 0;
-  *calls = 0;
-  for (const char *l = ll; l && (!end || l < end); l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-    int res;
-    const char *call = strstr(l, fn), *eol = strchr(l, '\n');
-    if (!call || (eol && call > eol) || (end && call > end) || sscanf(l, " %%%d = ", &res) != 1 ||
-        res >= MAXV)
-      continue;
-    int d = 0;
-    for (const char *a = call + strlen(fn); a && (!eol || a < eol); a = strchr(a + 1, '%')) {
-      int v;
-      if (*a == '%' && sscanf(a, "%%%d", &v) == 1 && v < MAXV && depth[v] > d) d = depth[v];
-    }
-    depth[res] = d + 1;
-    if (d + 1 > deepest) deepest = d + 1;
-    ++*calls;
-  }
-  return deepest;
-}
-
-/* A thread folds its own values of a reduction in a balanced tree: n values are log2 n
- * combines deep, not n - 1 (the row max in front of attention's exponentials). */
-static void test_reduction_folds_a_balanced_tree(void **state) {
-  (void)state;
-  static const struct { ir_reduce_kind k; const char *fn; } cases[] = {
-      {IR_RED_MAX, "@llvm.maximum.f32"}, {IR_RED_SUM, "fadd float"}};
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    fixture x;
-    begin(&x, "red");
-    ir_value *px = param(&x, "x", ptr(&x, TK_F32)), *py = param(&x, "y", ptr(&x, TK_F32));
-    ir_value *v = load(&x, addptr(&x, px, arange(&x, 4096)), NULL);
-    ir_op *r = ir_build(&x.b, IR_REDUCE, 1, &v, 1, (const ir_type *[]){scalar(&x, TK_F32)});
-    r->attr = cases[i].k;
-    r->attr2 = 0;
-    store(&x, py, r->results[0], NULL);
-    ret(&x);
-    char *ll = emit(&x, CG_LLVM_IR, NULL);
-    assert_non_null(ll);
-    int calls, depth = chain_depth_before_shuffle(ll, cases[i].fn, &calls), n = calls + 1;
-    int want = 0;
-    while ((1 << want) < n) want++;
-    if (calls < 7 || depth != want)
-      fail_msg("%s: %d values per thread folded %d deep, expected %d:\n%s", cases[i].fn, n, depth,
-               want, ll);
-    free(ll);
-    end(&x);
-  }
-}
-
 static const char CUDA_H[] = "/usr/local/cuda/include/cuda.h";
 
 /* --emit=c: typed launchers whose parameter names cannot clash with C, compilable with
@@ -1121,7 +1064,6 @@ int main(void) {
       cmocka_unit_test(test_unknown_arch_is_reported),
       cmocka_unit_test(test_emit_c),
       cmocka_unit_test(test_reductions),
-      cmocka_unit_test(test_reduction_folds_a_balanced_tree),
       cmocka_unit_test(test_f32_math_is_approx),
       cmocka_unit_test(test_f32_exp_scales_by_log2e),
       cmocka_unit_test(test_f64_math_through_libdevice),
