@@ -134,9 +134,10 @@ typedef struct {
 
 /* The roofline of kernel f (the IR after the target-independent passes) launched on
  * grid[0] x grid[1] x grid[2] programs with the integer arguments params (one per
- * parameter, NULL: none known) on arch, which must have ceilings (tg_has_ceilings). See
- * roofline.c for the counting rules. */
-void drv_roofline_kernel(const ir_func *f, const char *arch, const unsigned grid[3],
+ * parameter, NULL: none known) on target t, a row with ceilings (tg_has_ceilings; the
+ * runtime passes tg_on_device's, with the card's own). See roofline.c for the counting
+ * rules. */
+void drv_roofline_kernel(const ir_func *f, const tg_arch *t, const unsigned grid[3],
                          const drv_rl_value *params, drv_rl_result *out);
 /* "memory (HBM bandwidth)", "compute (tensor cores)", "compute (special functions)",
  * "overhead (the launch)", ... */

@@ -317,10 +317,9 @@ static cost kernel_cost(counter *c, double *live) {
   return k;
 }
 
-void drv_roofline_kernel(const ir_func *f, const char *arch, const unsigned grid[3],
+void drv_roofline_kernel(const ir_func *f, const tg_arch *t, const unsigned grid[3],
                          const drv_rl_value *params, drv_rl_result *out) {
-  SU_ASSERT(tg_has_ceilings(arch));
-  const tg_arch *t = tg_find(arch);
+  SU_ASSERT(t && tg_has_ceilings(t->name));
   memset(out, 0, sizeof *out);
   su_arena *a = su_arena_new();
   int np = f->body->nargs;
@@ -439,7 +438,7 @@ void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigne
   for (int i = 0; i < m->nfuncs; i++) {
     const ir_func *f = m->funcs[i];
     drv_rl_result r;
-    drv_roofline_kernel(f, arch, grid, params ? params[i] : NULL, &r);
+    drv_roofline_kernel(f, t, grid, params ? params[i] : NULL, &r);
     double programs = (double)grid[0] * grid[1] * grid[2];
     fprintf(out, "kernel %s, %u x %u x %u programs%s:\n", f->name, grid[0], grid[1], grid[2],
             r.unknown_trips ? " (a loop whose trip count the arguments do not give was counted "

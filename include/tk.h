@@ -288,7 +288,9 @@ typedef struct {
  * same way; pointer values are not read) on arch, or when arch is NULL the context's
  * (the device's on CUDA, sm_90a on the interpreter): the bytes and FLOPs the launch must
  * move and do, what bounds it on the ceilings of the target table, the predicted time.
- * Loops are counted by their trip counts computed from the integer arguments. Fails
+ * For the context's own arch on a card the table has measured (by the driver's name of
+ * it), that card's ceilings; else the arch's. Loops are counted by their trip counts
+ * computed from the integer arguments. Fails
  * with TK_ERR_INVALID for a kernel without IR (loaded from PTX) or an arch without
  * measured ceilings. */
 TK_API tk_status tk_roofline(tk_kernel *k, const char *arch, tk_grid grid, const tk_arg *args,

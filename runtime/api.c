@@ -636,6 +636,11 @@ tk_status tk_roofline(tk_kernel *h, const char *arch, tk_grid grid, const tk_arg
     return rt_error(ctx, TK_ERR_INVALID, "tk_roofline: kernel '%s' was loaded from PTX: there "
                     "is no IR to count", k->sig->name);
   const char *a = arch ? arch : ctx->arch ? ctx->arch : TG_DEFAULT_ARCH;
+  /* the card's own ceilings when the table has them, for the context's arch only: an
+   * explicit other arch asks about another machine */
+  tg_arch on_card;
+  const tg_arch *t =
+      tg_on_device(a, ctx->arch && !strcmp(a, ctx->arch) ? ctx->device_name : NULL, &on_card);
   if (!tg_has_ceilings(a))
     return rt_error(ctx, TK_ERR_INVALID, "tk_roofline: the target table has no ceilings for "
                     "'%s'", a);
@@ -649,7 +654,7 @@ tk_status tk_roofline(tk_kernel *h, const char *arch, tk_grid grid, const tk_arg
       v[i] = (drv_rl_value){true, args[i].v.i};
   unsigned g[3] = {grid.x ? grid.x : 1, grid.y ? grid.y : 1, grid.z ? grid.z : 1};
   drv_rl_result r;
-  drv_roofline_kernel(k->ir, a, g, v, &r);
+  drv_roofline_kernel(k->ir, t, g, v, &r);
   free(v);
   double p = r.predicted_s;
   *out = (tk_roofline_report){r.hbm_bytes, r.l2_bytes, r.flops, r.tc_flops, p * 1e6,

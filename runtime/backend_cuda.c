@@ -214,6 +214,11 @@ static tk_status cuda_init(rt_context *ctx, int device) {
     if (t) {
       ctx->arch = t->name;
       st->arena = su_arena_new();
+      char name[256];
+      if (st->cu.DeviceGetName(name, (int)sizeof name, st->dev) == CUDA_SUCCESS) {
+        name[sizeof name - 1] = 0;
+        ctx->device_name = su_strdup(st->arena, name);
+      }
       rt_cache_open(&st->cache, st->arena, NULL);
       ctx->cache_dir = st->cache.dir;
       su_buf_free(&why);

@@ -99,6 +99,9 @@ struct rt_context {
                             no cache; the autotuner then resolves one as the cache does) */
   const char *arch;   /* what modules compile for when the options name none: the
                          device's (CUDA), set by init; NULL on the interpreter */
+  const char *device_name; /* the driver's name of the card (CUDA), whose measured ceilings
+                              the roofline takes when the target table has them; NULL on
+                              the interpreter */
   void *state;        /* the backend's */
   su_buf err;         /* last error message */
   rt_module *modules;

@@ -72,6 +72,43 @@ bool tg_has_ceilings(const char *arch) {
          t->l2_bw > 0 && t->launch_s > 0;
 }
 
+typedef struct {
+  int cc;
+  const char *device;
+  int sms;
+  double hbm_bw, f32_flops, tc_flops, sfu_rate, l2_bytes, l2_bw, launch_s;
+} machine;
+
+static const machine machines[] = {
+#define TG_MACHINE(cc, device, sms, hbm_bw, f32_flops, tc_flops, sfu_rate, l2_bytes, l2_bw,    \
+                   launch_s)                                                                  \
+  {cc, device, sms, hbm_bw, f32_flops, tc_flops, sfu_rate, l2_bytes, l2_bw, launch_s},
+#define TG_ROW(...)
+#include "targets.def"
+#undef TG_ROW
+#undef TG_MACHINE
+};
+
+const tg_arch *tg_on_device(const char *arch, const char *device, tg_arch *buf) {
+  const tg_arch *t = tg_find(arch);
+  for (size_t i = 0; t && device && i < sizeof machines / sizeof *machines; i++) {
+    const machine *m = &machines[i];
+    if (m->cc != t->cc || strncmp(device, m->device, strlen(m->device))) continue;
+    *buf = *t;
+    buf->sms = m->sms;
+    buf->hbm_bw = m->hbm_bw;
+    buf->f32_flops = m->f32_flops;
+    buf->tc_flops = m->tc_flops;
+    buf->sfu_rate = m->sfu_rate;
+    buf->l2_bytes = m->l2_bytes;
+    buf->l2_bw = m->l2_bw;
+    buf->launch_s = m->launch_s;
+    buf->machine = m->device;
+    return buf;
+  }
+  return t;
+}
+
 void tg_names(su_buf *b, const char *sep) {
   for (int i = 0; i < NARCHS; i++) su_buf_printf(b, "%s%s", i ? sep : "", table[i].name);
 }

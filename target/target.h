@@ -88,6 +88,11 @@ int tg_smem_sm(const char *arch);
 int tg_smem_program(const char *arch, int programs_per_sm);
 /* Whether arch has measured (or datasheet) ceilings for the roofline. */
 bool tg_has_ceilings(const char *arch);
+/* arch's row with the ceilings of the card the driver names device (cuDeviceGetName) when
+ * a TG_MACHINE row of arch's compute capability names a prefix of it: a copy in *buf;
+ * else arch's own row (device NULL, or a card the table does not know). NULL when arch
+ * is not in the table. */
+const tg_arch *tg_on_device(const char *arch, const char *device, tg_arch *buf);
 /* ---- the cost rules the roofline and fusion's cost model share (docs/roofline.md) ---- */
 /* Programs of `threads` threads and smem_bytes of shared memory each that one SM holds at
  * once: the thread, block and shared-memory limits of t (registers ignored); at least 1. */

@@ -120,6 +120,28 @@ static void test_rows_consistent(void **state) {
   assert_true(tg_find("sm_80")->sfu_rate == 16 * 108 * 1.41e9);
 }
 
+/* A card the table has measured (by the driver's name) gets its own ceilings on the rows
+ * of its compute capability, and only the ceilings; any other card, or none, the row's. */
+static void test_machine_ceilings(void **state) {
+  (void)state;
+  tg_arch buf;
+  const tg_arch *row = tg_find("sm_90a");
+  const tg_arch *h100 = tg_on_device("sm_90a", "NVIDIA H100 80GB HBM3", &buf);
+  assert_ptr_equal(h100, &buf);
+  assert_true(h100->hbm_bw > 2e12 && h100->hbm_bw < row->hbm_bw);
+  assert_string_equal(h100->name, "sm_90a");
+  assert_int_equal(h100->features, row->features);
+  assert_int_equal(h100->smem_block, row->smem_block);
+  assert_true(tg_has_ceilings(h100->name) && h100->l2_bw > 0 && h100->launch_s > 0);
+  assert_string_equal(h100->machine, "NVIDIA H100 80GB HBM3");
+  tg_arch buf90;
+  assert_true(tg_on_device("sm_90", "NVIDIA H100 80GB HBM3", &buf90)->hbm_bw == h100->hbm_bw);
+  assert_ptr_equal(tg_on_device("sm_90a", "NVIDIA H200", &buf), row);
+  assert_ptr_equal(tg_on_device("sm_90a", NULL, &buf), row);
+  assert_ptr_equal(tg_on_device("sm_80", "NVIDIA H100 80GB HBM3", &buf), tg_find("sm_80"));
+  assert_null(tg_on_device("sm_99", "NVIDIA H100 80GB HBM3", &buf));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_find),
@@ -127,6 +149,7 @@ int main(void) {
       cmocka_unit_test(test_shared_memory),
       cmocka_unit_test(test_for_cc),
       cmocka_unit_test(test_rows_consistent),
+      cmocka_unit_test(test_machine_ceilings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
