@@ -458,11 +458,18 @@ static void run_workload(bench *b, const workload *w) {
   tb_emit(w->name, us, "us", note);
   if (!isnan(us)) tb_emit(w->name, w->bytes / (us * 1e-6) / 1e9, "GB/s", "");
   if (!isnan(us)) {
-    /* the prediction for the launch measured (its grid; warps change only residency) */
+    /* the prediction for the launch measured: the winning configuration's kernel and
+     * grid (a kernel of ROWS rows a program on the grid of another ROWS is counted for
+     * that many more or fewer rows) */
     long per_b = best_rows ? best_rows : per;
     tk_grid gb = {w->per_row ? (unsigned)((w->rows + per_b - 1) / per_b) : g.x, 1, 1};
-    const char *bound;
-    double pred = tb_predict(b, &(tb_launch){k, gb, args, w->nparams}, 1, &bound);
+    tk_module *mb = NULL;
+    tk_kernel *kb = best_warps ? compile_tuned(b, w->file, w->kernel, w->block, best_warps,
+                                               best_rows, 0, &mb)
+                               : k;
+    const char *bound = "";
+    double pred = kb ? tb_predict(b, &(tb_launch){kb, gb, args, w->nparams}, 1, &bound) : NAN;
+    if (mb) tk_module_destroy(mb);
     tb_emit_roofline(w->name, pred, bound, us);
   }
   /* What fusion buys: the winning configuration compiled -fno-fuse (every op's result
