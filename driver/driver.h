@@ -147,11 +147,11 @@ const char *drv_bound_name(drv_bound b);
  * malformed item or a name f has on a parameter that is not an integer. */
 bool drv_roofline_args(const ir_func *f, const char *list, drv_rl_value *out, bool *used,
                        su_buf *why);
-/* Writes the roofline report of every kernel of m for arch (with ceilings) and grid:
- * bytes to HBM and L2, FLOPs, special-function results, the bound, the predicted time and
- * the fraction of each ceiling used then. params[i]: kernel i's arguments
- * (drv_roofline_args), or params NULL. */
-void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigned grid[3],
+/* Writes the roofline report of every kernel of m on target t (a row with ceilings, or
+ * tg_on_device's copy with a card's) and grid: bytes to HBM and L2, FLOPs,
+ * special-function results, the bound, the predicted time and the fraction of each
+ * ceiling used then. params[i]: kernel i's arguments (drv_roofline_args), or params NULL. */
+void drv_roofline(FILE *out, const ir_module *m, const tg_arch *t, const unsigned grid[3],
                   const drv_rl_value *const *params);
 
 /* ---- resources (resources.c; docs/language.md, "Resources") ---------------------------- */

@@ -427,10 +427,9 @@ static void print_bytes(FILE *out, double b) {
   else fprintf(out, "%.6g bytes", b);
 }
 
-void drv_roofline(FILE *out, const ir_module *m, const char *arch, const unsigned grid[3],
+void drv_roofline(FILE *out, const ir_module *m, const tg_arch *t, const unsigned grid[3],
                   const drv_rl_value *const *params) {
-  SU_ASSERT(tg_has_ceilings(arch));
-  const tg_arch *t = tg_find(arch);
+  SU_ASSERT(t && tg_has_ceilings(t->name));
   fprintf(out, "roofline on %s, %s: HBM %.3g TB/s, L2 %.3g TB/s (%.3g MB), %.3g TFLOP/s f32, "
           "%.3g TFLOP/s tensor, %.3g T/s special functions, launch %.3g us\n", t->name, t->machine,
           t->hbm_bw / 1e12, t->l2_bw / 1e12, t->l2_bytes / 1e6, t->f32_flops / 1e12,

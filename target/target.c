@@ -109,6 +109,13 @@ const tg_arch *tg_on_device(const char *arch, const char *device, tg_arch *buf) 
   return t;
 }
 
+void tg_machine_names(su_buf *b, const char *arch, const char *sep) {
+  const tg_arch *t = tg_find(arch);
+  int n = 0;
+  for (size_t i = 0; t && i < sizeof machines / sizeof *machines; i++)
+    if (machines[i].cc == t->cc) su_buf_printf(b, "%s%s", n++ ? sep : "", machines[i].device);
+}
+
 void tg_names(su_buf *b, const char *sep) {
   for (int i = 0; i < NARCHS; i++) su_buf_printf(b, "%s%s", i ? sep : "", table[i].name);
 }

@@ -93,6 +93,9 @@ bool tg_has_ceilings(const char *arch);
  * else arch's own row (device NULL, or a card the table does not know). NULL when arch
  * is not in the table. */
 const tg_arch *tg_on_device(const char *arch, const char *device, tg_arch *buf);
+/* Appends the names of the cards with TG_MACHINE rows for arch's compute capability to b,
+ * separated by sep (nothing when there are none). */
+void tg_machine_names(su_buf *b, const char *arch, const char *sep);
 /* ---- the cost rules the roofline and fusion's cost model share (docs/roofline.md) ---- */
 /* Programs of `threads` threads and smem_bytes of shared memory each that one SM holds at
  * once: the thread, block and shared-memory limits of t (registers ignored); at least 1. */

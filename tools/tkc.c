@@ -31,6 +31,7 @@ typedef struct {
   bool no_spill_warning;  /* -Wno-spill */
   int spill_above;        /* -Wspill=N: spilled bytes (stores plus loads) that warn past N */
   const char *rl_args;    /* --args, for --roofline: NAME=INTEGER,... */
+  const char *machine;    /* --machine, for --roofline: a card's name, as the driver gives it */
 } options;
 
 static void usage(FILE *f) {
@@ -109,6 +110,9 @@ static void usage(FILE *f) {
           "  --grid=X[,Y[,Z]]     the grid the --roofline prediction is for (default 1)\n"
           "  --args=NAME=V,...    integer launch arguments for --roofline: loops whose trip\n"
           "                       counts follow from them are counted that many times\n"
+          "  --machine=NAME       the card --roofline predicts for, by the driver's name of\n"
+          "                       it (\"NVIDIA H100 80GB HBM3\"): its measured ceilings\n"
+          "                       instead of the arch's (docs/roofline.md)\n"
           "  --resources          print, per kernel, the registers, spilled bytes, stack,\n"
           "                       static and dynamic shared memory, threads and the\n"
           "                       occupancy they allow on --arch (from ptxas -v; needs the\n"
@@ -278,6 +282,8 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
       o->emit = EMIT_ROOFLINE;
     } else if (!strncmp(s, "--args=", 7)) {
       o->rl_args = s + 7;
+    } else if (!strncmp(s, "--machine=", 10)) {
+      o->machine = s + 10;
     } else if (!strncmp(s, "--grid=", 7)) {
       const char *g = s + 7;
       for (int k = 0; k < 3; k++) {
@@ -299,9 +305,20 @@ static void parse_args(options *o, su_arena *a, int argc, char **argv) {
   if (!o->input) usage_error("%s", "no input file");
   if (o->tune && o->emit != EMIT_C) usage_error("%s", "--tune goes with --emit=c");
   if (o->rl_args && o->emit != EMIT_ROOFLINE) usage_error("%s", "--args goes with --roofline");
+  if (o->machine && o->emit != EMIT_ROOFLINE) usage_error("%s", "--machine goes with --roofline");
   if (o->emit == EMIT_ROOFLINE && !tg_has_ceilings(o->drv.arch))
     usage_error("--roofline: the target table has no ceilings for %s (add them to "
                 "target/targets.def)", o->drv.arch);
+  tg_arch card;
+  if (o->machine && tg_on_device(o->drv.arch, o->machine, &card) != &card) {
+    su_buf known = {0}, msg = {0};
+    tg_machine_names(&known, o->drv.arch, ", ");
+    su_buf_printf(&msg, "the target table has no card '%s' for %s (%s%s; without --machine, "
+                  "the row's own: %s)", o->machine, o->drv.arch,
+                  known.len ? "it has: " : "none for that architecture", su_buf_str(&known),
+                  tg_find(o->drv.arch)->machine);
+    usage_error("--machine: %s", su_buf_str(&msg));
+  }
 }
 
 /* Applies --specialize's list to m's parameter facts; a bad list is a usage error. */
@@ -608,7 +625,8 @@ static int run(options *o, su_arena *a) {
         p += len;
         if (*p == ',') p++;
       }
-      drv_roofline(stdout, m, o->drv.arch, g, params);
+      tg_arch card;
+      drv_roofline(stdout, m, tg_on_device(o->drv.arch, o->machine, &card), g, params);
       su_buf_free(&out);
       return 0;
     } else {
