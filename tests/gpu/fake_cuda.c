@@ -9,7 +9,7 @@
  * capability (9.0 unless set); fake_cuda_last_launch() returns the last launch;
  * fake_cuda_set_capturing(on) makes every stream report a graph capture;
  * fake_cuda_loads() counts the modules loaded and fake_cuda_last_ptx() is the last one's
- * text. Each load gets its own module and function handles, so that a test can tell which
+ * text; fake_cuda_set_name(s) the name cuDeviceGetName gives ("fake" unless set). Each load gets its own module and function handles, so that a test can tell which
  * load a launch ran.
  * PTX containing "frobnicate" is rejected with a log, as the JIT would.
  * Failures: fake_cuda_set_init(r) makes cuInit return r; fake_cuda_fault(r) makes the
@@ -62,7 +62,9 @@ CUresult cuGetErrorName(CUresult e, const char **s) {
 CUresult cuGetErrorString(CUresult e, const char **s) { (void)e; *s = "fake driver error"; return 0; }
 CUresult cuDeviceGetCount(int *n) { *n = ndevices; return 0; }
 CUresult cuDeviceGet(int *d, int i) { *d = i; return i < ndevices ? 0 : 101; }
-CUresult cuDeviceGetName(char *s, int n, int d) { (void)d; strncpy(s, "fake", (size_t)n); return 0; }
+static char dev_name[256] = "fake";
+void fake_cuda_set_name(const char *s) { snprintf(dev_name, sizeof dev_name, "%s", s); }
+CUresult cuDeviceGetName(char *s, int n, int d) { (void)d; strncpy(s, dev_name, (size_t)n); return 0; }
 CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
   (void)d;
   *v = attr == 75 ? cc_major : attr == 76 ? cc_minor : 0; /* compute capability */

@@ -1196,6 +1196,43 @@ static void test_fake_scale_specialization(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+
+/* tk_roofline on the card the driver names: a card with a TG_MACHINE row (the H100) gets
+ * its own ceilings, any other the arch's row; an HBM-bound copy's prediction moves by the
+ * ratio of the two bandwidths, and an explicit arch other than the context's ignores the
+ * card. */
+static void test_fake_roofline_card(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *row_ctx = fake_context(&lib, dir);
+  void (*set_name)(const char *) = (void (*)(const char *))fake_sym(lib, "fake_cuda_set_name");
+  set_name("NVIDIA H100 80GB HBM3");
+  setenv("TK_LIBCUDA", getenv("TK_FAKE_LIBCUDA"), 1);
+  tk_context *card_ctx = NULL;
+  tk_status s = tk_context_create(&card_ctx, &(tk_context_options){TK_BACKEND_CUDA, 0});
+  unsetenv("TK_LIBCUDA");
+  set_name("fake");
+  assert_int_equal(s, TK_OK);
+  int n = 1 << 26;
+  tk_arg args[] = {tk_arg_ptr(0x1000), tk_arg_ptr(0x2000), tk_arg_i32(n)};
+  tk_grid g = {(unsigned)(n / 1024), 1, 1};
+  tk_roofline_report row, card, other;
+  assert_int_equal(tk_roofline(compiled(row_ctx, VCOPY_TK, "vcopy"), NULL, g, args, 3, &row), TK_OK);
+  tk_kernel *k = compiled(card_ctx, VCOPY_TK, "vcopy");
+  assert_int_equal(tk_roofline(k, NULL, g, args, 3, &card), TK_OK);
+  assert_int_equal(tk_roofline(k, "sm_90", g, args, 3, &other), TK_OK);
+  assert_int_equal(row.bound, TK_BOUND_HBM);
+  assert_int_equal(card.bound, TK_BOUND_HBM);
+  assert_true(card.hbm_bytes == row.hbm_bytes);
+  /* 537 MB: 134 us at the H200 row's 4.0 TB/s, 192 us at the H100's 2.79 */
+  assert_true(fabs(row.predicted_us - 2.0 * 4 * n / 4.0e12 * 1e6) < 0.5);
+  assert_true(fabs(card.predicted_us / row.predicted_us - 4.0 / 2.79) < 1e-3);
+  assert_true(fabs(other.predicted_us - row.predicted_us) < 1e-6);
+  tk_context_destroy(card_ctx);
+  fake_done(row_ctx, lib, dir);
+}
+
 /* tk_kernel_resources without ptxas (TK_PTXAS naming no file): the driver's numbers for
  * the variant that takes any arguments, compiled and loaded for the query, once, and the
  * very function a launch with such arguments then runs; the variant in use is untouched;
@@ -1594,6 +1631,7 @@ int main(void) {
     cmocka_unit_test(test_fake_specialization),
     cmocka_unit_test(test_fake_scale_specialization),
     cmocka_unit_test(test_fake_resources_from_driver),
+    cmocka_unit_test(test_fake_roofline_card),
     cmocka_unit_test(test_fake_cache_other_builds),
     cmocka_unit_test(test_fake_cache_rejected_entry),
     cmocka_unit_test(test_fake_arch_from_device),
