@@ -550,7 +550,11 @@ static const mm_case MM_CASES[] = {
 /* BM, BN, BK, warps, stages, programs_per_sm (0: the compiler's). Two programs of 128 x 128
  * per SM measured 213.5 us plain, 230.3 fused at 4096^3 (docs/decisions.md): not swept. */
 static const int MM_CFG[][6] = {{128, 256, 64, 8, 4, 0}, {128, 256, 64, 8, 3, 0}, {128, 256, 32, 8, 6, 0},
-                                {128, 128, 64, 8, 4, 0}, {256, 128, 64, 8, 3, 0}};
+                                {128, 128, 64, 8, 4, 0}, {256, 128, 64, 8, 3, 0},
+                                /* 5-7: the shallow rings an epilogue parked in shared memory leaves
+                                 * room for (docs/decisions.md, issue 8); only with --configs */
+                                {128, 256, 64, 8, 2, 0}, {128, 256, 32, 8, 3, 0}, {128, 256, 32, 8, 4, 0}};
+enum { MM_SWEPT = 5 }; /* the configurations swept without --configs */
 
 /* The looped f16 time per shape, for the logical-K row's ratio (the rows run in order). */
 typedef struct {
@@ -625,6 +629,7 @@ static void run_matmul_case(bench *b, const mm_case *mc) {
   for (size_t ci = 0; !why && ci < sizeof MM_CFG / sizeof *MM_CFG; ci++) {
     /* the logical kernel's step is kloop's (64 for f16): the configurations with that BK */
     if (mc->logical && MM_CFG[ci][2] != 64) continue;
+    if (b->configs ? !tb_config_wanted(b, (int)ci) : ci >= MM_SWEPT) continue;
     char path[512], v[6][16];
     snprintf(path, sizeof path, "%s/%s", b->samples, file);
     for (int q = 0; q < 6; q++) snprintf(v[q], sizeof v[q], "%d", MM_CFG[ci][q]);
@@ -830,8 +835,8 @@ int main(int argc, char **argv) {
       fprintf(stderr, "usage: tkbench [--tkc PATH] [--samples DIR] [--quick] [--only TEXT]\n"
                       "               [--fuse-keep auto|recompute|online|smem] [--configs I,J]\n"
                       "  --only TEXT  run only the workloads whose name contains TEXT\n"
-                      "  --configs    attention: try only these configurations of the sweep\n"
-                      "               (indices into AT_CFG, bench/tkbench_attn.c)\n"
+                      "  --configs    attention and matmul: try only these configurations of the\n"
+                      "               sweep (indices into AT_CFG, bench/tkbench_attn.c, and MM_CFG)\n"
                       "  --fuse-keep  force fusion's keep choice for the row kernels\n");
       return 2;
     }
