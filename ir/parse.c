@@ -32,7 +32,8 @@ typedef struct {
   su_map *values; /* "%name" -> ir_value*, NULL when out of scope */
   su_map *kernels; /* name -> ir_func*: redefinitions found in constant time */
   scope_entry *scope;
-  int depth; /* regions and slice layouts being parsed */
+  int depth;       /* regions being parsed */
+  int slice_depth; /* slice layouts being parsed (their own bound: a slice in a deep loop nest is fine) */
   jmp_buf fail;
 } parser;
 
@@ -167,7 +168,7 @@ static const ir_layout *parse_layout(parser *p) {
   memset(&l, 0, sizeof l);
   if (is_word(p, "slice")) {
     /* A slice removes a dim, so a chain of them is at most IR_MAX_RANK deep. */
-    if (++p->depth > IR_MAX_RANK) fail_at(p, at, "slice layouts nested too deeply");
+    if (++p->slice_depth > IR_MAX_RANK) fail_at(p, at, "slice layouts nested too deeply");
     next(p);
     expect_punct(p, '<');
     expect_word(p, "dim");
@@ -182,7 +183,7 @@ static const ir_layout *parse_layout(parser *p) {
     expect_punct(p, '>');
     if (l.parent->rank < 2 || l.slice_dim >= l.parent->rank)
       fail_at(p, dim_at, "slice dim %d of a rank-%d parent layout", l.slice_dim, l.parent->rank);
-    p->depth--;
+    p->slice_depth--;
     return ir_layout_intern(p->m, &l);
   }
   if (is_word(p, "shared")) {
