@@ -6,6 +6,8 @@
  */
 #include "ptx_sig.h"
 
+#include "../codegen/codegen.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,14 +92,14 @@ static bool parse_param(lexer *l, su_arena *a, ir_sig_param *out) {
   if (l->n == 0 || !word_char(l->tok[0])) return false;
   out->name = su_strndup(a, l->tok, l->n);
   next(l);
-  if (bytes) { /* only the 2-byte form: a half; a larger byte array is an aggregate */
+  if (bytes) { /* the 2-byte form is a half; a larger byte array is an aggregate (NDTYPE) */
     if (!is(l, "[")) return false;
     next(l);
-    if (!is(l, "2")) return false;
+    bool half = is(l, "2");
     next(l);
     if (!is(l, "]")) return false;
     next(l);
-    dt = TK_F16;
+    dt = half ? TK_F16 : TK_NDTYPE;
   } else if (is(l, "[")) {
     return false;
   }
@@ -144,6 +146,23 @@ static bool parse_entry(lexer *l, su_arena *a, rt_ptx_entry *e) {
   return ok;
 }
 
+/* Whether e's aggregate parameters, if any, are tk's tensor maps: the hidden arguments
+ * its `.tk.abi` line declares (tmaps first, then the persistent grid's three, then the
+ * scratch pointer, after the user's parameters), which the launch fills itself. */
+static bool aggregates_hidden(su_arena *a, const char *ptx, size_t len, const rt_ptx_entry *e) {
+  int first = -1, n = 0;
+  for (int i = 0; i < e->nparams; i++)
+    if (e->params[i].type == TK_NDTYPE) {
+      if (first < 0) first = i;
+      n++;
+    }
+  if (!n) return true;
+  cg_abi abi;
+  if (!cg_ptx_abi(su_strndup(a, ptx, len), e->name, &abi)) return false;
+  int hidden = abi.ntmaps + (abi.persistent ? 3 : 0) + (abi.scratch ? 1 : 0);
+  return n == abi.ntmaps && first == e->nparams - hidden;
+}
+
 int rt_ptx_entries(su_arena *a, const char *ptx, size_t len, rt_ptx_entry **out) {
   lexer l = {ptx, ptx + len, ptx, 0};
   su_vec found = {0};
@@ -154,7 +173,7 @@ int rt_ptx_entries(su_arena *a, const char *ptx, size_t len, rt_ptx_entry **out)
     }
     next(&l);
     rt_ptx_entry *e = SU_NEW(a, rt_ptx_entry);
-    if (parse_entry(&l, a, e)) su_vec_push(&found, e);
+    if (parse_entry(&l, a, e) && aggregates_hidden(a, ptx, len, e)) su_vec_push(&found, e);
   }
   *out = SU_NEW_ARRAY(a, rt_ptx_entry, found.len);
   for (int i = 0; i < found.len; i++) (*out)[i] = *(rt_ptx_entry *)found.data[i];

@@ -10,7 +10,8 @@
  *    (.u32/.s32/.b32 → i32, …); a 64-bit parameter marked `.ptr` (what LLVM emits for
  *    pointer arguments) is TK_PTR with an unknown pointee (TK_NDTYPE); a 2-byte `.b8` array
  *    (LLVM's form for f16 and bf16) is TK_F16. Other aggregates make the entry unreadable
- *    (skipped).
+ *    (skipped), except tk's own tensor maps: byte arrays (TK_NDTYPE) where the entry's
+ *    `.tk.abi` line (codegen.h) puts its hidden tensor-map arguments.
  *  - Text that is not PTX yields no entries; nothing here reads past len or aborts.
  * Prefix: rt_ptx_.
  */

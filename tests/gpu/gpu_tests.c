@@ -1607,6 +1607,24 @@ static void test_ptx_signatures(void **state) {
   for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(gh_rng_next(&G.h) & 0xff);
   assert_true(rt_ptx_entries(a, junk, sizeof junk, &es) >= 0);
   assert_int_equal(rt_ptx_entries(a, ".entry", 6, &es), 0);
+  /* tk's own TMA kernels take their tensor maps as 128-byte aggregates, the hidden
+   * arguments the .tk.abi line places after the user's (tk_module_load_ptx of tkc's PTX
+   * found no kernel in them); an aggregate anywhere else still makes the entry unreadable */
+  static const char tmapped[] =
+      "// .tk.abi k threads=128 persistent=1 tmaps=1\n"
+      "// .tk.tmap k 0 f16 base=%0 dims=%2,%3 strides=%3 box=64,64 swizzle=128\n"
+      ".visible .entry k(.param .u64 .ptr .global .align 16 k_param_0, .param .align 64 .b8 k_param_1[128],\n"
+      "  .param .u32 k_param_2, .param .u32 k_param_3, .param .u32 k_param_4) { ret; }\n"
+      "// .tk.abi early threads=128 persistent=1 tmaps=1\n"
+      "// .tk.tmap early 0 f16 base=%1 dims=%2,%3 strides=%3 box=64,64 swizzle=128\n"
+      ".visible .entry early(.param .align 64 .b8 early_param_0[128], .param .u32 early_param_1,\n"
+      "  .param .u32 early_param_2, .param .u32 early_param_3, .param .u32 early_param_4) { ret; }\n"
+      ".visible .entry noabi(.param .align 64 .b8 noabi_param_0[128]) { ret; }\n";
+  assert_int_equal(rt_ptx_entries(a, tmapped, strlen(tmapped), &es), 1);
+  assert_string_equal(es[0].name, "k");
+  assert_int_equal(es[0].nparams, 5);
+  assert_int_equal(es[0].params[0].type, TK_PTR);
+  assert_int_equal(es[0].params[1].type, TK_NDTYPE);
   su_arena_free(a);
 }
 
