@@ -130,6 +130,9 @@ bool pass_block_of(ir_module *m, ir_op *load, pass_block *out);
 bool pass_block_tma_ready(const ir_func *f, const pass_block *b, int elem_bytes);
 /* A tensor_map of block b at the top of f (its inner box: one swizzle line). */
 ir_value *pass_tensor_map(ir_module *m, ir_func *f, const pass_block *b, int swizzle, int elem_bytes);
+/* Shared memory kernel f's buffers take, as codegen lays them out (each slot and each
+ * buffer 1 KB aligned, mbarriers 8 bytes each, the area's own alignment). */
+int64_t pass_smem_bytes(const ir_func *f);
 /* The swizzle (bytes) for a slot whose rows are inner_bytes long: 128, 64, 32, or 0. */
 int pass_swizzle_for(int inner_bytes);
 

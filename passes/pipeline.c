@@ -19,7 +19,7 @@ typedef struct {
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
   X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(fp8dot) X(tiling) X(persist) X(swpipe) \
-  X(lower_dot) X(rotate) X(skipscale) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract) X(histogram) X(clusterkeep) X(smemkeep)
+  X(lower_dot) X(rotate) X(skipscale) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract) X(histogram) X(clusterkeep) X(smemkeep) X(epipark)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -57,7 +57,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * computations); sink then moves what the epilogue computes before the loop past it. */
 static const char *const pipeline[] = {"canonicalize", "kloop", "licm", "canonicalize", "fuse"};
 static const char *const target_pipeline[] = {"fp8dot", "tiling",   "histogram", "clusterkeep", "smemkeep", "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
-                                              "rotate",   "skipscale", "tmastore", "warpspec", "canonicalize", "sink"};
+                                              "rotate",   "skipscale", "tmastore", "warpspec", "canonicalize", "sink", "epipark"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],
   NTARGET = sizeof target_pipeline / sizeof target_pipeline[0]

@@ -17,25 +17,9 @@
 
 #include <string.h>
 
-enum { SCRATCH_MARGIN = 8 * 1024, MBAR_BYTES = 8, BUF_ALIGN = 1024 };
+enum { SCRATCH_MARGIN = 8 * 1024, BUF_ALIGN = 1024 };
 
 static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
-/* Shared memory the kernel's buffers take (as codegen lays them out). */
-static int64_t buffers_bytes(const ir_func *f) {
-  int64_t n = 0;
-  for (const ir_op *op = f->body->first; op; op = op->next) {
-    const ir_type *t = op->nresults == 1 ? op->results[0]->type : NULL;
-    if (op->opc == IR_SMEM_ALLOC) {
-      int64_t slot = ir_dtype_bytes(t->dtype);
-      for (int i = 1; i < t->rank; i++) slot *= t->shape[i];
-      n += round_up((int64_t)t->shape[0] * round_up(slot, BUF_ALIGN), BUF_ALIGN);
-    } else if (op->opc == IR_MBAR_ALLOC) {
-      n += round_up((int64_t)t->shape[0] * MBAR_BYTES, BUF_ALIGN);
-    }
-  }
-  return n + BUF_ALIGN; /* the area's own alignment */
-}
 
 typedef struct {
   ir_module *m;
@@ -94,7 +78,7 @@ bool pass_tmastore(ir_module *m, ir_func *f) {
   finder fd = {m, f, {0}, 0};
   ir_walk(f->body, find_stores, &fd);
   if (!fd.n) return false;
-  int64_t room = tg_smem_program(m->arch, f->programs_per_sm) - buffers_bytes(f) - SCRATCH_MARGIN;
+  int64_t room = tg_smem_program(m->arch, f->programs_per_sm) - pass_smem_bytes(f) - SCRATCH_MARGIN;
   bool changed = false;
   for (int i = 0; i < fd.n; i++) changed |= rewrite(m, f, fd.found[i], &room);
   if (!changed) return false;
