@@ -57,7 +57,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * computations); sink then moves what the epilogue computes before the loop past it. */
 static const char *const pipeline[] = {"canonicalize", "kloop", "licm", "canonicalize", "fuse"};
 static const char *const target_pipeline[] = {"fp8dot", "tiling",   "histogram", "clusterkeep", "smemkeep", "expfold",  "unmask", "persist",      "swpipe", "lower_dot",
-                                              "rotate",   "skipscale", "tmastore", "warpspec", "canonicalize", "sink", "epipark"};
+                                              "rotate",   "skipscale", "tmastore", "warpspec", "canonicalize", "sink"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],
   NTARGET = sizeof target_pipeline / sizeof target_pipeline[0]

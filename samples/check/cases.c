@@ -76,11 +76,11 @@ const ck_case ck_cases[] = {
     {"matmul_bias_gelu", "matmul_bias_gelu.tk", "matmul_bias_gelu", {{"BM", "128"}, {"BN", "256"}}, 2,
      CK_MNK, {{{128, 256, 64}}, {{70, 50, 33}}},
      {{{1024, 1024, 1024}}, {{300, 200, 112}}}, 2, ck_run_matmul},
-    /* 3 stages leave shared memory for epipark: the epilogue parked and run under the next
-     * tile's products. On the GPU, ragged and more tiles (17 x 17) than an H100/H200 has
-     * SMs, so programs park and pick up tiles: K = 1040 (17 steps) runs the slabs in the k
-     * loop, K = 112 (2 steps) most of them after it */
-    {"matmul_bias_gelu_parked", "matmul_bias_gelu.tk", "matmul_bias_gelu",
+    /* 3 stages, the configuration epipark parks (docs/passes.md). On the GPU, ragged and
+     * more tiles (17 x 17) than an H100/H200 has SMs, so every program runs several: with
+     * the park, K = 1040 (17 steps) runs the slabs in the k loop, K = 112 (2 steps) most
+     * of them after it */
+    {"matmul_bias_gelu_s3", "matmul_bias_gelu.tk", "matmul_bias_gelu",
      {{"BM", "128"}, {"BN", "256"}, {"stages", "3"}}, 3, CK_MNK, {{{128, 256, 64}}, {{70, 50, 33}}},
      {{{2100, 4200, 1040}}, {{2100, 4200, 112}}}, 2, ck_run_matmul},
     /* e4m3 operands, B given N x K: on sm_90a wgmma's own fp8 form from the TMA ring */
