@@ -383,19 +383,11 @@ bool pass_epipark(ir_module *m, ir_func *f) {
   }
   /* the buffers and the map */
   ir_builder top = {m, f->body, f->body->first, f->loc};
-  ir_layout sl;
-  memset(&sl, 0, sizeof sl);
-  sl.kind = IR_LAYOUT_SHARED;
-  sl.rank = 2;
-  sl.order[0] = 1;
-  sl.order[1] = 0;
-  sl.swizzle = pass_swizzle_for(e->s * eb);
-  int sshape[3] = {2, e->bm, e->s};
-  e->stage = ir_build1(&top, IR_SMEM_ALLOC, ir_type_smem(m, ir_type_elem(e->y->type), 3, sshape, ir_layout_intern(m, &sl)), 0, NULL);
+  const ir_type *st = pass_slots_type(m, ir_type_elem(e->y->type), 2, e->bm, e->s, pass_swizzle_for(e->s * eb));
+  e->stage = ir_build1(&top, IR_SMEM_ALLOC, st, 0, NULL);
   if (e->cs) {
-    sl.swizzle = pass_swizzle_for(e->s * 4);
-    int pshape[3] = {e->cs, e->bm, e->s};
-    e->park = ir_build1(&top, IR_SMEM_ALLOC, ir_type_smem(m, ir_type_elem(e->w0->type), 3, pshape, ir_layout_intern(m, &sl)), 0, NULL);
+    const ir_type *pt = pass_slots_type(m, ir_type_elem(e->w0->type), e->cs, e->bm, e->s, pass_swizzle_for(e->s * 4));
+    e->park = ir_build1(&top, IR_SMEM_ALLOC, pt, 0, NULL);
   }
   ir_op *mc = ir_op_clone(m, map0->def, ir_vmap_new(m->arena));
   ir_block_insert_before(f->body, mc, map0->def);

@@ -20,8 +20,6 @@
  * feeds mma.sync from the slots with ldmatrix. */
 #include "pass_util.h"
 
-#include <string.h>
-
 typedef struct {
   ir_module *m;
   ir_func *f;
@@ -57,16 +55,9 @@ static ir_value *stage(lower *l, ir_op *at, ir_value *v, bool async) {
   ir_module *m = l->m;
   const ir_type *t = v->type;
   int eb = ir_dtype_bytes(t->dtype);
-  ir_layout sl;
-  memset(&sl, 0, sizeof sl);
-  sl.kind = IR_LAYOUT_SHARED;
-  sl.rank = 2;
-  sl.order[0] = 1;
-  sl.order[1] = 0;
-  sl.swizzle = pass_swizzle_for(t->shape[1] * eb);
-  int shape[3] = {1, t->shape[0], t->shape[1]};
   ir_builder top = {m, l->f->body, l->f->body->first, l->f->loc};
-  ir_value *buf = ir_build1(&top, IR_SMEM_ALLOC, ir_type_smem(m, t->elem, 3, shape, ir_layout_intern(m, &sl)), 0, NULL);
+  const ir_type *bt = pass_slots_type(m, t->elem, 1, t->shape[0], t->shape[1], pass_swizzle_for(t->shape[1] * eb));
+  ir_value *buf = ir_build1(&top, IR_SMEM_ALLOC, bt, 0, NULL);
   ir_builder b = {m, at->parent, at, at->loc};
   ir_value *zero = ir_const_int(&b, ir_type_scalar(m, TK_I32), 0);
   ir_build(&b, IR_BARRIER, 0, NULL, 0, NULL);

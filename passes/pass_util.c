@@ -197,3 +197,15 @@ int64_t pass_smem_bytes(const ir_func *f) {
   }
   return n + BUF_ALIGN; /* the area's own alignment */
 }
+
+const ir_type *pass_slots_type(ir_module *m, const ir_type *elem, int nslots, int rows, int cols, int swizzle) {
+  ir_layout sl;
+  memset(&sl, 0, sizeof sl);
+  sl.kind = IR_LAYOUT_SHARED;
+  sl.rank = 2;
+  sl.order[0] = 1;
+  sl.order[1] = 0;
+  sl.swizzle = swizzle;
+  int shape[3] = {nslots, rows, cols};
+  return ir_type_smem(m, elem, 3, shape, ir_layout_intern(m, &sl));
+}

@@ -218,18 +218,11 @@ static void allocate(pipe *p) {
   for (int i = 0; i < p->nloads; i++) {
     const ir_type *t = p->loads[i]->results[0]->type;
     int eb = ir_dtype_bytes(t->dtype);
-    ir_layout sl;
-    memset(&sl, 0, sizeof sl);
-    sl.kind = IR_LAYOUT_SHARED;
-    sl.rank = 2;
-    sl.order[0] = 1;
-    sl.order[1] = 0;
-    sl.swizzle = pass_swizzle_for(t->shape[1] * eb);
-    if (sl.swizzle && (t->shape[1] * eb) % sl.swizzle) sl.swizzle = 0;
-    int shape[3] = {p->stages, t->shape[0], t->shape[1]};
-    p->bufs[i] = alloc(p, IR_SMEM_ALLOC, ir_type_smem(m, t->elem, 3, shape, ir_layout_intern(m, &sl)));
+    int sw = pass_swizzle_for(t->shape[1] * eb);
+    if (sw && (t->shape[1] * eb) % sw) sw = 0;
+    p->bufs[i] = alloc(p, IR_SMEM_ALLOC, pass_slots_type(m, t->elem, p->stages, t->shape[0], t->shape[1], sw));
     if (!p->tma) continue;
-    p->maps[i] = pass_tensor_map(m, p->f, &p->blk[i], sl.swizzle, eb);
+    p->maps[i] = pass_tensor_map(m, p->f, &p->blk[i], sw, eb);
     p->bytes[p->grp[i]] += (int)(ir_type_numel(t) * eb);
   }
   for (int gi = 0; p->tma && gi < p->ngroups; gi++) {

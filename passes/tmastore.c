@@ -15,8 +15,6 @@
  * store's mask: what lies outside is not written. */
 #include "pass_util.h"
 
-#include <string.h>
-
 enum { SCRATCH_MARGIN = 8 * 1024, BUF_ALIGN = 1024 };
 
 static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
@@ -45,16 +43,8 @@ static bool rewrite(ir_module *m, ir_func *f, ir_op *st, int64_t *room) {
   if (bytes > *room) return false;
   *room -= bytes;
   int sw = pass_swizzle_for(t->shape[1] * eb);
-  ir_layout sl;
-  memset(&sl, 0, sizeof sl);
-  sl.kind = IR_LAYOUT_SHARED;
-  sl.rank = 2;
-  sl.order[0] = 1;
-  sl.order[1] = 0;
-  sl.swizzle = sw;
-  int shape[3] = {1, t->shape[0], t->shape[1]};
   ir_builder top = {m, f->body, f->body->first, f->loc};
-  const ir_type *bt = ir_type_smem(m, t->elem, 3, shape, ir_layout_intern(m, &sl));
+  const ir_type *bt = pass_slots_type(m, t->elem, 1, t->shape[0], t->shape[1], sw);
   ir_value *buf = ir_build1(&top, IR_SMEM_ALLOC, bt, 0, NULL);
   ir_value *map = pass_tensor_map(m, f, &blk, sw, eb);
   ir_builder b = {m, st->parent, st, st->loc};
