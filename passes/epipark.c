@@ -288,6 +288,11 @@ static bool read_epilogue(ep *e, ir_op **ops, int *nops) {
     e->st_chain[k++] = ops[i];
   }
   if (k != 7) return e->why = "the epilogue's store is not a TMA store", false;
+  const ir_op *tma = e->st_chain[5];
+  const ir_value *buf0 = e->st_chain[2]->operands[0], *map0 = tma->operands[0];
+  if (tma->noperands != 5 || !buf0->def || buf0->def->opc != IR_SMEM_ALLOC || !map0->def ||
+      map0->def->opc != IR_TENSOR_MAP || map0->def->nints != 2 || tma->operands[1] != buf0)
+    return e->why = "the epilogue's store is not a 2-D box store of its staging tile", false;
   e->y = e->st_chain[2]->operands[2];
   if (e->y->type->kind != IR_TILE || n_axis(e, e->y->type) != 1 || e->y->type->shape[1] != e->bn)
     return e->why = "the stored tile is not the accumulator's shape", false;
