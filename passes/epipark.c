@@ -33,7 +33,8 @@
  * computed and stored changes. Applied to warp-specialized persistent kernels whose
  * epilogue has the form above and at least MIN_EPILOGUE_OPS elementwise ops on the full
  * tile (a cast-and-store epilogue is not worth the park's traffic), when shared memory and
- * registers have room; -Rpass-missed=epipark says why not otherwise. */
+ * registers have room; -Rpass-missed=epipark says why not otherwise. Not yet in the
+ * default pipeline (pipeline.c): it runs with --passes until its time is measured. */
 #include "pass_util.h"
 
 #include <string.h>
