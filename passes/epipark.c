@@ -43,7 +43,6 @@ enum {
   SLAB = 16,            /* columns a slab: 8 f32 a thread at BM 128 x 256 threads */
   KEEP_REGS = 56,       /* registers a consumer thread may hold parked slabs in */
   MIN_EPILOGUE_OPS = 4, /* elementwise ops on the whole tile that make it worth it */
-  BUF_ALIGN = 1024,
   MAX_E = 256,
 };
 
@@ -72,8 +71,6 @@ typedef struct {
   ir_value *ptile; /* the parked tile's loop value */
   bool failed;
 } inst;
-
-static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 /* The axis of t that is the tile's N (columns): axis 1 of a 2-D tile in the accumulator's
  * layout, axis 0 of a 1-D one in its slice along dim 0; -1 for any other (no N axis). */
@@ -354,17 +351,21 @@ bool pass_epipark(ir_module *m, ir_func *f) {
     pass_remark_missed(m, "epipark", f->loc, "epilogue not parked: %s", e->why);
     return false;
   }
-  /* room: what the kernel's buffers leave once the 64 KB staging tile goes (no scratch is
+  /* room: what the kernel's buffers leave once tmastore's staging tile goes (no scratch is
    * kept: E's ops are elementwise, the slabs keep the accumulator's layout) */
   ir_value *buf0 = e->st_chain[2]->operands[0], *map0 = e->st_chain[5]->operands[0];
   int eb = ir_dtype_bytes(e->y->type->dtype);
   e->s = SLAB;
-  if (e->bn % e->s) return false;
+  if (e->bn % e->s) {
+    pass_remark_missed(m, "epipark", f->loc, "epilogue not parked: the tile's %d columns are not whole slabs of %d", e->bn, e->s);
+    return false;
+  }
   e->c = e->bn / e->s;
-  int64_t slab_bytes = round_up((int64_t)e->bm * e->s * 4, BUF_ALIGN);
-  int64_t stage_bytes = round_up(2 * round_up((int64_t)e->bm * e->s * eb, BUF_ALIGN), BUF_ALIGN);
+  const ir_type *acc_el = ir_type_elem(e->w0->type), *y_el = ir_type_elem(e->y->type);
+  int64_t slab_bytes = pass_smem_buffer_bytes(pass_slots_type(m, acc_el, 1, e->bm, e->s, 0));
+  const ir_type *st = pass_slots_type(m, y_el, 2, e->bm, e->s, pass_swizzle_for(e->s * eb));
   int64_t room = tg_smem_program(m->arch, f->programs_per_sm) - pass_smem_bytes(f) +
-                 round_up(ir_type_numel(e->y->type) * eb, BUF_ALIGN) - stage_bytes;
+                 pass_smem_buffer_bytes(buf0->type) - pass_smem_buffer_bytes(st);
   e->cs = room <= 0 ? 0 : (int)(room / slab_bytes);
   if (e->cs > e->c) e->cs = e->c;
   e->r = e->c - e->cs;
@@ -374,7 +375,8 @@ bool pass_epipark(ir_module *m, ir_func *f) {
                        e->r, e->c, e->r * e->s * e->bm / threads);
     return false;
   }
-  /* a dry run into a detached block: can E be cut by columns? */
+  /* a dry run into a detached block (never linked, left to the arena): can E be cut by
+   * columns? Checking with the same code that builds the slabs keeps the two in step. */
   {
     ir_op *probe = ir_op_new(m, IR_IF, f->loc, 0, NULL, 0, NULL);
     ir_block *pb = ir_op_add_region(m, probe, 0, NULL);
@@ -389,10 +391,9 @@ bool pass_epipark(ir_module *m, ir_func *f) {
   }
   /* the buffers and the map */
   ir_builder top = {m, f->body, f->body->first, f->loc};
-  const ir_type *st = pass_slots_type(m, ir_type_elem(e->y->type), 2, e->bm, e->s, pass_swizzle_for(e->s * eb));
   e->stage = ir_build1(&top, IR_SMEM_ALLOC, st, 0, NULL);
   if (e->cs) {
-    const ir_type *pt = pass_slots_type(m, ir_type_elem(e->w0->type), e->cs, e->bm, e->s, pass_swizzle_for(e->s * 4));
+    const ir_type *pt = pass_slots_type(m, acc_el, e->cs, e->bm, e->s, pass_swizzle_for(e->s * 4));
     e->park = ir_build1(&top, IR_SMEM_ALLOC, pt, 0, NULL);
   }
   ir_op *mc = ir_op_clone(m, map0->def, ir_vmap_new(m->arena));

@@ -15,9 +15,7 @@
  * store's mask: what lies outside is not written. */
 #include "pass_util.h"
 
-enum { SCRATCH_MARGIN = 8 * 1024, BUF_ALIGN = 1024 };
-
-static int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+enum { SCRATCH_MARGIN = 8 * 1024 };
 
 typedef struct {
   ir_module *m;
@@ -39,12 +37,12 @@ static bool rewrite(ir_module *m, ir_func *f, ir_op *st, int64_t *room) {
   int eb = ir_dtype_bytes(t->dtype);
   pass_block blk;
   if (!pass_block_of(m, st, &blk) || !pass_block_tma_ready(f, &blk, eb)) return false;
-  int64_t bytes = round_up(ir_type_numel(t) * eb, BUF_ALIGN);
+  int sw = pass_swizzle_for(t->shape[1] * eb);
+  const ir_type *bt = pass_slots_type(m, t->elem, 1, t->shape[0], t->shape[1], sw);
+  int64_t bytes = pass_smem_buffer_bytes(bt);
   if (bytes > *room) return false;
   *room -= bytes;
-  int sw = pass_swizzle_for(t->shape[1] * eb);
   ir_builder top = {m, f->body, f->body->first, f->loc};
-  const ir_type *bt = pass_slots_type(m, t->elem, 1, t->shape[0], t->shape[1], sw);
   ir_value *buf = ir_build1(&top, IR_SMEM_ALLOC, bt, 0, NULL);
   ir_value *map = pass_tensor_map(m, f, &blk, sw, eb);
   ir_builder b = {m, st->parent, st, st->loc};
