@@ -16,11 +16,17 @@
  * step's wgmma is issued and the previous one waited for:
  *
  *   for tile (parked?, ptile, kept) {
- *     acc = for k { ...; release; if parked? && j < C { E_j(slab j of ptile) } }
+ *     acc = for k { ...; release;
+ *                   if parked? && j < C { E_j(slot(j)); if j == R-1 { kept -> slots 0..R-1 } } }
  *     if parked? { E_j for the slabs the loop did not reach (K shorter than C steps) }
  *     acc = wait 0; release; park slabs 0..CS-1; kept = acc[:, CS*S:]
  *   }
  *   if parked? { E_j for every slab }      the last tile's
+ *
+ * slot(j) is j for j < CS and j - CS after: once slots 0..R-1 are read, the R kept slabs
+ * move into them (R <= CS), so every slab's E reads the park and E is emitted three times
+ * (k loop, after it, after the tile loop) rather than once per register slab as well (a
+ * register slice needs a constant offset: 24 copies, a 9000-instruction kernel, at 128x256).
  *
  * E_j is E with every tile's N axis cut from BN to S: the accumulator read from the slab,
  * N's arange offset by j * S, scalars that depend on the tile recomputed for the parked
@@ -33,8 +39,9 @@
  * computed and stored changes. Applied to warp-specialized persistent kernels whose
  * epilogue has the form above and at least MIN_EPILOGUE_OPS elementwise ops on the full
  * tile (a cast-and-store epilogue is not worth the park's traffic), when shared memory and
- * registers have room; -Rpass-missed=epipark says why not otherwise. Not yet in the
- * default pipeline (pipeline.c): it runs with --passes until its time is measured. */
+ * registers have room (and no more slabs stay in registers than are parked in shared
+ * memory); -Rpass-missed=epipark says why not otherwise. Not yet in the default pipeline
+ * (pipeline.c): it runs with --passes until its time is measured. */
 #include "pass_util.h"
 
 #include <string.h>
@@ -205,27 +212,41 @@ static const ir_type *slab_acc(ep *e, int cols) {
   return ir_type_with_layout(e->m, ir_type_tile(e->m, ir_type_elem(t), 2, shape), e->lay);
 }
 
-/* Slab j's epilogue at b: from the park's slot j (j an i32 value, j < CS), or from the
- * kept registers' slab r (kept != NULL; j is then the constant CS + r). */
-static void slab_at(ep *e, ir_builder *b, ir_value *j, ir_value *ptile, ir_value *kept, int r) {
+/* Slab j's epilogue at b, its accumulator read from the park's slot `slot` (i32 values). */
+static void slab_at(ep *e, ir_builder *b, ir_value *j, ir_value *slot, ir_value *ptile) {
   inst in = {e, *b, ir_vmap_new(e->m->arena), NULL, NULL, NULL, ptile, false};
-  if (kept) {
+  ir_value *lo[2] = {e->park, slot};
+  in.src = ir_build1(&in.b, IR_SMEM_LOAD, slab_acc(e, e->s), 2, lo);
+  in.col = ir_binary(&in.b, IR_MUL, j, ir_const_int(&in.b, i32(e), e->s));
+  in.slot = ir_binary(&in.b, IR_AND, j, ir_const_int(&in.b, i32(e), 1));
+  emit_slab(&in);
+  if (in.failed && !e->why) e->why = "the epilogue cannot be cut by columns";
+}
+
+/* The park's slot of slab j: slabs 0..CS-1 were parked in slots 0..CS-1; the R kept in
+ * registers are moved into slots 0..R-1 once those are read, so slab CS + r is in slot r. */
+static ir_value *slot_of(ep *e, ir_builder *b, ir_value *j) {
+  ir_value *cs = ir_const_int(b, i32(e), e->cs);
+  ir_value *sel[3] = {ir_cmp_build(b, IR_CMP_LT, j, cs), j, ir_binary(b, IR_SUB, j, cs)};
+  return ir_build1(b, IR_SELECT, i32(e), 3, sel);
+}
+
+/* Moves the R kept slabs into park slots 0..R-1 (read already): one unrolled block of
+ * stores, so that every slab's epilogue reads the park and E is emitted once a place
+ * rather than once per register slab (a register slice needs a constant offset). Each
+ * thread stores and later reads back its own elements: no barrier. */
+static void move_kept(ep *e, ir_builder *b, ir_value *kept) {
+  for (int r = 0; r < e->r; r++) {
     const ir_type *t = slab_acc(e, e->s);
-    ir_op *sl = ir_build(&in.b, IR_SLICE, 1, &kept, 1, &t);
+    ir_op *sl = ir_build(b, IR_SLICE, 1, &kept, 1, &t);
     int *start = SU_NEW_ARRAY(e->m->arena, int, 2);
     start[0] = 0;
     start[1] = r * e->s;
     sl->ints = start;
     sl->nints = 2;
-    in.src = sl->results[0];
-  } else {
-    ir_value *lo[2] = {e->park, j};
-    in.src = ir_build1(&in.b, IR_SMEM_LOAD, slab_acc(e, e->s), 2, lo);
+    ir_value *sv[3] = {e->park, ir_const_int(b, i32(e), r), sl->results[0]};
+    ir_build(b, IR_SMEM_STORE, 3, sv, 0, NULL);
   }
-  in.col = ir_binary(&in.b, IR_MUL, j, ir_const_int(&in.b, i32(e), e->s));
-  in.slot = ir_binary(&in.b, IR_AND, j, ir_const_int(&in.b, i32(e), 1));
-  emit_slab(&in);
-  if (in.failed && !e->why) e->why = "the epilogue cannot be cut by columns";
 }
 
 static ir_op *end_with_yield(ep *e, ir_block *blk, ir_loc loc) {
@@ -243,21 +264,22 @@ static ir_builder then_of(ep *e, ir_builder *b, ir_value *cond) {
   return in;
 }
 
-/* Slabs lo.. (lo an i32 value) of the parked tile, each once: the park's in a loop, the
- * kept ones unrolled (a register slice needs a constant offset). */
+/* Slabs lo..C-1 (lo an i32 value) of the parked tile, each once, in one loop. The kept
+ * slabs were moved into the park in the k loop when it reached step R-1 (lo >= R); else
+ * they move here, when slab CS is next and slots 0..CS-1 have all been read. */
 static void slabs_from(ep *e, ir_builder *b, ir_value *lo, ir_value *ptile, ir_value *kept) {
-  if (e->cs) {
-    ir_value *one = ir_const_int(b, i32(e), 1), *cs = ir_const_int(b, i32(e), e->cs);
-    ir_op *loop = ir_build_for(b, lo, cs, one, 0, NULL);
-    ir_block *body = loop->regions[0];
-    ir_builder in = {e->m, body, end_with_yield(e, body, b->loc), b->loc};
-    slab_at(e, &in, body->args[0], ptile, NULL, 0);
+  ir_value *one = ir_const_int(b, i32(e), 1), *c = ir_const_int(b, i32(e), e->c);
+  ir_op *loop = ir_build_for(b, lo, c, one, 0, NULL);
+  ir_block *body = loop->regions[0];
+  ir_builder in = {e->m, body, end_with_yield(e, body, b->loc), b->loc};
+  ir_value *j = body->args[0];
+  if (e->r) {
+    ir_value *at_cs = ir_cmp_build(&in, IR_CMP_EQ, j, ir_const_int(&in, i32(e), e->cs));
+    ir_value *unmoved = ir_cmp_build(&in, IR_CMP_LT, lo, ir_const_int(&in, i32(e), e->r));
+    ir_builder mv = then_of(e, &in, ir_binary(&in, IR_AND, at_cs, unmoved));
+    move_kept(e, &mv, kept);
   }
-  for (int r = 0; r < e->r; r++) {
-    ir_value *j = ir_const_int(b, i32(e), e->cs + r);
-    ir_builder in = then_of(e, b, ir_cmp_build(b, IR_CMP_LE, lo, j));
-    slab_at(e, &in, j, ptile, kept, r);
-  }
+  slab_at(e, &in, j, slot_of(e, &in, j), ptile);
 }
 
 /* E's ops: everything after the release that follows wait 0 in the tile body, but the
@@ -369,6 +391,11 @@ bool pass_epipark(ir_module *m, ir_func *f) {
   e->cs = room <= 0 ? 0 : (int)(room / slab_bytes);
   if (e->cs > e->c) e->cs = e->c;
   e->r = e->c - e->cs;
+  if (e->r > e->cs) {
+    pass_remark_missed(m, "epipark", f->loc, "epilogue not parked: %d of its %d slabs fit in shared memory, fewer than would stay in registers",
+                       e->cs, e->c);
+    return false;
+  }
   int threads = 32 * f->num_warps;
   if ((int64_t)e->r * e->s * e->bm / threads > KEEP_REGS) {
     pass_remark_missed(m, "epipark", f->loc, "epilogue not parked: %d of its %d slabs would stay in registers (%d a thread)",
@@ -419,16 +446,14 @@ bool pass_epipark(ir_module *m, ir_func *f) {
   ir_block *kb = kl->regions[0];
   ir_builder kin = {m, kb, kb->last, kl->loc};
   ir_value *j = ir_binary(&kin, IR_DIV, ir_binary(&kin, IR_SUB, kb->args[0], kl->operands[0]), kl->operands[2]);
-  if (e->cs) {
-    ir_value *ok = ir_binary(&kin, IR_AND, hp_arg, ir_cmp_build(&kin, IR_CMP_LT, j, ir_const_int(&kin, i32(e), e->cs)));
+  {
+    ir_value *ok = ir_binary(&kin, IR_AND, hp_arg, ir_cmp_build(&kin, IR_CMP_LT, j, ir_const_int(&kin, i32(e), e->c)));
     ir_builder in = then_of(e, &kin, ok);
-    slab_at(e, &in, j, pt_arg, NULL, 0);
-  }
-  for (int r = 0; r < e->r; r++) {
-    ir_value *jr = ir_const_int(&kin, i32(e), e->cs + r);
-    ir_value *ok = ir_binary(&kin, IR_AND, hp_arg, ir_cmp_build(&kin, IR_CMP_EQ, j, jr));
-    ir_builder in = then_of(e, &kin, ok);
-    slab_at(e, &in, jr, pt_arg, kept_arg, r);
+    slab_at(e, &in, j, slot_of(e, &in, j), pt_arg);
+    if (e->r) { /* slot R-1 read: the kept slabs move into slots 0..R-1 */
+      ir_builder mv = then_of(e, &in, ir_cmp_build(&in, IR_CMP_EQ, j, ir_const_int(&in, i32(e), e->r - 1)));
+      move_kept(e, &mv, kept_arg);
+    }
   }
   /* after it, the slabs it did not reach: from min(steps, C) */
   ir_builder aft = {m, e->tb, e->w0op, kl->loc};
