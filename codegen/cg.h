@@ -323,8 +323,6 @@ void cg_ptx_wgmma(cg_ctx *c, const cg_wgmma_form *form, int trans_a, int trans_b
                   int n, LLVMValueRef desc_a, const LLVMValueRef *a_regs, LLVMValueRef desc_b);
 
 /* ---- emit_async.c ---- */
-/* Bytes of one slot of a shared buffer type (a multiple of 1024). */
-int64_t cg_slot_bytes(const ir_type *buf);
 /* The shared address of slot `slot` (i32) of buffer value buf. */
 LLVMValueRef cg_slot_base(cg_ctx *c, const ir_value *buf, LLVMValueRef slot);
 /* The byte offset (i32) in a slot of buffer type buf of the element at idx (per slot dim),

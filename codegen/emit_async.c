@@ -7,7 +7,7 @@
  * thread of a warp_spec producer. */
 #include "cg.h"
 
-enum { MBAR_BYTES = 8, UNIT = 16 };
+enum { UNIT = 16 };
 
 static LLVMValueRef byte_at(cg_ctx *c, LLVMValueRef base, LLVMValueRef off) {
   return LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->llc), base, &off, 1, "");
@@ -36,14 +36,8 @@ static LLVMValueRef elected(cg_ctx *c) {
 
 /* ---- shared buffers ---- */
 
-int64_t cg_slot_bytes(const ir_type *buf) {
-  int64_t n = ir_dtype_bytes(buf->dtype);
-  for (int i = 1; i < buf->rank; i++) n *= buf->shape[i];
-  return (n + 1023) / 1024 * 1024;
-}
-
 LLVMValueRef cg_slot_base(cg_ctx *c, const ir_value *buf, LLVMValueRef slot) {
-  LLVMValueRef off = LLVMBuildMul(c->b, slot, cg_i32(c, cg_slot_bytes(buf->type)), "");
+  LLVMValueRef off = LLVMBuildMul(c->b, slot, cg_i32(c, ir_smem_slot_bytes(buf->type)), "");
   return byte_at(c, cg_slot(c, buf, 0), off);
 }
 
@@ -94,7 +88,7 @@ static int slot_vector(const ir_type *buf, const cg_layout *l, int limit) {
 static void emit_smem_alloc(cg_ctx *c, const ir_op *op) {
   const ir_type *t = op->results[0]->type;
   LLVMValueRef *s = cg_slots(c, 1);
-  s[0] = cg_smem_buffer(c, (int64_t)t->shape[0] * cg_slot_bytes(t));
+  s[0] = cg_smem_buffer(c, ir_smem_buffer_bytes(t));
   cg_set(c, op->results[0], s, 1);
 }
 
@@ -233,7 +227,7 @@ static void emit_cp_async(cg_ctx *c, const ir_op *op) {
 
 /* The 32-bit shared address of barrier idx of bars. */
 static LLVMValueRef bar_addr(cg_ctx *c, const ir_value *bars, const ir_value *idx) {
-  LLVMValueRef off = LLVMBuildMul(c->b, cg_slot(c, idx, 0), cg_i32(c, MBAR_BYTES), "");
+  LLVMValueRef off = LLVMBuildMul(c->b, cg_slot(c, idx, 0), cg_i32(c, IR_MBAR_BYTES), "");
   return cg_shared_addr(c, byte_at(c, cg_slot(c, bars, 0), off));
 }
 
@@ -242,12 +236,12 @@ static LLVMValueRef bar_at(cg_ctx *c, const ir_op *op) { return bar_addr(c, op->
 static void emit_mbar_alloc(cg_ctx *c, const ir_op *op) {
   int n = op->results[0]->type->shape[0];
   LLVMValueRef *s = cg_slots(c, 1);
-  s[0] = cg_smem_buffer(c, (int64_t)n * MBAR_BYTES);
+  s[0] = cg_smem_buffer(c, ir_smem_buffer_bytes(op->results[0]->type));
   cg_set(c, op->results[0], s, 1);
   LLVMValueRef one = elected(c);
   LLVMBasicBlockRef join = one ? cg_if_begin(c, one) : NULL;
   for (int i = 0; i < n; i++) {
-    LLVMValueRef args[2] = {byte_at(c, s[0], cg_i32(c, (int64_t)i * MBAR_BYTES)), cg_i32(c, op->attr)};
+    LLVMValueRef args[2] = {byte_at(c, s[0], cg_i32(c, (int64_t)i * IR_MBAR_BYTES)), cg_i32(c, op->attr)};
     cg_intrinsic(c, "llvm.nvvm.mbarrier.init.shared", NULL, 0, args, 2);
   }
   cg_ptx_mbar_init_fence(c);

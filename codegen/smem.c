@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { BUF_ALIGN = 1024 };
-
 static LLVMTypeRef smem_ptr(cg_ctx *c) { return LLVMPointerTypeInContext(c->llc, CG_SHARED_AS); }
 
 /* A call to a body-less function standing for a value fixed later. */
@@ -59,7 +57,7 @@ LLVMValueRef cg_smem_take(cg_ctx *c, int bytes) {
 LLVMValueRef cg_smem_buffer(cg_ctx *c, int64_t bytes) {
   int64_t at = c->smem_bufs;
   if (bytes > c->smem_buf_max) c->smem_buf_max = bytes, c->smem_buf_op = c->op;
-  c->smem_bufs += (bytes + BUF_ALIGN - 1) / BUF_ALIGN * BUF_ALIGN;
+  c->smem_bufs += (bytes + IR_SMEM_ALIGN - 1) / IR_SMEM_ALIGN * IR_SMEM_ALIGN;
   if (c->smem_bufs > INT32_MAX / 2) c->smem_bufs = INT32_MAX / 2; /* the limit check reports it */
   return byte_gep(c, c->smem_root, cg_i32(c, at), "smem.buf");
 }
@@ -88,7 +86,7 @@ static LLVMValueRef dynamic_buffer(cg_ctx *c) {
   return g;
 }
 
-/* The first BUF_ALIGN boundary at or after buf (a shared pointer), computed in the
+/* The first IR_SMEM_ALIGN boundary at or after buf (a shared pointer), computed in the
  * entry block. */
 static LLVMValueRef align_up(cg_ctx *c, LLVMValueRef buf) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c->llc);
@@ -97,7 +95,7 @@ static LLVMValueRef align_up(cg_ctx *c, LLVMValueRef buf) {
   LLVMTypeRef i32 = LLVMInt32TypeInContext(c->llc);
   LLVMValueRef a = LLVMBuildPtrToInt(b, buf, i32, "");
   LLVMValueRef pad = LLVMBuildAnd(b, LLVMBuildSub(b, LLVMConstInt(i32, 0, 0), a, ""),
-                                  LLVMConstInt(i32, BUF_ALIGN - 1, 0), "");
+                                  LLVMConstInt(i32, IR_SMEM_ALIGN - 1, 0), "");
   LLVMValueRef r = LLVMBuildInBoundsGEP2(b, LLVMInt8TypeInContext(c->llc), buf, &pad, 1, "smem.root");
   LLVMDisposeBuilder(b);
   return r;
@@ -161,7 +159,7 @@ static void over_limit(cg_ctx *c, int total, int scratch) {
 
 void cg_smem_end_kernel(cg_ctx *c) {
   int scratch = c->smem_uses > 1 ? 2 * c->smem_need : c->smem_need;
-  int64_t total64 = c->smem_bufs ? c->smem_bufs + BUF_ALIGN + scratch : scratch;
+  int64_t total64 = c->smem_bufs ? c->smem_bufs + IR_SMEM_ALIGN + scratch : scratch;
   int total = total64 > INT32_MAX ? INT32_MAX : (int)total64;
   c->smem_total = total;
   int static_limit = tg_smem_static(c->arch);

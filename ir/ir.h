@@ -86,6 +86,15 @@ const ir_type *ir_type_smem(ir_module *m, const ir_type *elem, int rank, const i
 /* count mbarriers; a tensor map. */
 const ir_type *ir_type_mbar(ir_module *m, int count);
 const ir_type *ir_type_tmap(ir_module *m);
+/* How shared buffers lie in a kernel's shared memory, as codegen lays them out and the
+ * passes budget them: each slot of an smem buffer and each buffer at an IR_SMEM_ALIGN
+ * boundary (the swizzled layouts need it), an mbarrier IR_MBAR_BYTES, and the area one
+ * IR_SMEM_ALIGN larger than its buffers (its base is aligned at run time). */
+enum { IR_SMEM_ALIGN = 1024, IR_MBAR_BYTES = 8 };
+/* The bytes one slot of smem buffer type t takes. */
+int64_t ir_smem_slot_bytes(const ir_type *t);
+/* The bytes a buffer of type t (smem or mbar) takes. */
+int64_t ir_smem_buffer_bytes(const ir_type *t);
 /* The tile type of one slot of shared buffer type t (no layout). */
 const ir_type *ir_type_slot(ir_module *m, const ir_type *t);
 /* The same tile type with layout l (NULL removes it). */

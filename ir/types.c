@@ -104,6 +104,21 @@ const ir_type *ir_type_mbar(ir_module *m, int count) {
   return intern(m, &k);
 }
 
+static int64_t smem_round(int64_t n) { return (n + IR_SMEM_ALIGN - 1) / IR_SMEM_ALIGN * IR_SMEM_ALIGN; }
+
+int64_t ir_smem_slot_bytes(const ir_type *t) {
+  SU_ASSERT(t->kind == IR_SMEM);
+  int64_t n = ir_dtype_bytes(t->dtype);
+  for (int i = 1; i < t->rank; i++) n *= t->shape[i];
+  return smem_round(n);
+}
+
+int64_t ir_smem_buffer_bytes(const ir_type *t) {
+  SU_ASSERT(t->kind == IR_SMEM || t->kind == IR_MBAR);
+  if (t->kind == IR_MBAR) return smem_round((int64_t)t->shape[0] * IR_MBAR_BYTES);
+  return smem_round((int64_t)t->shape[0] * ir_smem_slot_bytes(t));
+}
+
 const ir_type *ir_type_tmap(ir_module *m) {
   ir_type k;
   memset(&k, 0, sizeof k);

@@ -384,10 +384,10 @@ bool pass_epipark(ir_module *m, ir_func *f) {
   }
   e->c = e->bn / e->s;
   const ir_type *acc_el = ir_type_elem(e->w0->type), *y_el = ir_type_elem(e->y->type);
-  int64_t slab_bytes = pass_smem_buffer_bytes(pass_slots_type(m, acc_el, 1, e->bm, e->s, 0));
+  int64_t slab_bytes = ir_smem_buffer_bytes(pass_slots_type(m, acc_el, 1, e->bm, e->s, 0));
   const ir_type *st = pass_slots_type(m, y_el, 2, e->bm, e->s, pass_swizzle_for(e->s * eb));
   int64_t room = tg_smem_program(m->arch, f->programs_per_sm) - pass_smem_bytes(f) +
-                 pass_smem_buffer_bytes(buf0->type) - pass_smem_buffer_bytes(st);
+                 ir_smem_buffer_bytes(buf0->type) - ir_smem_buffer_bytes(st);
   e->cs = room <= 0 ? 0 : (int)(room / slab_bytes);
   if (e->cs > e->c) e->cs = e->c;
   e->r = e->c - e->cs;

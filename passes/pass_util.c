@@ -180,24 +180,11 @@ int pass_count_uses(const ir_block *blk, const ir_value *v) {
   return n;
 }
 
-enum { MBAR_BYTES = 8, BUF_ALIGN = 1024 };
-
-static int64_t round_up_to(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
-int64_t pass_smem_buffer_bytes(const ir_type *t) {
-  int64_t slot = ir_dtype_bytes(t->dtype);
-  for (int i = 1; i < t->rank; i++) slot *= t->shape[i];
-  return round_up_to((int64_t)t->shape[0] * round_up_to(slot, BUF_ALIGN), BUF_ALIGN);
-}
-
 int64_t pass_smem_bytes(const ir_func *f) {
   int64_t n = 0;
-  for (const ir_op *op = f->body->first; op; op = op->next) {
-    const ir_type *t = op->nresults == 1 ? op->results[0]->type : NULL;
-    if (op->opc == IR_SMEM_ALLOC) n += pass_smem_buffer_bytes(t);
-    else if (op->opc == IR_MBAR_ALLOC) n += round_up_to((int64_t)t->shape[0] * MBAR_BYTES, BUF_ALIGN);
-  }
-  return n + BUF_ALIGN; /* the area's own alignment */
+  for (const ir_op *op = f->body->first; op; op = op->next)
+    if (op->opc == IR_SMEM_ALLOC || op->opc == IR_MBAR_ALLOC) n += ir_smem_buffer_bytes(op->results[0]->type);
+  return n + IR_SMEM_ALIGN; /* the area's own alignment */
 }
 
 const ir_type *pass_slots_type(ir_module *m, const ir_type *elem, int nslots, int rows, int cols, int swizzle) {

@@ -130,11 +130,9 @@ bool pass_block_of(ir_module *m, ir_op *load, pass_block *out);
 bool pass_block_tma_ready(const ir_func *f, const pass_block *b, int elem_bytes);
 /* A tensor_map of block b at the top of f (its inner box: one swizzle line). */
 ir_value *pass_tensor_map(ir_module *m, ir_func *f, const pass_block *b, int swizzle, int elem_bytes);
-/* Shared memory kernel f's buffers take, as codegen lays them out (each slot and each
- * buffer 1 KB aligned, mbarriers 8 bytes each, the area's own alignment). */
+/* Shared memory kernel f's buffers take, as codegen lays them out (ir_smem_buffer_bytes
+ * each, and the area's own alignment). */
 int64_t pass_smem_bytes(const ir_func *f);
-/* The bytes one buffer of smem type t takes in that layout. */
-int64_t pass_smem_buffer_bytes(const ir_type *t);
 /* smem<nslots x rows x cols x elem> in the row-major shared layout with the given swizzle
  * (bytes): the slots of rings, staging tiles and parks. */
 const ir_type *pass_slots_type(ir_module *m, const ir_type *elem, int nslots, int rows, int cols, int swizzle);

@@ -98,8 +98,7 @@ static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room)
   sl.rank = rank;
   for (int k = 0; k < rank; k++) sl.order[k] = rank - 1 - k; /* the last axis contiguous */
   const ir_type *bt = ir_type_smem(m, t->elem, rank + 1, shape, ir_layout_intern(m, &sl));
-  int64_t slot_bytes = (ir_type_numel(t) * ir_dtype_bytes(t->dtype) + 1023) / 1024 * 1024;
-  int64_t bytes = slot_bytes * shape[0];
+  int64_t bytes = ir_smem_buffer_bytes(bt);
   if (bytes > *room) return false;
   *room -= bytes;
 

@@ -39,7 +39,7 @@ static bool rewrite(ir_module *m, ir_func *f, ir_op *st, int64_t *room) {
   if (!pass_block_of(m, st, &blk) || !pass_block_tma_ready(f, &blk, eb)) return false;
   int sw = pass_swizzle_for(t->shape[1] * eb);
   const ir_type *bt = pass_slots_type(m, t->elem, 1, t->shape[0], t->shape[1], sw);
-  int64_t bytes = pass_smem_buffer_bytes(bt);
+  int64_t bytes = ir_smem_buffer_bytes(bt);
   if (bytes > *room) return false;
   *room -= bytes;
   ir_builder top = {m, f->body, f->body->first, f->loc};

@@ -167,6 +167,26 @@ static void test_types_interned_and_printed(void **state) {
   su_arena_free(f->a);
 }
 
+/* The shared-memory layout rule codegen lays buffers out by and the passes budget with:
+ * slots and buffers rounded to 1 KB, an mbarrier 8 bytes. */
+static void test_smem_buffer_bytes(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  ir_layout sl = {.kind = IR_LAYOUT_SHARED, .rank = 2, .order = {1, 0}};
+  const ir_layout *li = ir_layout_intern(f->m, &sl);
+  int ring[3] = {3, 128, 64}; /* 3 slots of 128x64 f16: 16 KB each */
+  const ir_type *r = ir_type_smem(f->m, ir_type_scalar(f->m, TK_F16), 3, ring, li);
+  assert_int_equal(ir_smem_slot_bytes(r), 16384);
+  assert_int_equal(ir_smem_buffer_bytes(r), 3 * 16384);
+  int odd[3] = {2, 3, 100}; /* 1200-byte slots: each rounded to 2 KB */
+  const ir_type *o = ir_type_smem(f->m, f->f32, 3, odd, li);
+  assert_int_equal(ir_smem_slot_bytes(o), 2048);
+  assert_int_equal(ir_smem_buffer_bytes(o), 4096);
+  assert_int_equal(ir_smem_buffer_bytes(ir_type_mbar(f->m, 3)), 1024);   /* 24 bytes */
+  assert_int_equal(ir_smem_buffer_bytes(ir_type_mbar(f->m, 200)), 2048); /* 1600 bytes */
+  su_arena_free(f->a);
+}
+
 static void test_dtype_helpers(void **state) {
   (void)state;
   assert_true(ir_dtype_is_int(TK_I1) && ir_dtype_is_int(TK_U64) && !ir_dtype_is_int(TK_F16));
@@ -719,6 +739,7 @@ static void test_fp8_rule(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_types_interned_and_printed),
+      cmocka_unit_test(test_smem_buffer_bytes),
       cmocka_unit_test(test_dtype_helpers),
       cmocka_unit_test(test_fp8_rule),
       cmocka_unit_test(test_fp8_acc_bound),
