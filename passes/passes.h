@@ -130,9 +130,6 @@ bool pass_skipscale(ir_module *m, ir_func *f);
 bool pass_tmastore(ir_module *m, ir_func *f);
 /* Splits a TMA-pipelined kernel into a producer warpgroup and the consumers (warpspec.c). */
 bool pass_warpspec(ir_module *m, ir_func *f);
-/* Parks a warp-specialized persistent wgmma kernel's heavy epilogue by column slabs and
- * runs them under the next tile's products (epipark.c; after warpspec and sink). */
-bool pass_epipark(ir_module *m, ir_func *f);
 
 /* Moves pure ops computed before a loop that does not use them down to their first user
  * (sink.c). */

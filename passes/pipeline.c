@@ -19,7 +19,7 @@ typedef struct {
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
   X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(fp8dot) X(tiling) X(persist) X(swpipe) \
-  X(lower_dot) X(rotate) X(skipscale) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract) X(histogram) X(clusterkeep) X(smemkeep) X(epipark)
+  X(lower_dot) X(rotate) X(skipscale) X(expfold) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract) X(histogram) X(clusterkeep) X(smemkeep)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {

@@ -76,10 +76,10 @@ const ck_case ck_cases[] = {
     {"matmul_bias_gelu", "matmul_bias_gelu.tk", "matmul_bias_gelu", {{"BM", "128"}, {"BN", "256"}}, 2,
      CK_MNK, {{{128, 256, 64}}, {{70, 50, 33}}},
      {{{1024, 1024, 1024}}, {{300, 200, 112}}}, 2, ck_run_matmul},
-    /* 3 stages, the configuration epipark parks (docs/passes.md). On the GPU, ragged and
-     * more tiles (16 x 9 = 144) than an H100/H200 has SMs (132), so some programs run two:
-     * with the park, K = 1040 (17 steps) runs the slabs in the k loop, K = 112 (2 steps)
-     * most of them after it. Kept as small as that allows: the host's reference is exact */
+    /* 3 stages (tmastore's staged store has room). On the GPU, ragged and more tiles
+     * (16 x 9 = 144) than an H100/H200 has SMs (132), so some programs run two tiles, at a
+     * long K (1040: 17 steps) and a short one (112: 2 steps). Kept as small as that
+     * allows: the host's reference is exact */
     {"matmul_bias_gelu_s3", "matmul_bias_gelu.tk", "matmul_bias_gelu",
      {{"BM", "128"}, {"BN", "256"}, {"stages", "3"}}, 3, CK_MNK, {{{128, 256, 64}}, {{70, 50, 33}}},
      {{{1940, 2100, 1040}}, {{1940, 2100, 112}}}, 2, ck_run_matmul},
