@@ -384,6 +384,7 @@ static double try_config(bench *b, const workload *w, int warps, int rows, int n
   double t = bad ? NAN : tb_time_launches(b, k2, g2, args, w->nparams);
   if (bad) fprintf(stderr, "tkbench: %s warps=%d rows=%d%s: %s\n", w->name, warps, rows,
                    no_fuse ? " -fno-fuse" : "", bad);
+  else fprintf(stderr, "tkbench:   warps=%d rows=%d%s: %.1f us\n", warps, rows, no_fuse ? " -fno-fuse" : "", t);
   tk_module_destroy(m2);
   return t;
 }
