@@ -48,6 +48,10 @@ matmul.tk matmul -D BK=32 -D stages=6
 matmul.tk matmul -D BM=256 -D BN=128 -D stages=3
 matmul.tk matmul -D BN=128 -D stages=4
 matmul.tk matmul_bf16 -D stages=3
+matmul_bias_gelu.tk matmul_bias_gelu -D stages=4
+matmul_bias_gelu.tk matmul_bias_gelu -D stages=3
+matmul_bias_gelu.tk matmul_bias_gelu -D BK=32 -D stages=6
+matmul_bias_gelu.tk matmul_bias_gelu -D BM=256 -D BN=128 -D stages=3
 attention.tk attention -D D=128
 attention.tk attention -D D=128 -D CAUSAL=true
 attention.tk attention -D D=64
