@@ -552,8 +552,8 @@ static const mm_case MM_CASES[] = {
  * per SM measured 213.5 us plain, 230.3 fused at 4096^3 (docs/decisions.md): not swept. */
 static const int MM_CFG[][6] = {{128, 256, 64, 8, 4, 0}, {128, 256, 64, 8, 3, 0}, {128, 256, 32, 8, 6, 0},
                                 {128, 128, 64, 8, 4, 0}, {256, 128, 64, 8, 3, 0},
-                                /* 5-8: the shallow rings an epilogue parked in shared memory leaves
-                                 * room for (docs/decisions.md, issue 8); only with --configs */
+                                /* 5-8: shallow rings (measured for issue 8's epilogue park, which
+                                 * went: docs/decisions.md); only with --configs */
                                 {128, 256, 64, 8, 2, 0}, {128, 256, 32, 8, 3, 0}, {128, 256, 32, 8, 4, 0},
                                 {128, 256, 32, 8, 5, 0}};
 enum { MM_SWEPT = 5 }; /* the configurations swept without --configs */
