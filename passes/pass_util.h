@@ -134,7 +134,7 @@ ir_value *pass_tensor_map(ir_module *m, ir_func *f, const pass_block *b, int swi
  * each, and the area's own alignment). */
 int64_t pass_smem_bytes(const ir_func *f);
 /* smem<nslots x rows x cols x elem> in the row-major shared layout with the given swizzle
- * (bytes): the slots of rings, staging tiles and parks. */
+ * (bytes): the slots of rings and staging tiles. */
 const ir_type *pass_slots_type(ir_module *m, const ir_type *elem, int nslots, int rows, int cols, int swizzle);
 /* The swizzle (bytes) for a slot whose rows are inner_bytes long: 128, 64, 32, or 0. */
 int pass_swizzle_for(int inner_bytes);
