@@ -5,17 +5,24 @@
  * IR is what the interpreter runs; this pass makes it a keep:
  *
  *   %buf = smem_alloc : smem<N/C x chunk, #shared<swizzle=0, order=[...]>>  (kernel top)
- *   writer's loop:  %v = load ...;  smem_store %buf, c0 / C, %v
+ *   for c0: cp_async %buf, c0 / C, ptrs, mask      (a 1-D row in the kernel's body:
+ *   cp_async_commit; cp_async_wait 0                the whole share in flight at once)
+ *   writer's loop:  %v = select mask, smem_load %buf, c0 / C, other
+ *     (elsewhere:   %v = load ...;  smem_store %buf, c0 / C, %v)
  *   reader's loop:  %v' = smem_load %buf, c0' / C   (in the writer's layout; a
  *                   convert_layout to the reader's if tiling chose another)
+ *
+ * When the loops run once (the share is one chunk) they become straight-line code and
+ * the readers use the writer's value: kept in registers, no buffer.
  *
  * Exact: fuse only recomputes a load whose memory nothing writes in between, at the same
  * addresses and masks, so the reader's load would have read the writer's values (masked
  * lanes included, as `other`). No barrier: the slot is written and read back in the
  * writer's layout, so each thread reads exactly the elements it wrote itself (program
- * order suffices); a conversion to another layout goes through codegen's scratch with
- * its own barriers. A later iteration of an enclosing loop overwrites a slot only after
- * the same thread read it. The readers' address arithmetic is left dead for canonicalize.
+ * order suffices; a cp_async copies each thread's own elements, and its wait makes them
+ * visible to that thread); a conversion to another layout goes through codegen's scratch
+ * with its own barriers. A later iteration of an enclosing loop overwrites a slot only
+ * after the same thread read it (that case keeps the synchronous store). The readers' address arithmetic is left dead for canonicalize.
  *
  * A mark is dropped (the load stays a load) when the marks do not form that pattern, or
  * when the buffers would not fit the target's shared memory per block with room for the
@@ -65,9 +72,112 @@ static ir_value *slot_of(ir_module *m, ir_op *loop, int64_t c) {
   return ir_build1(&b, IR_DIV, i32, 2, opnds);
 }
 
+/* Replaces a loop that runs exactly once (c0 = 0) by its body, in place: the variable
+ * becomes 0, the carried arguments their inits, the results what the body yields. */
+static void inline_once(ir_module *m, ir_func *f, ir_op *loop) {
+  ir_block *body = loop->regions[0];
+  ir_op *yield = body->last;
+  SU_ASSERT(yield && yield->opc == IR_YIELD);
+  ir_builder at = {m, loop->parent, loop, loop->loc};
+  ir_replace_all_uses(f, body->args[0], ir_const_int(&at, body->args[0]->type, 0));
+  for (int k = 1; k < body->nargs; k++) ir_replace_all_uses(f, body->args[k], loop->operands[2 + k]);
+  while (body->first != yield) ir_op_move_before(body->first, loop);
+  for (int i = 0; i < loop->nresults; i++) ir_replace_all_uses(f, loop->results[i], yield->operands[i]);
+  ir_op_erase(loop);
+}
+
+/* The groups whose loops each run once (the program's, or its cluster CTA's, share of
+ * the row is one chunk): kept in registers, with no shared memory. Their loops become
+ * straight-line code only once every such group is known (two kept loads may share a
+ * loop), and then each reader takes its writer's value. */
+typedef struct {
+  ir_op **ops; /* writer, reader pairs */
+  int n, cap;
+  ir_op **loops; /* the chunk loops they are in, each once */
+  int nloops, loops_cap;
+} pairs;
+
+static void append(ir_op ***v, int *n, int *cap, ir_op *op) {
+  if (*n == *cap) {
+    *cap = *cap ? 2 * *cap : 16;
+    ir_op **q = realloc(*v, sizeof *q * (size_t)*cap);
+    SU_ASSERT(q);
+    *v = q;
+  }
+  (*v)[(*n)++] = op;
+}
+
+static void add_loop(pairs *p, ir_op *loop) {
+  for (int i = 0; i < p->nloops; i++)
+    if (p->loops[i] == loop) return;
+  append(&p->loops, &p->nloops, &p->loops_cap, loop);
+}
+
+static void push(pairs *p, ir_op *w, ir_op *r) {
+  append(&p->ops, &p->n, &p->cap, w);
+  append(&p->ops, &p->n, &p->cap, r);
+  add_loop(p, w->parent->parent);
+  add_loop(p, r->parent->parent);
+}
+
+static void keep_in_registers(ir_module *m, ir_func *f, pairs *p) {
+  for (int i = 0; i < p->nloops; i++) inline_once(m, f, p->loops[i]);
+  for (int i = 0; i < p->n; i += 2) {
+    ir_op *w = p->ops[i], *r = p->ops[i + 1];
+    ir_value *v = w->results[0];
+    if (r->results[0]->type != v->type) {
+      ir_builder at = {m, r->parent, r, r->loc};
+      v = ir_build1(&at, IR_CONVERT_LAYOUT, r->results[0]->type, 1, &v);
+    }
+    ir_replace_all_uses(f, r->results[0], v);
+    ir_op_erase(r);
+  }
+  free(p->ops);
+  free(p->loops);
+}
+
+/* The writer's chunks copied into buf asynchronously, all of them before its loop: a
+ * loop of cp_async over the same chunks (its addresses and masks recomputed there), one
+ * group, waited for; the writer then reads its chunk back like a reader (masked-off
+ * lanes, zero in the slot, become the load's `other`). Every copy is in flight at once
+ * without holding a register, where the loads in the loop wait chunk by chunk. Each
+ * thread reads back the elements it copied (the load's layout), so no barrier. */
+static bool fill_async(ir_module *m, ir_func *f, ir_op *w, ir_op *wl, ir_value *buf, int64_t c) {
+  if (wl->parent != f->body || w->results[0]->type->rank != 1) return false;
+  ir_builder at = {m, wl->parent, wl, wl->loc};
+  ir_op *fl = ir_build_for(&at, wl->operands[0], wl->operands[1], wl->operands[2], 0, NULL);
+  ir_block *body = fl->regions[0];
+  ir_vmap *map = ir_vmap_new(m->arena);
+  ir_vmap_put(map, wl->regions[0]->args[0], body->args[0]);
+  ir_builder in = {m, body, NULL, w->loc};
+  ir_value *ptrs = pass_clone_slice(m, &in, wl->regions[0], w->operands[0], map);
+  ir_value *mask = w->noperands > 1 ? pass_clone_slice(m, &in, wl->regions[0], w->operands[1], map) : NULL;
+  if (!ptrs || (w->noperands > 1 && !mask)) {
+    ir_op_erase(fl);
+    return false;
+  }
+  ir_value *slot = slot_of(m, fl, c);
+  ir_value *cp[4] = {buf, slot, ptrs, mask};
+  ir_build(&in, IR_CP_ASYNC, mask ? 4 : 3, cp, 0, NULL);
+  ir_build(&in, IR_YIELD, 0, NULL, 0, NULL);
+  ir_build(&at, IR_CP_ASYNC_COMMIT, 0, NULL, 0, NULL);
+  ir_build(&at, IR_CP_ASYNC_WAIT, 0, NULL, 0, NULL)->attr = 0;
+
+  ir_builder rd = {m, w->parent, w, w->loc};
+  ir_value *ld[2] = {buf, slot_of(m, wl, c)};
+  ir_value *v = ir_build1(&rd, IR_SMEM_LOAD, w->results[0]->type, 2, ld);
+  if (w->noperands > 2 && !pass_const_eq(w->operands[2], 0)) {
+    ir_value *sel[3] = {w->operands[1], v, w->operands[2]};
+    v = ir_build1(&rd, IR_SELECT, v->type, 3, sel);
+  }
+  ir_replace_all_uses(f, w->results[0], v);
+  ir_op_erase(w);
+  return true;
+}
+
 /* Makes load group [first, first + n) of marks K (writer first) a keep; false when the
  * marks are not fuse's pattern or the buffer does not fit in *room bytes. */
-static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room) {
+static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room, pairs *once) {
   ir_op *w = NULL;
   for (int i = 0; i < n; i++)
     if (ls[i]->ints[1] == 0) {
@@ -89,6 +199,13 @@ static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room)
     for (int i = 0; i < n; i++)
       if (ls[i]->parent->parent == o) return false;
 
+  if (len == c) {
+    for (int i = 0; i < n; i++)
+      if (ls[i] != w) push(once, w, ls[i]);
+    w->ints = NULL;
+    w->nints = 0;
+    return true;
+  }
   const ir_type *t = w->results[0]->type;
   int rank = t->rank, shape[IR_MAX_RANK + 1];
   shape[0] = (int)(len / c);
@@ -104,9 +221,12 @@ static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room)
 
   ir_builder top = {m, f->body, f->body->first, w->loc};
   ir_value *buf = ir_build1(&top, IR_SMEM_ALLOC, bt, 0, NULL);
-  ir_builder after = {m, w->parent, w->next, w->loc};
-  ir_value *st[3] = {buf, slot_of(m, wl, c), w->results[0]};
-  ir_build(&after, IR_SMEM_STORE, 3, st, 0, NULL);
+  bool async = fill_async(m, f, w, wl, buf, c);
+  if (!async) {
+    ir_builder after = {m, w->parent, w->next, w->loc};
+    ir_value *st[3] = {buf, slot_of(m, wl, c), w->results[0]};
+    ir_build(&after, IR_SMEM_STORE, 3, st, 0, NULL);
+  }
   for (int i = 0; i < n; i++) {
     ir_op *r = ls[i];
     if (r == w) continue;
@@ -117,13 +237,16 @@ static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room)
     ir_replace_all_uses(f, r->results[0], v);
     ir_op_erase(r);
   }
-  w->ints = NULL; /* a plain load from here on */
-  w->nints = 0;
+  if (!async) {
+    w->ints = NULL; /* a plain load from here on */
+    w->nints = 0;
+  }
   return true;
 }
 
 bool pass_smemkeep(ir_module *m, ir_func *f) {
   load_list l = {0};
+  pairs once = {0};
   ir_walk(f->body, collect, &l);
   bool changed = false;
   /* room for the chunk exchanges' scratch and the buffers' alignment (fusecost.c) */
@@ -141,7 +264,7 @@ bool pass_smemkeep(ir_module *m, ir_func *f) {
     SU_ASSERT(group);
     for (int j = i; j < l.n; j++)
       if (l.loads[j] && l.loads[j]->ints[0] == k) group[n++] = l.loads[j], l.loads[j] = NULL;
-    bool kept = keep_one(m, f, group, n, &room);
+    bool kept = keep_one(m, f, group, n, &room, &once);
     changed |= kept;
     if (!kept) {
       for (int j = 0; j < n; j++) group[j]->ints = NULL, group[j]->nints = 0;
@@ -153,5 +276,6 @@ bool pass_smemkeep(ir_module *m, ir_func *f) {
     free(group);
   }
   free(l.loads);
+  keep_in_registers(m, f, &once);
   return changed;
 }
