@@ -10,7 +10,9 @@
  *   writer's loop:  %v = select mask, smem_load %buf, c0 / C, other
  *     (elsewhere:   %v = load ...;  smem_store %buf, c0 / C, %v)
  *   reader's loop:  %v' = smem_load %buf, c0' / C   (in the writer's layout; a
- *                   convert_layout to the reader's if tiling chose another)
+ *                   convert_layout to the reader's if tiling chose another; after the
+ *                   cp_async fill, select mask', %v', other' too: the slot holds zeros
+ *                   in the masked-off lanes, not the `other` a stored load put there)
  *
  * When the loops run once (the share is one chunk) they become straight-line code and
  * the readers use the writer's value: kept in registers, no buffer.
@@ -136,6 +138,17 @@ static void keep_in_registers(ir_module *m, ir_func *f, pairs *p) {
   free(p->loops);
 }
 
+/* v, read back from a slot that cp_async filled for load ld, as ld would have read it:
+ * cp_async's masked-off lanes are zero in the slot, where ld gives its `other`, so a
+ * select on ld's own mask restores it (v in ld's layout; nothing when ld has no mask or
+ * its `other` is +0 — or no `other`, undefined lanes — which the zeros already are). */
+static ir_value *as_loaded(ir_module *m, const ir_op *ld, ir_value *v) {
+  if (ld->noperands < 3 || pass_const_eq(ld->operands[2], 0)) return v;
+  ir_builder b = {m, ld->parent, (ir_op *)ld, ld->loc};
+  ir_value *sel[3] = {ld->operands[1], v, ld->operands[2]};
+  return ir_build1(&b, IR_SELECT, v->type, 3, sel);
+}
+
 /* The writer's chunks copied into buf asynchronously, all of them before its loop: a
  * loop of cp_async over the same chunks (its addresses and masks recomputed there), one
  * group, waited for; the writer then reads its chunk back like a reader (masked-off
@@ -165,11 +178,7 @@ static bool fill_async(ir_module *m, ir_func *f, ir_op *w, ir_op *wl, ir_value *
 
   ir_builder rd = {m, w->parent, w, w->loc};
   ir_value *ld[2] = {buf, slot_of(m, wl, c)};
-  ir_value *v = ir_build1(&rd, IR_SMEM_LOAD, w->results[0]->type, 2, ld);
-  if (w->noperands > 2 && !pass_const_eq(w->operands[2], 0)) {
-    ir_value *sel[3] = {w->operands[1], v, w->operands[2]};
-    v = ir_build1(&rd, IR_SELECT, v->type, 3, sel);
-  }
+  ir_value *v = as_loaded(m, w, ir_build1(&rd, IR_SMEM_LOAD, w->results[0]->type, 2, ld));
   ir_replace_all_uses(f, w->results[0], v);
   ir_op_erase(w);
   return true;
@@ -234,6 +243,10 @@ static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room,
     ir_value *ld[2] = {buf, slot_of(m, r->parent->parent, c)};
     ir_value *v = ir_build1(&at, IR_SMEM_LOAD, t, 2, ld);
     if (r->results[0]->type != t) v = ir_build1(&at, IR_CONVERT_LAYOUT, r->results[0]->type, 1, &v);
+    /* filled by cp_async, the slot holds zeros where the writer's load had `other`: every
+     * reader restores its load's (else softmax's sum adds exp(0 - max) for each -inf lane
+     * of a ragged row) */
+    if (async) v = as_loaded(m, r, v);
     ir_replace_all_uses(f, r->results[0], v);
     ir_op_erase(r);
   }
