@@ -187,6 +187,18 @@ static void check_baseline(const char *src, int block, const arg_spec *cases, in
  * one (the user's own loops are in both) and no tile wider than a chunk, then runs both
  * over each argument list of cases (nargs each) and compares what they wrote: floats
  * within atol (see close_enough), or bit for bit when exact. For the keep g_keep. */
+/* Runs m1 and m2 on each case (the same inputs: seed + case) and compares what they write. */
+static void compare_runs(su_arena *a, ir_module *m1, ir_module *m2, const arg_spec *cases, int ncases, int nargs,
+                         tk_grid grid, uint64_t seed, double atol, bool exact, const char *what) {
+  for (int k = 0; k < ncases; k++) {
+    run_result r1 = run(m1, cases + k * nargs, nargs, grid, seed + (uint64_t)k);
+    run_result r2 = run(m2, cases + k * nargs, nargs, grid, seed + (uint64_t)k);
+    compare_bufs(&r1, &r2, cases + k * nargs, nargs, atol, exact, su_fmt(a, "%s, case %d", what, k));
+    ip_memory_free(r1.mem);
+    ip_memory_free(r2.mem);
+  }
+}
+
 static void check_kernel_keep(const char *src, int block, int loops, const arg_spec *cases, int ncases,
                               int nargs, tk_grid grid, double atol, bool exact) {
   su_arena *a = su_arena_new();
@@ -195,13 +207,7 @@ static void check_kernel_keep(const char *src, int block, int loops, const arg_s
   census c = count(with, IR_FOR);
   assert_int_equal(c.n - count(without, IR_FOR).n, loops);
   assert_true(c.widest <= CHUNK);
-  for (int k = 0; k < ncases; k++) {
-    run_result r1 = run(with, cases + k * nargs, nargs, grid, 1234u + (uint64_t)k);
-    run_result r2 = run(without, cases + k * nargs, nargs, grid, 1234u + (uint64_t)k);
-    compare_bufs(&r1, &r2, cases + k * nargs, nargs, atol, exact, su_fmt(a, "fused vs unfused, case %d", k));
-    ip_memory_free(r1.mem);
-    ip_memory_free(r2.mem);
-  }
+  compare_runs(a, with, without, cases, ncases, nargs, grid, 1234u, atol, exact, "fused vs unfused");
   su_arena_free(a);
   check_baseline(src, block, cases, ncases, nargs, grid, atol);
 }
@@ -247,54 +253,66 @@ static const char *const softmax =
     "  store(y + row * stride + cols, e / sum(e, 0), mask);\n"
     "}\n";
 
+/* The softmax kernel's arguments (x, y, stride, n) for rows of ragged lengths around the
+ * chunk size and up to the whole tile. */
+enum { SM_ROWS = 3, SM_STRIDE = 4100, SM_NN = 9 };
+static void softmax_cases(arg_spec cases[SM_NN][4]) {
+  static const int ns[SM_NN] = {1, 5, 511, 512, 513, 1000, 2049, 4095, 4096};
+  for (int k = 0; k < SM_NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, SM_ROWS * SM_STRIDE, -20, 20};
+    cases[k][1] = (arg_spec){BUF_F32, SM_ROWS * SM_STRIDE, 0, 1};
+    cases[k][2] = (arg_spec){VAL_I64, 0, SM_STRIDE, 0};
+    cases[k][3] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+}
+
 /* Three loops (max, sum of exp, normalize and store); rows of ragged lengths around the
  * chunk size and up to the whole tile. */
 static void test_softmax(void **st) {
   (void)st;
-  enum { ROWS = 3, STRIDE = 4100 };
-  const int ns[] = {1, 5, 511, 512, 513, 1000, 2049, 4095, 4096};
-  enum { NN = sizeof ns / sizeof *ns };
-  arg_spec cases[NN][4];
-  for (int k = 0; k < NN; k++) {
-    cases[k][0] = (arg_spec){BUF_F32, ROWS * STRIDE, -20, 20};
-    cases[k][1] = (arg_spec){BUF_F32, ROWS * STRIDE, 0, 1};
-    cases[k][2] = (arg_spec){VAL_I64, 0, STRIDE, 0};
-    cases[k][3] = (arg_spec){VAL_I32, 0, ns[k], 0};
-  }
-  check_kernel_modes(softmax, 4096, 3, 2, &cases[0][0], NN, 4, (tk_grid){ROWS, 1, 1}, 1e-12, false);
+  arg_spec cases[SM_NN][4];
+  softmax_cases(cases);
+  check_kernel_modes(softmax, 4096, 3, 2, &cases[0][0], SM_NN, 4, (tk_grid){SM_ROWS, 1, 1}, 1e-12, false);
 }
 
 /* Two loops (max, sum) around a scalar load of the target; a scalar store after them. */
-static void test_cross_entropy(void **st) {
-  (void)st;
-  const char *src =
-      "fn logsumexp(v) {\n"
-      "  let m = max(v, 0);\n"
-      "  return m + log(sum(exp(v - m), 0));\n"
-      "}\n"
-      "@launch(warps = 1)\n"
-      "kernel ce<BLOCK: i32 = 1>(logits: *f32, targets: *i64, loss: *f32, stride: i64, n: i32) {\n"
-      "  let row = program_id(0);\n"
-      "  let xrow = logits + (row as i64) * stride;\n"
-      "  let cols = arange(0, BLOCK);\n"
-      "  let v = load(xrow + cols, cols < n, -inf);\n"
-      "  let t = load(targets + row);\n"
-      "  let valid = t >= 0 && t < n;\n"
-      "  let xt = load(xrow + t, valid, 0.0);\n"
-      "  store(loss + row, where(valid, logsumexp(v) - xt, 0.0));\n"
-      "}\n";
-  enum { ROWS = 5, STRIDE = 2048 };
-  const int ns[] = {3, 600, 1500, 2048};
-  enum { NN = sizeof ns / sizeof *ns };
-  arg_spec cases[NN][5];
-  for (int k = 0; k < NN; k++) {
-    cases[k][0] = (arg_spec){BUF_F32, ROWS * STRIDE, -8, 8};
-    cases[k][1] = (arg_spec){BUF_I64, ROWS, -2, ns[k]}; /* some rows ignored */
-    cases[k][2] = (arg_spec){BUF_F32, ROWS, 0, 1};
-    cases[k][3] = (arg_spec){VAL_I64, 0, STRIDE, 0};
+/* The cross-entropy kernels' arguments (logits, targets, loss, stride, n) for ragged
+ * row lengths, some rows' targets out of range (ignored). */
+enum { CE_ROWS = 5, CE_STRIDE = 2048, CE_NN = 4 };
+static void ce_cases(arg_spec cases[CE_NN][5]) {
+  static const int ns[CE_NN] = {3, 600, 1500, 2048};
+  for (int k = 0; k < CE_NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, CE_ROWS * CE_STRIDE, -8, 8};
+    cases[k][1] = (arg_spec){BUF_I64, CE_ROWS, -2, ns[k]};
+    cases[k][2] = (arg_spec){BUF_F32, CE_ROWS, 0, 1};
+    cases[k][3] = (arg_spec){VAL_I64, 0, CE_STRIDE, 0};
     cases[k][4] = (arg_spec){VAL_I32, 0, ns[k], 0};
   }
-  check_kernel_modes(src, 2048, 2, 1, &cases[0][0], NN, 5, (tk_grid){ROWS, 1, 1}, 1e-6, false);
+}
+
+static const char *const cross_entropy =
+    "fn logsumexp(v) {\n"
+    "  let m = max(v, 0);\n"
+    "  return m + log(sum(exp(v - m), 0));\n"
+    "}\n"
+    "@launch(warps = 1)\n"
+    "kernel ce<BLOCK: i32 = 1>(logits: *f32, targets: *i64, loss: *f32, stride: i64, n: i32) {\n"
+    "  let row = program_id(0);\n"
+    "  let xrow = logits + (row as i64) * stride;\n"
+    "  let cols = arange(0, BLOCK);\n"
+    "  let v = load(xrow + cols, cols < n, -inf);\n"
+    "  let t = load(targets + row);\n"
+    "  let valid = t >= 0 && t < n;\n"
+    "  let xt = load(xrow + t, valid, 0.0);\n"
+    "  store(loss + row, where(valid, logsumexp(v) - xt, 0.0));\n"
+    "}\n";
+
+static void test_cross_entropy(void **st) {
+  (void)st;
+  const char *src = cross_entropy;
+  arg_spec cases[CE_NN][5];
+  ce_cases(cases);
+  check_kernel_modes(src, 2048, 2, 1, &cases[0][0], CE_NN, 5, (tk_grid){CE_ROWS, 1, 1}, 1e-6, false);
 }
 
 /* No reduction: one loop of loads and a store, offsets from program_id. */
@@ -1061,13 +1079,7 @@ static void check_smem_keep(const char *src, int block, const arg_spec *cases, i
   host_smem(gpu);
   gpu->arch = NULL;
   assert_int_equal(count(gpu, IR_CP_ASYNC).n + count(gpu, IR_SMEM_LOAD).n, 0);
-  for (int k = 0; k < ncases; k++) {
-    run_result r1 = run(gpu, cases + k * nargs, nargs, grid, 777u + (uint64_t)k);
-    run_result r2 = run(plain, cases + k * nargs, nargs, grid, 777u + (uint64_t)k);
-    compare_bufs(&r1, &r2, cases + k * nargs, nargs, atol, false, su_fmt(a, "smem keep vs unfused, case %d", k));
-    ip_memory_free(r1.mem);
-    ip_memory_free(r2.mem);
-  }
+  compare_runs(a, gpu, plain, cases, ncases, nargs, grid, 777u, atol, false, "smem keep vs unfused");
   su_arena_free(a);
 }
 
@@ -1076,42 +1088,13 @@ static void check_smem_keep(const char *src, int block, const arg_spec *cases, i
  * them (the H100's softmax_wide and cross_entropy_wide keep=smem failures). */
 static void test_smem_keep_async(void **st) {
   (void)st;
-  enum { ROWS = 3, STRIDE = 4100 };
-  const int ns[] = {1, 5, 511, 512, 513, 2049, 4095, 4096};
-  enum { NN = sizeof ns / sizeof *ns };
-  arg_spec cases[NN][4];
-  for (int k = 0; k < NN; k++) {
-    cases[k][0] = (arg_spec){BUF_F32, ROWS * STRIDE, -20, 20};
-    cases[k][1] = (arg_spec){BUF_F32, ROWS * STRIDE, 0, 1};
-    cases[k][2] = (arg_spec){VAL_I64, 0, STRIDE, 0};
-    cases[k][3] = (arg_spec){VAL_I32, 0, ns[k], 0};
-  }
-  check_smem_keep(softmax, 4096, &cases[0][0], NN, 4, (tk_grid){ROWS, 1, 1}, 1e-12);
-  const char *ce =
-      "@launch(warps = 1)\n"
-      "kernel ce<BLOCK: i32 = 1>(logits: *f32, targets: *i64, loss: *f32, stride: i64, n: i32) {\n"
-      "  let row = program_id(0);\n"
-      "  let xrow = logits + (row as i64) * stride;\n"
-      "  let cols = arange(0, BLOCK);\n"
-      "  let v = load(xrow + cols, cols < n, -inf);\n"
-      "  let m = max(v, 0);\n"
-      "  let lse = m + log(sum(exp(v - m), 0));\n"
-      "  let t = load(targets + row);\n"
-      "  let valid = t >= 0 && t < n;\n"
-      "  store(loss + row, where(valid, lse - load(xrow + t, valid, 0.0), 0.0));\n"
-      "}\n";
-  enum { CROWS = 5, CSTRIDE = 2048 };
-  const int cns[] = {3, 600, 1500, 2048};
-  enum { CN = sizeof cns / sizeof *cns };
-  arg_spec ccases[CN][5];
-  for (int k = 0; k < CN; k++) {
-    ccases[k][0] = (arg_spec){BUF_F32, CROWS * CSTRIDE, -8, 8};
-    ccases[k][1] = (arg_spec){BUF_I64, CROWS, -2, cns[k]};
-    ccases[k][2] = (arg_spec){BUF_F32, CROWS, 0, 1};
-    ccases[k][3] = (arg_spec){VAL_I64, 0, CSTRIDE, 0};
-    ccases[k][4] = (arg_spec){VAL_I32, 0, cns[k], 0};
-  }
-  check_smem_keep(ce, 2048, &ccases[0][0], CN, 5, (tk_grid){CROWS, 1, 1}, 1e-6);
+  arg_spec cases[SM_NN][4];
+  softmax_cases(cases);
+  check_smem_keep(softmax, 4096, &cases[0][0], SM_NN, 4, (tk_grid){SM_ROWS, 1, 1}, 1e-12);
+  const char *ce = cross_entropy;
+  arg_spec ccases[CE_NN][5];
+  ce_cases(ccases);
+  check_smem_keep(ce, 2048, &ccases[0][0], CE_NN, 5, (tk_grid){CE_ROWS, 1, 1}, 1e-6);
 }
 
 int main(void) {
