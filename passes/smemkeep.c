@@ -14,9 +14,6 @@
  *                   cp_async fill, select mask', %v', other' too: the slot holds zeros
  *                   in the masked-off lanes, not the `other` a stored load put there)
  *
- * When the loops run once (the share is one chunk) they become straight-line code and
- * the readers use the writer's value: kept in registers, no buffer.
- *
  * Exact: fuse only recomputes a load whose memory nothing writes in between, at the same
  * addresses and masks, so the reader's load would have read the writer's values (masked
  * lanes included, as `other`). No barrier: the slot is written and read back in the
@@ -74,70 +71,6 @@ static ir_value *slot_of(ir_module *m, ir_op *loop, int64_t c) {
   return ir_build1(&b, IR_DIV, i32, 2, opnds);
 }
 
-/* Replaces a loop that runs exactly once (c0 = 0) by its body, in place: the variable
- * becomes 0, the carried arguments their inits, the results what the body yields. */
-static void inline_once(ir_module *m, ir_func *f, ir_op *loop) {
-  ir_block *body = loop->regions[0];
-  ir_op *yield = body->last;
-  SU_ASSERT(yield && yield->opc == IR_YIELD);
-  ir_builder at = {m, loop->parent, loop, loop->loc};
-  ir_replace_all_uses(f, body->args[0], ir_const_int(&at, body->args[0]->type, 0));
-  for (int k = 1; k < body->nargs; k++) ir_replace_all_uses(f, body->args[k], loop->operands[2 + k]);
-  while (body->first != yield) ir_op_move_before(body->first, loop);
-  for (int i = 0; i < loop->nresults; i++) ir_replace_all_uses(f, loop->results[i], yield->operands[i]);
-  ir_op_erase(loop);
-}
-
-/* The groups whose loops each run once (the program's, or its cluster CTA's, share of
- * the row is one chunk): kept in registers, with no shared memory. Their loops become
- * straight-line code only once every such group is known (two kept loads may share a
- * loop), and then each reader takes its writer's value. */
-typedef struct {
-  ir_op **ops; /* writer, reader pairs */
-  int n, cap;
-  ir_op **loops; /* the chunk loops they are in, each once */
-  int nloops, loops_cap;
-} pairs;
-
-static void append(ir_op ***v, int *n, int *cap, ir_op *op) {
-  if (*n == *cap) {
-    *cap = *cap ? 2 * *cap : 16;
-    ir_op **q = realloc(*v, sizeof *q * (size_t)*cap);
-    SU_ASSERT(q);
-    *v = q;
-  }
-  (*v)[(*n)++] = op;
-}
-
-static void add_loop(pairs *p, ir_op *loop) {
-  for (int i = 0; i < p->nloops; i++)
-    if (p->loops[i] == loop) return;
-  append(&p->loops, &p->nloops, &p->loops_cap, loop);
-}
-
-static void push(pairs *p, ir_op *w, ir_op *r) {
-  append(&p->ops, &p->n, &p->cap, w);
-  append(&p->ops, &p->n, &p->cap, r);
-  add_loop(p, w->parent->parent);
-  add_loop(p, r->parent->parent);
-}
-
-static void keep_in_registers(ir_module *m, ir_func *f, pairs *p) {
-  for (int i = 0; i < p->nloops; i++) inline_once(m, f, p->loops[i]);
-  for (int i = 0; i < p->n; i += 2) {
-    ir_op *w = p->ops[i], *r = p->ops[i + 1];
-    ir_value *v = w->results[0];
-    if (r->results[0]->type != v->type) {
-      ir_builder at = {m, r->parent, r, r->loc};
-      v = ir_build1(&at, IR_CONVERT_LAYOUT, r->results[0]->type, 1, &v);
-    }
-    ir_replace_all_uses(f, r->results[0], v);
-    ir_op_erase(r);
-  }
-  free(p->ops);
-  free(p->loops);
-}
-
 /* v, read back from a slot that cp_async filled for load ld, as ld would have read it:
  * cp_async's masked-off lanes are zero in the slot, where ld gives its `other`, so a
  * select on ld's own mask restores it (v in ld's layout; nothing when ld has no mask or
@@ -186,7 +119,7 @@ static bool fill_async(ir_module *m, ir_func *f, ir_op *w, ir_op *wl, ir_value *
 
 /* Makes load group [first, first + n) of marks K (writer first) a keep; false when the
  * marks are not fuse's pattern or the buffer does not fit in *room bytes. */
-static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room, pairs *once) {
+static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room) {
   ir_op *w = NULL;
   for (int i = 0; i < n; i++)
     if (ls[i]->ints[1] == 0) {
@@ -208,13 +141,6 @@ static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room,
     for (int i = 0; i < n; i++)
       if (ls[i]->parent->parent == o) return false;
 
-  if (len == c) {
-    for (int i = 0; i < n; i++)
-      if (ls[i] != w) push(once, w, ls[i]);
-    w->ints = NULL;
-    w->nints = 0;
-    return true;
-  }
   const ir_type *t = w->results[0]->type;
   int rank = t->rank, shape[IR_MAX_RANK + 1];
   shape[0] = (int)(len / c);
@@ -259,7 +185,6 @@ static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room,
 
 bool pass_smemkeep(ir_module *m, ir_func *f) {
   load_list l = {0};
-  pairs once = {0};
   ir_walk(f->body, collect, &l);
   bool changed = false;
   /* room for the chunk exchanges' scratch and the buffers' alignment (fusecost.c) */
@@ -277,7 +202,7 @@ bool pass_smemkeep(ir_module *m, ir_func *f) {
     SU_ASSERT(group);
     for (int j = i; j < l.n; j++)
       if (l.loads[j] && l.loads[j]->ints[0] == k) group[n++] = l.loads[j], l.loads[j] = NULL;
-    bool kept = keep_one(m, f, group, n, &room, &once);
+    bool kept = keep_one(m, f, group, n, &room);
     changed |= kept;
     if (!kept) {
       for (int j = 0; j < n; j++) group[j]->ints = NULL, group[j]->nints = 0;
@@ -289,6 +214,5 @@ bool pass_smemkeep(ir_module *m, ir_func *f) {
     free(group);
   }
   free(l.loads);
-  keep_in_registers(m, f, &once);
   return changed;
 }
