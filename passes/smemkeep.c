@@ -5,17 +5,23 @@
  * IR is what the interpreter runs; this pass makes it a keep:
  *
  *   %buf = smem_alloc : smem<N/C x chunk, #shared<swizzle=0, order=[...]>>  (kernel top)
- *   writer's loop:  %v = load ...;  smem_store %buf, c0 / C, %v
+ *   for c0: cp_async %buf, c0 / C, ptrs, mask      (a 1-D row in the kernel's body:
+ *   cp_async_commit; cp_async_wait 0                the whole share in flight at once)
+ *   writer's loop:  %v = select mask, smem_load %buf, c0 / C, other
+ *     (elsewhere:   %v = load ...;  smem_store %buf, c0 / C, %v)
  *   reader's loop:  %v' = smem_load %buf, c0' / C   (in the writer's layout; a
- *                   convert_layout to the reader's if tiling chose another)
+ *                   convert_layout to the reader's if tiling chose another; after the
+ *                   cp_async fill, select mask', %v', other' too: the slot holds zeros
+ *                   in the masked-off lanes, not the `other` a stored load put there)
  *
  * Exact: fuse only recomputes a load whose memory nothing writes in between, at the same
  * addresses and masks, so the reader's load would have read the writer's values (masked
  * lanes included, as `other`). No barrier: the slot is written and read back in the
  * writer's layout, so each thread reads exactly the elements it wrote itself (program
- * order suffices); a conversion to another layout goes through codegen's scratch with
- * its own barriers. A later iteration of an enclosing loop overwrites a slot only after
- * the same thread read it. The readers' address arithmetic is left dead for canonicalize.
+ * order suffices; a cp_async copies each thread's own elements, and its wait makes them
+ * visible to that thread); a conversion to another layout goes through codegen's scratch
+ * with its own barriers. A later iteration of an enclosing loop overwrites a slot only
+ * after the same thread read it (that case keeps the synchronous store). The readers' address arithmetic is left dead for canonicalize.
  *
  * A mark is dropped (the load stays a load) when the marks do not form that pattern, or
  * when the buffers would not fit the target's shared memory per block with room for the
@@ -65,6 +71,52 @@ static ir_value *slot_of(ir_module *m, ir_op *loop, int64_t c) {
   return ir_build1(&b, IR_DIV, i32, 2, opnds);
 }
 
+/* v, read back from a slot that cp_async filled for load ld, as ld would have read it:
+ * cp_async's masked-off lanes are zero in the slot, where ld gives its `other`, so a
+ * select on ld's own mask restores it (v in ld's layout; nothing when ld has no mask or
+ * its `other` is +0 — or no `other`, undefined lanes — which the zeros already are). */
+static ir_value *as_loaded(ir_module *m, const ir_op *ld, ir_value *v) {
+  if (ld->noperands < 3 || pass_const_eq(ld->operands[2], 0)) return v;
+  ir_builder b = {m, ld->parent, (ir_op *)ld, ld->loc};
+  ir_value *sel[3] = {ld->operands[1], v, ld->operands[2]};
+  return ir_build1(&b, IR_SELECT, v->type, 3, sel);
+}
+
+/* The writer's chunks copied into buf asynchronously, all of them before its loop: a
+ * loop of cp_async over the same chunks (its addresses and masks recomputed there), one
+ * group, waited for; the writer then reads its chunk back like a reader (masked-off
+ * lanes, zero in the slot, become the load's `other`). Every copy is in flight at once
+ * without holding a register, where the loads in the loop wait chunk by chunk. Each
+ * thread reads back the elements it copied (the load's layout), so no barrier. */
+static bool fill_async(ir_module *m, ir_func *f, ir_op *w, ir_op *wl, ir_value *buf, int64_t c) {
+  if (wl->parent != f->body || w->results[0]->type->rank != 1) return false;
+  ir_builder at = {m, wl->parent, wl, wl->loc};
+  ir_op *fl = ir_build_for(&at, wl->operands[0], wl->operands[1], wl->operands[2], 0, NULL);
+  ir_block *body = fl->regions[0];
+  ir_vmap *map = ir_vmap_new(m->arena);
+  ir_vmap_put(map, wl->regions[0]->args[0], body->args[0]);
+  ir_builder in = {m, body, NULL, w->loc};
+  ir_value *ptrs = pass_clone_slice(m, &in, wl->regions[0], w->operands[0], map);
+  ir_value *mask = w->noperands > 1 ? pass_clone_slice(m, &in, wl->regions[0], w->operands[1], map) : NULL;
+  if (!ptrs || (w->noperands > 1 && !mask)) {
+    ir_op_erase(fl);
+    return false;
+  }
+  ir_value *slot = slot_of(m, fl, c);
+  ir_value *cp[4] = {buf, slot, ptrs, mask};
+  ir_build(&in, IR_CP_ASYNC, mask ? 4 : 3, cp, 0, NULL);
+  ir_build(&in, IR_YIELD, 0, NULL, 0, NULL);
+  ir_build(&at, IR_CP_ASYNC_COMMIT, 0, NULL, 0, NULL);
+  ir_build(&at, IR_CP_ASYNC_WAIT, 0, NULL, 0, NULL)->attr = 0;
+
+  ir_builder rd = {m, w->parent, w, w->loc};
+  ir_value *ld[2] = {buf, slot_of(m, wl, c)};
+  ir_value *v = as_loaded(m, w, ir_build1(&rd, IR_SMEM_LOAD, w->results[0]->type, 2, ld));
+  ir_replace_all_uses(f, w->results[0], v);
+  ir_op_erase(w);
+  return true;
+}
+
 /* Makes load group [first, first + n) of marks K (writer first) a keep; false when the
  * marks are not fuse's pattern or the buffer does not fit in *room bytes. */
 static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room) {
@@ -104,9 +156,12 @@ static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room)
 
   ir_builder top = {m, f->body, f->body->first, w->loc};
   ir_value *buf = ir_build1(&top, IR_SMEM_ALLOC, bt, 0, NULL);
-  ir_builder after = {m, w->parent, w->next, w->loc};
-  ir_value *st[3] = {buf, slot_of(m, wl, c), w->results[0]};
-  ir_build(&after, IR_SMEM_STORE, 3, st, 0, NULL);
+  bool async = fill_async(m, f, w, wl, buf, c);
+  if (!async) {
+    ir_builder after = {m, w->parent, w->next, w->loc};
+    ir_value *st[3] = {buf, slot_of(m, wl, c), w->results[0]};
+    ir_build(&after, IR_SMEM_STORE, 3, st, 0, NULL);
+  }
   for (int i = 0; i < n; i++) {
     ir_op *r = ls[i];
     if (r == w) continue;
@@ -114,11 +169,17 @@ static bool keep_one(ir_module *m, ir_func *f, ir_op **ls, int n, int64_t *room)
     ir_value *ld[2] = {buf, slot_of(m, r->parent->parent, c)};
     ir_value *v = ir_build1(&at, IR_SMEM_LOAD, t, 2, ld);
     if (r->results[0]->type != t) v = ir_build1(&at, IR_CONVERT_LAYOUT, r->results[0]->type, 1, &v);
+    /* filled by cp_async, the slot holds zeros where the writer's load had `other`: every
+     * reader restores its load's (else softmax's sum adds exp(0 - max) for each -inf lane
+     * of a ragged row) */
+    if (async) v = as_loaded(m, r, v);
     ir_replace_all_uses(f, r->results[0], v);
     ir_op_erase(r);
   }
-  w->ints = NULL; /* a plain load from here on */
-  w->nints = 0;
+  if (!async) {
+    w->ints = NULL; /* a plain load from here on */
+    w->nints = 0;
+  }
   return true;
 }
 

@@ -123,6 +123,18 @@ static const char CUMSUM_TK[] =
   "    store(yi + row * stride + c, cumsum(load(xi + row * stride + c, m, 0), 0), m);\n"
   "}\n";
 
+/* softmax over a 32768-wide row at 16 warps: the 4-CTA cluster keep with one chunk a CTA
+ * (chunk loops that run once; the asynchronous fill of a one-slot buffer). */
+static const char SOFTMAX16_TK[] =
+  "@launch(warps = 16)\n"
+  "kernel softmax16<BLOCK: i32 = 32768>(x: *f32, y: *f32, stride: i64, n: i32) {\n"
+  "    let row = program_id(0) as i64;\n"
+  "    let cols = arange(0, BLOCK);\n"
+  "    let v = load(x + row * stride + cols, cols < n, -inf);\n"
+  "    let e = exp(v - max(v, 0));\n"
+  "    store(y + row * stride + cols, e / sum(e, 0), cols < n);\n"
+  "}\n";
+
 /* A [2, BLOCK] block of rows fused along its last axis: argmax and argmin per row (ties
  * and NaNs), softmax per row, a cumsum per row (one carried total each), and a sum and an
  * argmax per column (along axis 0: within each chunk), one row of them per program. */
@@ -243,6 +255,8 @@ static const gpu_case cases[] = {
   {"rmsnorm_wide", "rmsnorm.tk", NULL, "rmsnorm", true, false, 16384, 7,
    {{IN, F16, SZ_MAT}, {OUT, F16, SZ_MAT}, {IN, F16, SZ_N}, {OUT, F32, SZ_ROWS},
     {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}, {S_EPS, F32, 0}}, 0, true},
+  {"softmax_cluster_one_chunk", NULL, SOFTMAX16_TK, "softmax16", true, false, 32768, 4,
+   {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, true},
   /* a 512 KB row: the cost model splits it over 16 CTAs (non-portable clusters) */
   {"softmax_huge", "softmax.tk", NULL, "softmax", true, false, 131072, 4,
    {{IN, F32, SZ_MAT}, {OUT, F32, SZ_MAT}, {S_STRIDE, TK_I64, 0}, {S_N, TK_I32, 0}}, 0, true},

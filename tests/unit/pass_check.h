@@ -15,10 +15,11 @@
 #include "sema/sema.h"
 
 /* src compiled with the ndefs compile-time parameters defs, then the passes `passes` (a
- * --passes list) at -O3 with fuse keeping as `keep` says (an ir_keep); fails the test on
- * any diagnostic. */
-static inline ir_module *pk_compile_keep(su_arena *a, const char *src, const sema_define *defs,
-                                         int ndefs, const char *passes, int keep) {
+ * --passes list) at -O3 with fuse keeping as `keep` says (an ir_keep), for the GPU
+ * architecture arch (NULL: none, the interpreter's IR; the target passes read it, as
+ * tkc --arch sets it); fails the test on any diagnostic. */
+static inline ir_module *pk_compile_arch(su_arena *a, const char *src, const sema_define *defs,
+                                         int ndefs, const char *passes, int keep, const char *arch) {
   su_diags d;
   su_diags_init(&d, a, stderr);
   su_source *s = su_source_new(a, "t.tk", src, strlen(src));
@@ -28,10 +29,17 @@ static inline ir_module *pk_compile_keep(su_arena *a, const char *src, const sem
   sema_options o = {.defines = defs, .ndefines = ndefs};
   assert_true(sema_check(a, f, m, &o, &d));
   sema_lower(f, m);
+  m->arch = arch;
   pass_options po = {.opt_level = 3, .verify_each = true, .only = passes, .fuse_keep = keep};
   assert_true(pass_run(m, &po, &d));
   assert_true(ir_verify(m, &d));
   return m;
+}
+
+/* The same for no target. */
+static inline ir_module *pk_compile_keep(su_arena *a, const char *src, const sema_define *defs,
+                                         int ndefs, const char *passes, int keep) {
+  return pk_compile_arch(a, src, defs, ndefs, passes, keep, NULL);
 }
 
 /* The same with fuse's cost model deciding. */

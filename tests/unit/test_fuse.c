@@ -187,6 +187,18 @@ static void check_baseline(const char *src, int block, const arg_spec *cases, in
  * one (the user's own loops are in both) and no tile wider than a chunk, then runs both
  * over each argument list of cases (nargs each) and compares what they wrote: floats
  * within atol (see close_enough), or bit for bit when exact. For the keep g_keep. */
+/* Runs m1 and m2 on each case (the same inputs: seed + case) and compares what they write. */
+static void compare_runs(su_arena *a, ir_module *m1, ir_module *m2, const arg_spec *cases, int ncases, int nargs,
+                         tk_grid grid, uint64_t seed, double atol, bool exact, const char *what) {
+  for (int k = 0; k < ncases; k++) {
+    run_result r1 = run(m1, cases + k * nargs, nargs, grid, seed + (uint64_t)k);
+    run_result r2 = run(m2, cases + k * nargs, nargs, grid, seed + (uint64_t)k);
+    compare_bufs(&r1, &r2, cases + k * nargs, nargs, atol, exact, su_fmt(a, "%s, case %d", what, k));
+    ip_memory_free(r1.mem);
+    ip_memory_free(r2.mem);
+  }
+}
+
 static void check_kernel_keep(const char *src, int block, int loops, const arg_spec *cases, int ncases,
                               int nargs, tk_grid grid, double atol, bool exact) {
   su_arena *a = su_arena_new();
@@ -195,13 +207,7 @@ static void check_kernel_keep(const char *src, int block, int loops, const arg_s
   census c = count(with, IR_FOR);
   assert_int_equal(c.n - count(without, IR_FOR).n, loops);
   assert_true(c.widest <= CHUNK);
-  for (int k = 0; k < ncases; k++) {
-    run_result r1 = run(with, cases + k * nargs, nargs, grid, 1234u + (uint64_t)k);
-    run_result r2 = run(without, cases + k * nargs, nargs, grid, 1234u + (uint64_t)k);
-    compare_bufs(&r1, &r2, cases + k * nargs, nargs, atol, exact, su_fmt(a, "fused vs unfused, case %d", k));
-    ip_memory_free(r1.mem);
-    ip_memory_free(r2.mem);
-  }
+  compare_runs(a, with, without, cases, ncases, nargs, grid, 1234u, atol, exact, "fused vs unfused");
   su_arena_free(a);
   check_baseline(src, block, cases, ncases, nargs, grid, atol);
 }
@@ -247,54 +253,66 @@ static const char *const softmax =
     "  store(y + row * stride + cols, e / sum(e, 0), mask);\n"
     "}\n";
 
+/* The softmax kernel's arguments (x, y, stride, n) for rows of ragged lengths around the
+ * chunk size and up to the whole tile. */
+enum { SM_ROWS = 3, SM_STRIDE = 4100, SM_NN = 9 };
+static void softmax_cases(arg_spec cases[SM_NN][4]) {
+  static const int ns[SM_NN] = {1, 5, 511, 512, 513, 1000, 2049, 4095, 4096};
+  for (int k = 0; k < SM_NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, SM_ROWS * SM_STRIDE, -20, 20};
+    cases[k][1] = (arg_spec){BUF_F32, SM_ROWS * SM_STRIDE, 0, 1};
+    cases[k][2] = (arg_spec){VAL_I64, 0, SM_STRIDE, 0};
+    cases[k][3] = (arg_spec){VAL_I32, 0, ns[k], 0};
+  }
+}
+
 /* Three loops (max, sum of exp, normalize and store); rows of ragged lengths around the
  * chunk size and up to the whole tile. */
 static void test_softmax(void **st) {
   (void)st;
-  enum { ROWS = 3, STRIDE = 4100 };
-  const int ns[] = {1, 5, 511, 512, 513, 1000, 2049, 4095, 4096};
-  enum { NN = sizeof ns / sizeof *ns };
-  arg_spec cases[NN][4];
-  for (int k = 0; k < NN; k++) {
-    cases[k][0] = (arg_spec){BUF_F32, ROWS * STRIDE, -20, 20};
-    cases[k][1] = (arg_spec){BUF_F32, ROWS * STRIDE, 0, 1};
-    cases[k][2] = (arg_spec){VAL_I64, 0, STRIDE, 0};
-    cases[k][3] = (arg_spec){VAL_I32, 0, ns[k], 0};
-  }
-  check_kernel_modes(softmax, 4096, 3, 2, &cases[0][0], NN, 4, (tk_grid){ROWS, 1, 1}, 1e-12, false);
+  arg_spec cases[SM_NN][4];
+  softmax_cases(cases);
+  check_kernel_modes(softmax, 4096, 3, 2, &cases[0][0], SM_NN, 4, (tk_grid){SM_ROWS, 1, 1}, 1e-12, false);
 }
 
 /* Two loops (max, sum) around a scalar load of the target; a scalar store after them. */
-static void test_cross_entropy(void **st) {
-  (void)st;
-  const char *src =
-      "fn logsumexp(v) {\n"
-      "  let m = max(v, 0);\n"
-      "  return m + log(sum(exp(v - m), 0));\n"
-      "}\n"
-      "@launch(warps = 1)\n"
-      "kernel ce<BLOCK: i32 = 1>(logits: *f32, targets: *i64, loss: *f32, stride: i64, n: i32) {\n"
-      "  let row = program_id(0);\n"
-      "  let xrow = logits + (row as i64) * stride;\n"
-      "  let cols = arange(0, BLOCK);\n"
-      "  let v = load(xrow + cols, cols < n, -inf);\n"
-      "  let t = load(targets + row);\n"
-      "  let valid = t >= 0 && t < n;\n"
-      "  let xt = load(xrow + t, valid, 0.0);\n"
-      "  store(loss + row, where(valid, logsumexp(v) - xt, 0.0));\n"
-      "}\n";
-  enum { ROWS = 5, STRIDE = 2048 };
-  const int ns[] = {3, 600, 1500, 2048};
-  enum { NN = sizeof ns / sizeof *ns };
-  arg_spec cases[NN][5];
-  for (int k = 0; k < NN; k++) {
-    cases[k][0] = (arg_spec){BUF_F32, ROWS * STRIDE, -8, 8};
-    cases[k][1] = (arg_spec){BUF_I64, ROWS, -2, ns[k]}; /* some rows ignored */
-    cases[k][2] = (arg_spec){BUF_F32, ROWS, 0, 1};
-    cases[k][3] = (arg_spec){VAL_I64, 0, STRIDE, 0};
+/* The cross-entropy kernels' arguments (logits, targets, loss, stride, n) for ragged
+ * row lengths, some rows' targets out of range (ignored). */
+enum { CE_ROWS = 5, CE_STRIDE = 2048, CE_NN = 4 };
+static void ce_cases(arg_spec cases[CE_NN][5]) {
+  static const int ns[CE_NN] = {3, 600, 1500, 2048};
+  for (int k = 0; k < CE_NN; k++) {
+    cases[k][0] = (arg_spec){BUF_F32, CE_ROWS * CE_STRIDE, -8, 8};
+    cases[k][1] = (arg_spec){BUF_I64, CE_ROWS, -2, ns[k]};
+    cases[k][2] = (arg_spec){BUF_F32, CE_ROWS, 0, 1};
+    cases[k][3] = (arg_spec){VAL_I64, 0, CE_STRIDE, 0};
     cases[k][4] = (arg_spec){VAL_I32, 0, ns[k], 0};
   }
-  check_kernel_modes(src, 2048, 2, 1, &cases[0][0], NN, 5, (tk_grid){ROWS, 1, 1}, 1e-6, false);
+}
+
+static const char *const cross_entropy =
+    "fn logsumexp(v) {\n"
+    "  let m = max(v, 0);\n"
+    "  return m + log(sum(exp(v - m), 0));\n"
+    "}\n"
+    "@launch(warps = 1)\n"
+    "kernel ce<BLOCK: i32 = 1>(logits: *f32, targets: *i64, loss: *f32, stride: i64, n: i32) {\n"
+    "  let row = program_id(0);\n"
+    "  let xrow = logits + (row as i64) * stride;\n"
+    "  let cols = arange(0, BLOCK);\n"
+    "  let v = load(xrow + cols, cols < n, -inf);\n"
+    "  let t = load(targets + row);\n"
+    "  let valid = t >= 0 && t < n;\n"
+    "  let xt = load(xrow + t, valid, 0.0);\n"
+    "  store(loss + row, where(valid, logsumexp(v) - xt, 0.0));\n"
+    "}\n";
+
+static void test_cross_entropy(void **st) {
+  (void)st;
+  const char *src = cross_entropy;
+  arg_spec cases[CE_NN][5];
+  ce_cases(cases);
+  check_kernel_modes(src, 2048, 2, 1, &cases[0][0], CE_NN, 5, (tk_grid){CE_ROWS, 1, 1}, 1e-6, false);
 }
 
 /* No reduction: one loop of loads and a store, offsets from program_id. */
@@ -930,6 +948,155 @@ static void test_baseline_beyond_fusion(void **st) {
   check_baseline(control, 32, &ccases[0][0], 2, 3, (tk_grid){1, 1, 1}, -1);
 }
 
+/* ---- the shared-memory keep as a GPU target stages it --------------------------------------- */
+
+/* smemkeep's IR (sm_90a) holds GPU-level ops the interpreter rejects (docs/ir.md, "GPU
+ * level"). To run it anyway, host_smem gives them their documented meaning in global
+ * memory: each buffer becomes a part of the launch's scratch for each program; cp_async a
+ * masked load whose masked-off lanes read zero (what cp.async's src-size 0 leaves in the
+ * slot, codegen/emit_async.c) stored to the slot; smem_load and smem_store a load and a
+ * store of the slot; the commit and the wait go (the copies are done at once). Slots of
+ * rank 1 (the 1-D rows smemkeep fills with cp_async). */
+
+typedef struct {
+  ir_op *ops[64];
+  int n;
+} gpu_ops;
+
+static void collect_gpu_op(ir_op *op, void *ctx) {
+  gpu_ops *g = ctx;
+  switch (op->opc) {
+  case IR_SMEM_ALLOC: case IR_SMEM_LOAD: case IR_SMEM_STORE: case IR_CP_ASYNC:
+  case IR_CP_ASYNC_COMMIT: case IR_CP_ASYNC_WAIT:
+    assert_true(g->n < 64);
+    g->ops[g->n++] = op;
+    break;
+  default: break;
+  }
+}
+
+/* The addresses of slot `slot` of the buffer whose part starts at base, in layout like
+ * (a rank-1 tile type: the slot's elements and their layout), built at b. */
+static ir_value *slot_ptrs(ir_builder *b, ir_value *base, ir_value *slot, const ir_type *like) {
+  ir_module *m = b->m;
+  const ir_type *i32 = ir_type_scalar(m, TK_I32), *i64 = ir_type_scalar(m, TK_I64);
+  assert_int_equal(like->rank, 1);
+  ir_value *off = ir_binary(b, IR_MUL, ir_build1(b, IR_CAST, i64, 1, &slot),
+                            ir_const_int(b, i64, like->shape[0]));
+  ir_value *ab[2] = {base, off};
+  ir_value *p = ir_build1(b, IR_ADDPTR, base->type, 2, ab);
+  const ir_type *pt = ir_type_with_layout(m, ir_type_like(m, like, base->type), like->layout);
+  const ir_type *it = ir_type_with_layout(m, ir_type_like(m, like, i32), like->layout);
+  ir_op *ar = ir_build(b, IR_ARANGE, 0, NULL, 1, &it);
+  ar->attr = 0;
+  ar->attr2 = like->shape[0];
+  ir_value *pa[2] = {ir_build1(b, IR_SPLAT, pt, 1, &p), ar->results[0]};
+  return ir_build1(b, IR_ADDPTR, pt, 2, pa);
+}
+
+static void host_smem(ir_module *m) {
+  ir_func *f = m->funcs[0];
+  gpu_ops g = {.n = 0};
+  ir_walk(f->body, collect_gpu_op, &g);
+  const ir_type *i32 = ir_type_scalar(m, TK_I32), *i64 = ir_type_scalar(m, TK_I64);
+  /* each buffer's offset in a program's part, and the part's bytes */
+  int64_t offs[64] = {0}, bytes = 0;
+  for (int i = 0; i < g.n; i++)
+    if (g.ops[i]->opc == IR_SMEM_ALLOC) {
+      offs[i] = bytes;
+      bytes += (ir_smem_buffer_bytes(g.ops[i]->results[0]->type) + 15) / 16 * 16;
+    }
+  ir_value *bases[64] = {0};
+  for (int i = 0; i < g.n; i++) {
+    ir_op *op = g.ops[i];
+    if (op->opc != IR_SMEM_ALLOC) continue;
+    const ir_type *elem = ir_type_scalar(m, op->results[0]->type->dtype);
+    const ir_type *ptr = ir_type_ptr(m, elem);
+    ir_builder b = {m, op->parent, op, op->loc};
+    ir_op *sc = ir_build(&b, IR_SCRATCH, 0, NULL, 1, &ptr);
+    sc->attr = offs[i];
+    sc->attr2 = bytes;
+    ir_op *pid = ir_build(&b, IR_PROGRAM_ID, 0, NULL, 1, &i32);
+    pid->attr = 0; /* the tests' grids are (rows, 1, 1) */
+    ir_value *lin = ir_build1(&b, IR_CAST, i64, 1, &pid->results[0]);
+    ir_value *per = ir_binary(&b, IR_MUL, lin, ir_const_int(&b, i64, bytes / ir_dtype_bytes(elem->dtype)));
+    ir_value *ab[2] = {sc->results[0], per};
+    bases[i] = ir_build1(&b, IR_ADDPTR, ptr, 2, ab);
+  }
+  for (int i = 0; i < g.n; i++) {
+    ir_op *op = g.ops[i];
+    if (op->opc == IR_SMEM_ALLOC) continue;
+    ir_builder b = {m, op->parent, op, op->loc};
+    ir_value *base = NULL;
+    for (int j = 0; j < g.n; j++)
+      if (op->noperands > 0 && g.ops[j]->opc == IR_SMEM_ALLOC && op->operands[0] == g.ops[j]->results[0])
+        base = bases[j];
+    switch (op->opc) {
+    case IR_CP_ASYNC: {
+      ir_value *src = op->operands[2];
+      const ir_type *vt = ir_type_with_layout(m, ir_type_like(m, src->type, ir_type_scalar(m, base->type->elem->dtype)),
+                                              src->type->layout);
+      ir_value *ld[3] = {src, op->noperands > 3 ? op->operands[3] : NULL, NULL};
+      if (ld[1]) ld[2] = ir_dtype_is_float(vt->dtype) ? ir_const_float(&b, vt, 0.0) : ir_const_int(&b, vt, 0);
+      ir_value *v = ir_build1(&b, IR_LOAD, vt, ld[1] ? 3 : 1, ld);
+      ir_value *st[2] = {slot_ptrs(&b, base, op->operands[1], vt), v};
+      ir_build(&b, IR_STORE, 2, st, 0, NULL);
+      break;
+    }
+    case IR_SMEM_LOAD: {
+      ir_value *p = slot_ptrs(&b, base, op->operands[1], op->results[0]->type);
+      ir_replace_all_uses(f, op->results[0], ir_build1(&b, IR_LOAD, op->results[0]->type, 1, &p));
+      break;
+    }
+    case IR_SMEM_STORE: {
+      ir_value *st[2] = {slot_ptrs(&b, base, op->operands[1], op->operands[2]->type), op->operands[2]};
+      ir_build(&b, IR_STORE, 2, st, 0, NULL);
+      break;
+    }
+    default: break;
+    }
+    ir_op_erase(op);
+  }
+  for (int i = 0; i < g.n; i++)
+    if (g.ops[i]->opc == IR_SMEM_ALLOC) ir_op_erase(g.ops[i]);
+}
+
+/* src kept in shared memory on sm_90a (smemkeep, and unmask, which takes the edge masks
+ * it leaves to the last chunk), its smem ops hosted, against src unfused on ragged rows:
+ * what every loop reads back is what its load would have read, masked-off lanes
+ * included (the load's `other`, not the zeros cp.async fills them with). `async`: the
+ * row is filled with cp_async (the test covers that path). */
+static void check_smem_keep(const char *src, int block, const arg_spec *cases, int ncases, int nargs,
+                            tk_grid grid, double atol) {
+  su_arena *a = su_arena_new();
+  sema_define def = {"BLOCK", su_fmt(a, "%d", block)};
+  ir_module *gpu = pk_compile_arch(a, src, &def, 1, "canonicalize,licm,canonicalize,fuse,tiling,smemkeep,unmask",
+                                   IR_KEEP_SMEM, "sm_90a");
+  ir_module *plain = compile(a, src, block, WITHOUT);
+  assert_int_equal(count(gpu, IR_SMEM_ALLOC).n, 1);
+  assert_int_equal(count(gpu, IR_CP_ASYNC).n, 1);
+  assert_int_equal(count(gpu, IR_LOAD).n, count(plain, IR_LOAD).n - 1); /* the row's, once, by cp_async */
+  host_smem(gpu);
+  gpu->arch = NULL;
+  assert_int_equal(count(gpu, IR_CP_ASYNC).n + count(gpu, IR_SMEM_LOAD).n, 0);
+  compare_runs(a, gpu, plain, cases, ncases, nargs, grid, 777u, atol, false, "smem keep vs unfused");
+  su_arena_free(a);
+}
+
+/* softmax and cross-entropy's row (masked lanes -inf) through the asynchronous fill: a
+ * later loop reading zeros for a ragged row's masked lanes sums exp(0 - max) for each of
+ * them (the H100's softmax_wide and cross_entropy_wide keep=smem failures). */
+static void test_smem_keep_async(void **st) {
+  (void)st;
+  arg_spec cases[SM_NN][4];
+  softmax_cases(cases);
+  check_smem_keep(softmax, 4096, &cases[0][0], SM_NN, 4, (tk_grid){SM_ROWS, 1, 1}, 1e-12);
+  const char *ce = cross_entropy;
+  arg_spec ccases[CE_NN][5];
+  ce_cases(ccases);
+  check_smem_keep(ce, 2048, &ccases[0][0], CE_NN, 5, (tk_grid){CE_ROWS, 1, 1}, 1e-6);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_softmax),
@@ -950,6 +1117,7 @@ int main(void) {
       cmocka_unit_test(test_reload_after_store),
       cmocka_unit_test(test_small_tiles),
       cmocka_unit_test(test_baseline_beyond_fusion),
+      cmocka_unit_test(test_smem_keep_async),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
