@@ -62,6 +62,9 @@ int gh_run(gh_harness *h, const struct CMUnitTest *host, size_t nhost,
            const struct CMUnitTest *dev, size_t ndev) {
   int failed = _cmocka_run_group_tests("host", host, nhost, NULL, NULL);
   if (!open_contexts(h)) return 1;
+  /* TK_GPU_FILTER=PATTERN runs only the device cases it names (cmocka's wildcards) */
+  const char *only = getenv("TK_GPU_FILTER");
+  if (only && *only) cmocka_set_test_filter(only);
   failed += _cmocka_run_group_tests("device", dev, ndev, NULL, NULL);
   bool device = gh_real_device(h);
   tk_context_destroy(h->cuda);

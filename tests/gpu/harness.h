@@ -49,7 +49,9 @@ struct CMUnitTest;
 /* The program after its cases are made: runs the host group (no device needed), creates
  * the contexts (h->cuda on the device; without one prints "skipped: no CUDA device" and
  * the reason and leaves it NULL, unless TK_GPU_TESTS_SELFCHECK asks for an interpreter
- * in its place), runs the device group, destroys the contexts. Returns the exit status:
+ * in its place), runs the device group (only the cases TK_GPU_FILTER's pattern names,
+ * cmocka's wildcards, when it is set: a device call spends its minutes on the cases it
+ * needs), destroys the contexts. Returns the exit status:
  * 1 if a test failed or no interpreter could be created, else 0 when the device ran the
  * device tests, else 77. */
 int gh_run(gh_harness *h, const struct CMUnitTest *host, size_t nhost,
