@@ -21,7 +21,8 @@
  * order suffices; a cp_async copies each thread's own elements, and its wait makes them
  * visible to that thread); a conversion to another layout goes through codegen's scratch
  * with its own barriers. A later iteration of an enclosing loop overwrites a slot only
- * after the same thread read it (that case keeps the synchronous store). The readers' address arithmetic is left dead for canonicalize.
+ * after the same thread read it (that case keeps the synchronous store). The readers'
+ * address arithmetic is left dead for canonicalize.
  *
  * A mark is dropped (the load stays a load) when the marks do not form that pattern, or
  * when the buffers would not fit the target's shared memory per block with room for the
