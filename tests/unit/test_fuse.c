@@ -1064,8 +1064,8 @@ static void host_smem(ir_module *m) {
 /* src kept in shared memory on sm_90a (smemkeep, and unmask, which takes the edge masks
  * it leaves to the last chunk), its smem ops hosted, against src unfused on ragged rows:
  * what every loop reads back is what its load would have read, masked-off lanes
- * included (the load's `other`, not the zeros cp.async fills them with). `async`: the
- * row is filled with cp_async (the test covers that path). */
+ * included (the load's `other`, not the zeros cp.async fills them with). The row must be
+ * one smemkeep fills with cp_async (asserted: one cp_async, one load fewer). */
 static void check_smem_keep(const char *src, int block, const arg_spec *cases, int ncases, int nargs,
                             tk_grid grid, double atol) {
   su_arena *a = su_arena_new();
