@@ -6,6 +6,7 @@
  * __nv_sinf etc. instead: a full-range reduction, within 2 ulp of the exact value. */
 #include "cg.h"
 
+#include <math.h>
 #include <stdio.h>
 
 /* log2(e), to compute e^x as 2^(x * log2(e)). */
@@ -40,6 +41,58 @@ static LLVMValueRef fast_div(cg_ctx *c, tk_dtype dt, LLVMValueRef *a) {
   return cg_ptx_div_full(c, a[0], a[1]);
 }
 
+/* erfc(z) = t * 2^(Q(t) - z^2 log2 e) for z = |x| >= 0, t = 1 / (1 + z/2): the change of
+ * variable maps [0, inf) onto (0, 1], where log2(erfc(z) / t) + z^2 log2 e is smooth enough
+ * for one polynomial (the form of Numerical Recipes' erfcc; coefficients fitted here, by
+ * least squares on Chebyshev nodes, to 1.0e-7 relative in real arithmetic; the constant
+ * term then set so that Q(1) rounds to 0 and erfc(0) is exactly 1). Evaluated in f32 the
+ * Horner chain's roundings near t = 1 dominate: within (12 + 3 x^2) ulps of erfc(x) with
+ * exact division and exp2, the x^2 from rounding z^2 inside the power (the same kind of
+ * error as the fast exp's 1.2 |x| ulps); with rcp.approx and ex2.approx, (16 + 3 x^2)
+ * (docs/language.md). The power is taken as
+ * the square of 2^(half of it): a result below 2^-126 (|x| > 9.2) is then a subnormal
+ * rounded by the multiply instead of needing ex2's subnormal fix-up (three more
+ * instructions) or being flushed. No division, no branch, no selected coefficients: 2 MUFU
+ * and ~15 other instructions, where libdevice's erf is one MUFU and ~24 (its two
+ * polynomials share one Horner chain whose coefficients are selected per element). */
+static const float ERFC_Q[] = { /* Q / 2; the first makes the sum at t = 1 exactly 0 */
+    -0x1.d3644p-1f, 0x1.7156b4p-1f, 0x1.1453a4p-2f, 0x1.1df65ep-4f,  -0x1.1335p-3f,
+    0x1.9bfa32p-3f,  -0x1.a343cap-1f, 0x1.12e072p+0f, -0x1.2fa53ap-1f, 0x1.f8de12p-4f};
+enum { ERFC_NQ = sizeof ERFC_Q / sizeof *ERFC_Q };
+static const float SQRT_HALF_LOG2E = 0x1.b2da4ep-1f; /* sqrt(log2(e) / 2), rounded to f32 */
+
+float cg_erfc_model(float x) {
+  float z = fabsf(x), t = 1.0f / fmaf(z, 0.5f, 1.0f), q = ERFC_Q[ERFC_NQ - 1];
+  for (int k = ERFC_NQ - 2; k >= 0; k--) q = fmaf(q, t, ERFC_Q[k]);
+  float w = z * SQRT_HALF_LOG2E, h = exp2f(fmaf(-w, w, q));
+  float r = t * h * h;
+  return x < 0 ? 2.0f - r : r;
+}
+
+/* cg_erfc_model in LLVM IR, the same operations in the same order (rcp.approx and
+ * ex2.approx where the model divides and calls exp2f). */
+static LLVMValueRef fast_erfc(cg_ctx *c, LLVMValueRef x) {
+  LLVMBuilderRef b = c->b;
+  LLVMTypeRef t32 = LLVMTypeOf(x);
+  LLVMValueRef z = cg_intrinsic(c, "llvm.fabs", &t32, 1, &x, 1);
+  LLVMValueRef d[3] = {z, LLVMConstReal(t32, 0.5), LLVMConstReal(t32, 1.0)};
+  LLVMValueRef den = cg_intrinsic(c, "llvm.fma", &t32, 1, d, 3);
+  /* the denominator is at least 1 (or +inf, or NaN): flushing subnormals changes nothing */
+  LLVMValueRef t = approx(c, "llvm.nvvm.rcp.approx.ftz.f", den);
+  LLVMValueRef q = LLVMConstReal(t32, ERFC_Q[ERFC_NQ - 1]);
+  for (int k = ERFC_NQ - 2; k >= 0; k--) {
+    LLVMValueRef h[3] = {q, t, LLVMConstReal(t32, ERFC_Q[k])};
+    q = cg_intrinsic(c, "llvm.fma", &t32, 1, h, 3);
+  }
+  LLVMValueRef w = LLVMBuildFMul(b, z, LLVMConstReal(t32, SQRT_HALF_LOG2E), "");
+  LLVMValueRef e[3] = {LLVMBuildFNeg(b, w, ""), w, q};
+  /* at least 2^-76: never subnormal, so the flushing form is exact to use */
+  LLVMValueRef h = approx(c, "llvm.nvvm.ex2.approx.ftz.f", cg_intrinsic(c, "llvm.fma", &t32, 1, e, 3));
+  LLVMValueRef r = LLVMBuildFMul(b, LLVMBuildFMul(b, t, h, ""), h, "");
+  LLVMValueRef neg = LLVMBuildFCmp(b, LLVMRealOLT, x, LLVMConstNull(t32), "");
+  return LLVMBuildSelect(b, neg, LLVMBuildFSub(b, LLVMConstReal(t32, 2.0), r, ""), r, "");
+}
+
 LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMValueRef *a) {
   bool fast = dt == TK_F32 && !accurate;
   LLVMValueRef x = a[0];
@@ -62,6 +115,7 @@ LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMV
   case IR_RSQRT: return libdevice(c, "rsqrt", dt, a, 1);
   case IR_TANH: return libdevice(c, "tanh", dt, a, 1);
   case IR_ERF: return libdevice(c, "erf", dt, a, 1);
+  case IR_ERFC: return fast ? fast_erfc(c, x) : libdevice(c, "erfc", dt, a, 1);
   case IR_LOG1P: return libdevice(c, "log1p", dt, a, 1);
   case IR_EXPM1: return libdevice(c, "expm1", dt, a, 1);
   case IR_POW: return libdevice(c, "pow", dt, a, 2);
@@ -100,6 +154,8 @@ static const mufu_row MUFU[] = {
     {IR_COS, 1, 0, 0},
     {IR_TANH, 2, 2, 2},      /* __nv_tanhf: ex2 and rcp (|x| >= 0.6; selected, not branched) */
     {IR_ERF, 1, 1, 1},       /* one ex2, on the |x| >= 1 branch */
+    {IR_ERFC, 2, 3, 2},      /* rcp.approx and ex2.approx; __nv_erfcf: two rcp and an ex2;
+                              * __nv_erfc: two rcp.approx.f64 */
     {IR_SIGMOID, 2, 2, 1},   /* exp(-x) as above, then 1 / (1 + e): div.rn's rcp */
     {IR_LOG1P, 0, 0, 2},     /* f32 polynomial; f64: div.rn.f64 and __nv_log's rcp */
     {IR_EXPM1, 1, 1, 0},

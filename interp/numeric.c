@@ -189,6 +189,7 @@ ip_elem ip_arith(ir_opcode op, tk_dtype dt, ip_elem a, ip_elem b) {
   case IR_COS: return cos##SUF(x);                           \
   case IR_TANH: return tanh##SUF(x);                         \
   case IR_ERF: return erf##SUF(x);                           \
+  case IR_ERFC: return erfc##SUF(x);                         \
   case IR_ABS: return fabs##SUF(x);                          \
   case IR_FLOOR: return floor##SUF(x);                       \
   case IR_CEIL: return ceil##SUF(x);                         \

@@ -123,7 +123,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_WG_TURN: return &step;
   case IR_FOR: return &loop;
   case IR_DOT: return &dot;
-  case IR_SIN: case IR_COS: case IR_EXP: case IR_SIGMOID: return &accurate;
+  case IR_SIN: case IR_COS: case IR_EXP: case IR_SIGMOID: case IR_ERF: case IR_ERFC: return &accurate;
   case IR_EXP2: return &ftz;
   case IR_IF: return &likely;
   default: return &none;

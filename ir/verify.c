@@ -175,6 +175,7 @@ static void check_elementwise(verifier *v, const ir_op *op) {
   case IR_EXP: case IR_EXP2: case IR_LOG: case IR_LOG2: case IR_SQRT: case IR_RSQRT:
   case IR_SIN: case IR_COS: case IR_TANH: case IR_ERF: case IR_FLOOR: case IR_CEIL:
   case IR_SIGMOID: case IR_FMA: case IR_RINT: case IR_TRUNC: case IR_LOG1P: case IR_EXPM1:
+  case IR_ERFC:
   case IR_POW: case IR_COPYSIGN: case IR_FDIV:
     if (!is_float(r)) ir_verr(v, op, "needs float operands, has %s", ir_vts(v, r));
     if (op->opc == IR_EXP2 && (op->attr < 0 || op->attr > 1 || (op->attr && r->dtype != TK_F32)))

@@ -14,7 +14,7 @@
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
  *    fixed point with a bound), kloop, licm, canonicalize again, [contract,] fuse (materialize with
  *    no_fuse); then, when the module
- *    has a target (ir_module.arch), the target part: fp8dot, tiling, histogram, clusterkeep, smemkeep, expfold, unmask, persist, swpipe, lower_dot,
+ *    has a target (ir_module.arch), the target part: fp8dot, tiling, histogram, clusterkeep, smemkeep, expfold, complement, unmask, persist, swpipe, lower_dot,
  *    rotate, skipscale, tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
@@ -114,6 +114,9 @@ bool pass_swpipe(ir_module *m, ir_func *f);
 bool pass_lower_dot(ir_module *m, ir_func *f);
 /* exp(a - broadcast(r)) as exp2(fma(a, log2 e, broadcast(-r log2 e))) on f32 (expfold.c). */
 bool pass_expfold(ir_module *m, ir_func *f);
+/* 1 + erf(z) and erf(z) + 1 as erfc(-z), 1 - erf(z) as erfc(z), where the erf has no other
+ * use (complement.c; GPU targets). */
+bool pass_complement(ir_module *m, ir_func *f);
 /* A select in a loop body whose condition is a conjunction of index compares, all true
  * on an iteration by a scalar test of the induction variable, as `if test { a } else
  * { select }` (unmask.c). */

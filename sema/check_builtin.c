@@ -598,8 +598,9 @@ static const ir_type *check_cdiv(sema_ctx *c, ast_node *e, sema_call *cl) {
   return t;
 }
 
-/* The one-operand math functions; sin, cos, exp, exp2 and sigmoid take `accurate`, a
- * compile-time i1 (else the compile option's), which the GPU's f32 code reads. */
+/* The one-operand math functions; sin, cos, exp, exp2, sigmoid, erf and erfc take
+ * `accurate`, a compile-time i1 (else the compile option's), which the GPU's f32 code
+ * reads. */
 static const ir_type *check_math1(sema_ctx *c, ast_node *e, sema_call *cl) {
   ast_node *acc = cl->argc > 1 ? cl->argv[1] : NULL;
   if (acc && (acc->sema_type->kind != IR_SCALAR || acc->sema_type->dtype != TK_I1 ||

@@ -32,6 +32,16 @@ static const mc_tol EXACT = {0, 0};
   {name, "math.tk", name, MC_FLOAT2, dt, 0, 0, 6, {dt, dt, dt, dt, dt, dt},                    \
    {"pow", "**", "copysign", "div_rn", "fdiv", "fdiv(ieee_rounding = true)"},                  \
    {T(pow), T(pow), EXACT, EXACT, T(fdiv), EXACT}}
+/* erf and the accurate erfc are libdevice's (CUDA: erff 2 ulp, erfcf 4, erf 2, erfc 5)
+ * plus the C library's ulp; the fast f32 erfc's bound grows as x^2 (docs/language.md:
+ * 2^-20 relative for |x| <= 2, about 185 ulps at |x| = 9, past which it is subnormal).
+ * The complement forms are absolute: the GPU computes 1 + erf(-x) as erfc(x), the
+ * interpreter as written, whose own rounding near 1 (and the narrow type's erf rounded
+ * before the sum) is the larger part. */
+#define ERF(name, dt, erf, fast, acc, cabs)                                                    \
+  {name, "math.tk", name, MC_ERF, dt, 0, 0, 5, {dt, dt, dt, dt, dt},                           \
+   {"erf", "erfc", "1 + erf(-x)", "1 - erf(x / 2)", "erfc(accurate = true)"},                  \
+   {T(erf), T(fast), {0, cabs}, {0, cabs}, T(acc)}}
 #define FCLASS(name, dt)                                                                       \
   {name, "math.tk", name, MC_FCLASS, dt, 0, 0, 3, {TK_I1, TK_I1, TK_I1},                       \
    {"isnan", "isinf", "isfinite"}, {EXACT, EXACT, EXACT}}
@@ -47,6 +57,8 @@ const mc_case mc_cases[] = {
     FLOAT1("float1_f32", F32, 2), FLOAT1("float1_f64", F64, 2),
     FLOAT2("float2_f16", F16, 1, 1), FLOAT2("float2_bf16", BF16, 1, 1),
     FLOAT2("float2_f32", F32, 5, 2), FLOAT2("float2_f64", F64, 3, 0),
+    ERF("erf1_f16", F16, 1, 1, 1, 1e-3), ERF("erf1_bf16", BF16, 1, 1, 1, 1.6e-2),
+    ERF("erf1_f32", F32, 3, 256, 5, 1e-6), ERF("erf1_f64", F64, 3, 6, 6, 1e-15),
     FCLASS("fclass_f16", F16), FCLASS("fclass_f32", F32), FCLASS("fclass_f64", F64),
     INT2("int2_u8", TK_U8), INT2("int2_i16", TK_I16), INT2("int2_i32", TK_I32),
     INT2("int2_u32", TK_U32), INT2("int2_i64", TK_I64), INT2("int2_u64", TK_U64),
@@ -198,7 +210,7 @@ static int64_t random_int(uint64_t *s) {
 static uint64_t low_bits(int w) { return w == 64 ? ~UINT64_C(0) : (UINT64_C(1) << w) - 1; }
 
 int mc_inputs(const mc_case *c, long n, uint64_t seed, void *in[2]) {
-  int nin = c->family == MC_FLOAT1 || c->family == MC_FCLASS ? 1
+  int nin = c->family == MC_FLOAT1 || c->family == MC_FCLASS || c->family == MC_ERF ? 1
             : c->family == MC_FLOAT2 || c->family == MC_INT2 ? 2 : 0;
   uint64_t s = seed ^ (uint64_t)c->family * 0x51ed270b27a1f3c5u ^ (uint64_t)c->dt;
   for (int k = 0; k < nin; k++) {
@@ -314,6 +326,30 @@ static double ref_float1(int o, tk_dtype t, double v) {
   }
 }
 
+/* v rounded to t (to f32 for f32; f64 kept). */
+static double round_to(tk_dtype t, double v) {
+  if (t == F64) return v;
+  unsigned char b[8];
+  set_f(t, b, 0, v);
+  return get_f(t, b, 0);
+}
+
+/* Each op of the erf1 kernel rounded to t, as the interpreter computes it: the complement
+ * forms as written (erf rounded, then the sum). */
+static double ref_erf(int o, tk_dtype t, double v) {
+  bool d = t == F64;
+  float f = (float)v;
+  switch (o) {
+  case 0: return d ? erf(v) : erff(f);
+  case 1: case 4: return d ? erfc(v) : erfcf(f);
+  case 2: return round_to(t, 1 + round_to(t, d ? erf(-v) : erff(-f)));
+  default: {
+    double h = round_to(t, 0.5 * v);
+    return round_to(t, 1 - round_to(t, d ? erf(h) : erff((float)h)));
+  }
+  }
+}
+
 static double ref_float2(int o, tk_dtype t, double a, double b) {
   if (t == F64) {
     switch (o) {
@@ -421,6 +457,7 @@ void mc_reference(const mc_case *c, long n, void *const in[2], void *out[MC_MAX_
     for (int o = 0; o < c->nout; o++) {
       switch (c->family) {
       case MC_FLOAT1: set_f(c->dt, out[o], i, ref_float1(o, c->dt, get_f(c->dt, in[0], i))); break;
+      case MC_ERF: set_f(c->dt, out[o], i, ref_erf(o, c->dt, get_f(c->dt, in[0], i))); break;
       case MC_FLOAT2:
         set_f(c->dt, out[o], i, ref_float2(o, c->dt, get_f(c->dt, in[0], i), get_f(c->dt, in[1], i)));
         break;

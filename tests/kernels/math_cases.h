@@ -22,6 +22,7 @@ typedef enum {
   MC_FLOAT2,   /* x, z -> pow, **, copysign, div_rn, fdiv, fdiv(ieee_rounding) */
   MC_FCLASS,   /* x -> isnan, isinf, isfinite (i1) */
   MC_INT2,     /* x, z -> umulhi, cdiv */
+  MC_ERF,      /* x -> erf, erfc, 1 + erf(-x), 1 - erf(x / 2), erfc(accurate) */
   MC_RANDOM32, /* seed: i64, offsets base + i: i32 -> randint (u32), rand, randn */
   MC_RANDOM64, /* seed: u64, offsets base + i: i64 -> randint (u32), rand, randn */
   MC_ROUNDS,   /* seed: i32, offsets base + i: u32 -> randint (7 rounds), rand (3 rounds) */

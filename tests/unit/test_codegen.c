@@ -1,6 +1,7 @@
 /* codegen/: kernels built with the IR builder, emitted as LLVM IR and PTX, checked for the
  * instructions that show the lowering did its job (vector accesses, entry, .maxntid, ...).
  * PTX needing libdevice is skipped, saying so, when libdevice is not installed. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -765,6 +766,31 @@ static int mufu_in_ptx(const char *ptx) {
   return n;
 }
 
+/* The fast f32 erfc's approximation, evaluated on the host with correctly rounded
+ * division and exp2 (cg_erfc_model, the GPU's operations otherwise), holds the bound
+ * docs/language.md states less the hardware's share (rcp.approx, ex2.approx: 4 ulps):
+ * (12 + 3 x^2) ulps of erfc(x) over every f32 step of a dense sweep, and the edges exactly. */
+static void test_erfc_model_within_its_bound(void **state) {
+  (void)state;
+  double worst = 0, at = 0;
+  for (double x = -9.2; x <= 9.2; x += 3e-6) {
+    float f = (float)x;
+    double want = erfc((double)f), got = cg_erfc_model(f);
+    int e;
+    frexp(want, &e);
+    double ulp = want < 0x1p-126 ? 0x1p-149 : ldexp(1.0, e - 24);
+    double r = fabs(got - want) / ulp / (12 + 3 * (double)f * f);
+    if (r > worst) worst = r, at = f;
+  }
+  if (worst > 1) fail_msg("erfc model: %.3f times its bound at x = %.9g", worst, at);
+  assert_true(cg_erfc_model(0.0f) == 1.0f && cg_erfc_model(-0.0f) == 1.0f);
+  assert_true(cg_erfc_model(INFINITY) == 0.0f && cg_erfc_model(-INFINITY) == 2.0f);
+  assert_true(cg_erfc_model(100.0f) == 0.0f && cg_erfc_model(-100.0f) == 2.0f);
+  assert_true(isnan(cg_erfc_model(NAN)));
+  /* past |x| = 9.2 the result is subnormal, kept (not flushed) down to 10 */
+  assert_true(cg_erfc_model(9.5f) > 0.0f && cg_erfc_model(9.5f) < 0x1p-126f);
+}
+
 /* The roofline's special-function counts (cg_math_mufu_per_elem) are what the lowering
  * emits: a lowering that changes without its row of the table fails here. */
 static void test_mufu_table_matches_the_ptx(void **state) {
@@ -774,7 +800,7 @@ static void test_mufu_table_matches_the_ptx(void **state) {
     skip();
   }
   static const ir_opcode ops[] = {IR_EXP, IR_EXP2, IR_LOG, IR_LOG2, IR_SQRT, IR_RSQRT, IR_SIN,
-                                  IR_COS, IR_TANH, IR_ERF, IR_SIGMOID, IR_LOG1P, IR_EXPM1,
+                                  IR_COS, IR_TANH, IR_ERF, IR_ERFC, IR_SIGMOID, IR_LOG1P, IR_EXPM1,
                                   IR_POW, IR_FDIV, IR_DIV, IR_REM, IR_ABS, IR_FLOOR, IR_ADD};
   static const tk_dtype dts[] = {TK_F32, TK_F64};
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
@@ -1067,6 +1093,7 @@ int main(void) {
       cmocka_unit_test(test_f32_math_is_approx),
       cmocka_unit_test(test_f32_exp_scales_by_log2e),
       cmocka_unit_test(test_f64_math_through_libdevice),
+      cmocka_unit_test(test_erfc_model_within_its_bound),
       cmocka_unit_test(test_mufu_table_matches_the_ptx),
       cmocka_unit_test(test_bad_libdevice_reported),
       cmocka_unit_test(test_kernels_apart_merge_into_one_module),
