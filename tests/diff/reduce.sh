@@ -7,7 +7,7 @@ tkdiff=$1
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; cat "$tmp/log"; exit 1; }
-# seed 4 (generator 6): 21 lines with a dot loop and a where
+# seed 4 (generators 6 and 7): 21 lines with a dot loop and a where
 "$tkdiff" --seed 4 --count 1 --self-check --no-ptx --no-gpu --reduce --reduce-keep 'where(' \
   --write "$tmp/k.tk" >"$tmp/log" 2>&1 || fail "tkdiff --reduce exited $?"
 grep -q '^reduce: -O0 against -O3' "$tmp/log" || fail "no reduction reported"

@@ -565,12 +565,15 @@ static tk_dtype math_dt(const ex *x) { return isf(x->dt) ? x->dt : TK_F32; }
  * and cos the hardware's (2^-21 absolute on [-pi, pi]), f32 exp and exp2 the hardware 2^x
  * (2 ulp + 1.2 |x| ulp), the others libdevice (a few ulp: 4 here) against glibc (1 ulp);
  * f16 and bf16 get the f32 result rounded, one ulp of theirs more. */
-typedef enum { AP_SINCOS, AP_EXP, AP_LIBDEVICE } approx_kind;
+typedef enum { AP_SINCOS, AP_EXP, AP_LIBDEVICE, AP_ERFC } approx_kind;
 static double approx_err(approx_kind k, tk_dtype d, double mag_in, double mag_out) {
   double f32;
   switch (k) {
   case AP_SINCOS: f32 = ldexp(1, -20) + td_ulp(TK_F32) * fmax(mag_out, 1); break;
   case AP_EXP: f32 = (4 + 2.4 * mag_in) * td_ulp(TK_F32) * mag_out + ldexp(1, -126); break; /* expfold's ftz */
+  /* the fast erfc (docs/language.md 6.4): (16 + 3 x^2) ulps; 1 ± erf computed as erfc
+   * differs from the sum by the sum's own rounding too (the caller's ulp) */
+  case AP_ERFC: f32 = (16 + 3 * mag_in * mag_in) * td_ulp(TK_F32) * mag_out; break;
   default: f32 = 5 * td_ulp(TK_F32) * mag_out; break;
   }
   if (d == TK_F64) return 5 * td_ulp(TK_F64) * fmax(mag_out, k == AP_SINCOS ? 1 : 0);
@@ -635,11 +638,21 @@ static ex math1(gen *g, ex x) {
     err = e + approx_err(AP_LIBDEVICE, d, m, mag);
     t = su_fmt(g->a, "tanh(%s)", x.t);
     break;
-  case 9:
-    mag = fmin(1, 1.13 * m);
-    err = 1.13 * e + approx_err(AP_LIBDEVICE, d, m, mag);
-    t = su_fmt(g->a, "erf(%s)", x.t);
+  case 9: { /* erf, erfc, and the complement forms the GPU computes as erfc (complement.c) */
+    int w = rnd(g, 4);
+    if (w == 0) {
+      mag = fmin(1, 1.13 * m);
+      err = 1.13 * e + approx_err(AP_LIBDEVICE, d, m, mag);
+      t = su_fmt(g->a, "erf(%s)", x.t);
+      break;
+    }
+    if (m > 30) return bad(); /* the bound grows as x^2; past 10 erfc is 0 or 2 anyway */
+    mag = 2;
+    err = 1.13 * e + approx_err(AP_ERFC, d, m, 2) + (w == 1 ? 0 : 2 * td_ulp(d) * 2);
+    t = w == 1 ? su_fmt(g->a, "erfc(%s)", x.t)
+               : su_fmt(g->a, w == 2 ? "(1.0 + erf(%s))" : "(1.0 - erf(%s))", x.t);
     break;
+  }
   case 10:
     if (m > 20) return bad();
     mag = 1;
