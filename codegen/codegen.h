@@ -56,9 +56,8 @@
  *    both exact. The rest is libdevice's, without ftz: every other f64 function, and f32
  *    log, log2, rsqrt, tanh, erf, log1p and expm1 (1 ulp), pow (4 ulp; f64 2) and %; only
  *    the routines used are linked. f32 erfc is a polynomial of 1 / (1 + |x|/2) inside one
- *    ex2.approx (cg_erfc_model: 2^-21 relative for |x| <= 1, about 2 x^2 ulps more
- *    beyond), libdevice's __nv_erfcf when accurate. f16/bf16 math computes in f32 and
- *    rounds once.
+ *    ex2.approx (cg_erfc_model; within (16 + 3 x^2) ulps), libdevice's __nv_erfcf when
+ *    accurate. f16/bf16 math computes in f32 and rounds once.
  *  - Nothing here keeps global mutable state other than LLVM's one-time target
  *    registration; the scratch ids of the module's values are renumbered.
  * Prefix: cg_ / CG_.
