@@ -336,27 +336,29 @@ static void emit_bulk(cg_ctx *c, const ir_op *op) {
   if (join) cg_if_end(c, join);
 }
 
-/* Two warpgroups (threads 0-127 and 128-255) taking turns, FA3's ping-pong: warpgroup w
- * waits on named barrier 2 + w, which completes when the other warpgroup has arrived on
- * it (256 threads: 128 waiting, 128 arriving), and passes the turn by arriving on the
- * other's. Warpgroup 1 starts by arriving on 0's. Other threads (a producer) do nothing:
- * the ops stand in the consumers' code, but the start may stand before the split. */
+/* The consumer warpgroups (threads 128w .. 128w + 127, w < n) taking turns, FA3's
+ * ping-pong generalized to a cycle: warpgroup w waits on named barrier 2 + w, which
+ * completes when its predecessor (w - 1 mod n) has arrived on it (256 threads: 128 waiting,
+ * 128 arriving), and passes the turn by arriving on its successor's. The last warpgroup
+ * starts by arriving on 0's. Other threads (a producer) do nothing: the ops stand in the
+ * consumers' code, but the start may stand before the split. */
 static void emit_turn(cg_ctx *c, const ir_op *op) {
+  int n = c->threads / 128;
   LLVMValueRef wg = LLVMBuildLShr(c->b, c->tid, cg_i32(c, 7), "wg");
   if (op->attr == 2) {
-    LLVMBasicBlockRef join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, wg, cg_i32(c, 1), ""));
+    LLVMBasicBlockRef join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, wg, cg_i32(c, n - 1), ""));
     cg_ptx_bar_arrive(c, cg_i32(c, 2), 256);
     cg_if_end(c, join);
     return;
   }
-  /* wait: barrier 2 + wg; pass: the other's, 3 - wg */
-  LLVMValueRef id = op->attr == 0 ? LLVMBuildAdd(c->b, wg, cg_i32(c, 2), "") : LLVMBuildSub(c->b, cg_i32(c, 3), wg, "");
   if (op->attr == 0) {
-    LLVMValueRef args[2] = {id, cg_i32(c, 256)};
+    LLVMValueRef args[2] = {LLVMBuildAdd(c->b, wg, cg_i32(c, 2), ""), cg_i32(c, 256)};
     cg_intrinsic(c, "llvm.nvvm.barrier.sync.cnt", NULL, 0, args, 2);
-  } else {
-    cg_ptx_bar_arrive(c, id, 256);
+    return;
   }
+  LLVMValueRef next = LLVMBuildAdd(c->b, wg, cg_i32(c, 1), "");
+  next = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, next, cg_i32(c, n), ""), cg_i32(c, 0), next, "");
+  cg_ptx_bar_arrive(c, LLVMBuildAdd(c->b, next, cg_i32(c, 2), ""), 256);
 }
 
 void cg_emit_async(cg_ctx *c, const ir_op *op) {

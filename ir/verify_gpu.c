@@ -299,9 +299,12 @@ bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
     return true;
   case IR_WG_TURN:
     if (op->attr < 0 || op->attr > 2) ir_verr(v, op, "step %lld is not 0 (wait), 1 (pass) or 2 (start)", (long long)op->attr);
-    /* its named barriers count two warpgroups' threads: any other count would hang */
-    else if (v->f && v->f->num_warps != 8)
-      ir_verr(v, op, "wg_turn needs two consumer warpgroups (warps(8)); the kernel has %d warps", v->f->num_warps);
+    /* a cycle of named barriers 2 .. 1 + n over n whole consumer warpgroups: a partial
+     * warpgroup would never complete its barrier, one has no one to pass to, and the
+     * hardware has 16 ids (0 and 1 are the CTA's and the consumers') */
+    else if (v->f && (v->f->num_warps % 4 || v->f->num_warps < 8 || v->f->num_warps > 56))
+      ir_verr(v, op, "wg_turn needs 2 to 14 whole consumer warpgroups (warps a multiple of 4 from 8 to 56); the kernel has %d warps",
+              v->f->num_warps);
     return true;
   case IR_CLUSTER_RANK:
     if (r->kind != IR_SCALAR || r->dtype != TK_I32) ir_verr(v, op, "result must be i32, is %s", ir_vts(v, r));

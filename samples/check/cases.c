@@ -109,6 +109,11 @@ const ck_case ck_cases[] = {
       {"SLACK", "8"}}, 7,
      CK_ATTN, {{{200, 200, 1}}, {{65, 130, 1}}},
      {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{2049, 2049, 1}}}, 0, ck_run_attention},
+    /* four consumer warpgroups taking turns in a cycle (rotate): D64's BM 256 loop */
+    {"attention_4wg", "attention.tk", "attention",
+     {{"BM", "256"}, {"BN", "64"}, {"D", "64"}, {"warps", "16"}}, 4, CK_ATTN,
+     {{{300, 200, 1}}, {{1, 65, 1}}},
+     {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{333, 333, 3}}, {{64, 64, 1}}}, 0, ck_run_attention},
     {"attention_bf16", "attention.tk", "attention", {{"T", "bf16"}, {"BN", "64"}, {"D", "128"}}, 3,
      CK_ATTN, {{{130, 200, 1}}, {{1, 65, 2}}},
      {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{60, 60, 1}}, {{100, 120, 1}}}, 1, ck_run_attention},
