@@ -86,6 +86,7 @@ typedef struct {
    * thread (a warp_spec producer) */
   int bar_id, bar_threads; /* bar_id 0: the whole CTA (bar.sync 0) */
   bool single_thread;
+  bool in_turn;            /* between a warpgroup's wg_turn wait and its pass */
   int launch_threads;      /* the CTA's threads: 32 * warps, plus a warp_spec's producers */
   LLVMValueRef grid[3];    /* a persistent kernel's launched grid (hidden arguments) */
   int tmaps_seen;          /* tensor_map ops emitted so far (their hidden arguments) */

@@ -34,6 +34,26 @@ static LLVMValueRef elected(cg_ctx *c) {
   return LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_i32(c, 0), "");
 }
 
+/* The same for an op of the wg form (op->attr2): the first thread of each warpgroup. */
+static LLVMValueRef elected_for(cg_ctx *c, const ir_op *op) {
+  if (!op->attr2 || c->single_thread) return elected(c);
+  return LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildAnd(c->b, c->tid, cg_i32(c, 127), ""), cg_i32(c, 0), "");
+}
+
+static LLVMValueRef warpgroup(cg_ctx *c) { return LLVMBuildLShr(c->b, c->tid, cg_i32(c, 7), "wg"); }
+
+/* barrier: the CTA's (or its warp_spec region's); the wg form, the 128 threads of this
+ * warpgroup on named barrier 2 + n + w (2 .. 1 + n are the turns'). */
+static void emit_barrier(cg_ctx *c, const ir_op *op) {
+  if (!op->attr2) {
+    cg_barrier(c);
+    return;
+  }
+  int n = c->threads / 128;
+  LLVMValueRef args[2] = {LLVMBuildAdd(c->b, warpgroup(c), cg_i32(c, 2 + n), ""), cg_i32(c, 128)};
+  cg_intrinsic(c, "llvm.nvvm.barrier.sync.cnt", NULL, 0, args, 2);
+}
+
 /* ---- shared buffers ---- */
 
 LLVMValueRef cg_slot_base(cg_ctx *c, const ir_value *buf, LLVMValueRef slot) {
@@ -295,11 +315,16 @@ static void emit_tma(cg_ctx *c, const ir_op *op) {
   int rank = buf->type->rank - 1, ncoords = op->noperands - first, outer = ncoords - rank;
   LLVMValueRef base = cg_slot_base(c, buf, cg_slot(c, op->operands[2], 0));
   LLVMValueRef bar = load ? bar_addr(c, op->operands[3], op->operands[4]) : NULL;
-  LLVMValueRef one = elected(c);
+  LLVMValueRef one = elected_for(c, op);
+  /* the wg form: warpgroup w of n copies the boxes of rows w, w + n, ... (64 rows each,
+   * the rows it holds of each #wgmma block: the verifier checked the box) */
+  int groups = op->attr2 ? c->threads / 128 : 1;
+  LLVMValueRef wg = op->attr2 ? warpgroup(c) : NULL;
   LLVMBasicBlockRef join = one ? cg_if_begin(c, one) : NULL;
   int nbox[IR_MAX_RANK], total = 1;
   for (int i = 0; i < rank; i++) {
     nbox[i] = buf->type->shape[1 + i] / def->ints[outer + i];
+    if (i == 0) nbox[i] /= groups;
     total *= nbox[i];
   }
   for (int b = 0; b < total; b++) {
@@ -308,7 +333,8 @@ static void emit_tma(cg_ctx *c, const ir_op *op) {
     for (int i = rank - 1; i >= 0; i--) {
       int k = rem % nbox[i];
       rem /= nbox[i];
-      at[i] = cg_i32(c, (int64_t)k * def->ints[outer + i]);
+      at[i] = cg_i32(c, (int64_t)k * (i == 0 ? groups : 1) * def->ints[outer + i]);
+      if (i == 0 && wg) at[i] = LLVMBuildAdd(c->b, at[i], LLVMBuildMul(c->b, wg, cg_i32(c, def->ints[outer]), ""), "");
     }
     /* the map's dims innermost first: the slot's (moved to this box), then the others */
     for (int i = 0; i < ncoords; i++) {
@@ -327,7 +353,7 @@ static void emit_tma(cg_ctx *c, const ir_op *op) {
 
 /* commit and wait of the issuing thread's bulk groups: the thread that issued them */
 static void emit_bulk(cg_ctx *c, const ir_op *op) {
-  LLVMValueRef one = elected(c);
+  LLVMValueRef one = elected_for(c, op);
   LLVMBasicBlockRef join = one ? cg_if_begin(c, one) : NULL;
   if (op->opc == IR_BULK_COMMIT)
     cg_ptx_bulk_commit(c);
@@ -344,7 +370,7 @@ static void emit_bulk(cg_ctx *c, const ir_op *op) {
  * consumers' code, but the start may stand before the split. */
 static void emit_turn(cg_ctx *c, const ir_op *op) {
   int n = c->threads / 128;
-  LLVMValueRef wg = LLVMBuildLShr(c->b, c->tid, cg_i32(c, 7), "wg");
+  LLVMValueRef wg = warpgroup(c);
   if (op->attr == 2) {
     LLVMBasicBlockRef join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, wg, cg_i32(c, n - 1), ""));
     cg_ptx_bar_arrive(c, cg_i32(c, 2), 256);
@@ -354,8 +380,10 @@ static void emit_turn(cg_ctx *c, const ir_op *op) {
   if (op->attr == 0) {
     LLVMValueRef args[2] = {LLVMBuildAdd(c->b, wg, cg_i32(c, 2), ""), cg_i32(c, 256)};
     cg_intrinsic(c, "llvm.nvvm.barrier.sync.cnt", NULL, 0, args, 2);
+    c->in_turn = true;
     return;
   }
+  c->in_turn = false;
   LLVMValueRef next = LLVMBuildAdd(c->b, wg, cg_i32(c, 1), "");
   next = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, next, cg_i32(c, n), ""), cg_i32(c, 0), next, "");
   cg_ptx_bar_arrive(c, LLVMBuildAdd(c->b, next, cg_i32(c, 2), ""), 256);
@@ -380,7 +408,7 @@ void cg_emit_async(cg_ctx *c, const ir_op *op) {
     cg_intrinsic(c, "llvm.nvvm.cp.async.wait.group", NULL, 0, &n, 1);
     return;
   }
-  case IR_BARRIER: cg_barrier(c); return;
+  case IR_BARRIER: emit_barrier(c, op); return;
   case IR_FENCE_ASYNC: cg_ptx_fence_async(c); return;
   case IR_WG_TURN: emit_turn(c, op); return;
   default: SU_UNREACHABLE();

@@ -54,6 +54,8 @@ LLVMValueRef cg_call(cg_ctx *c, const char *name, LLVMTypeRef ret, LLVMValueRef 
 }
 
 void cg_barrier(cg_ctx *c) {
+  /* the other warpgroups wait for this one's pass before they could reach it */
+  if (c->in_turn) su_fatal("a barrier of every consumer inside a warpgroup's turn would never complete");
   if (!c->bar_id) {
     cg_intrinsic(c, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
     return;

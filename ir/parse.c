@@ -418,6 +418,13 @@ static void parse_modifier(parser *p, ir_op *op, ir_modifier mod, irtok *lit) {
     }
     return;
   }
+  if (mod == IR_MOD_WG) {
+    if (p->tok.kind == IRT_IDENT && p->tok.len == 2 && !memcmp(p->tok.text, "wg", 2)) {
+      op->attr2 = 1;
+      next(p);
+    }
+    return;
+  }
   if (mod == IR_MOD_ACCURATE) {
     if (p->tok.kind == IRT_IDENT && p->tok.len == 8 && !memcmp(p->tok.text, "accurate", 8)) {
       op->attr = 1;

@@ -95,6 +95,9 @@ static void print_modifier(su_buf *b, const ir_op *op, ir_modifier mod) {
       su_buf_puts(b, "]");
     }
     return;
+  case IR_MOD_WG:
+    if (op->attr2) su_buf_printf(b, " wg%s", op->attr2 == 1 ? "" : "?");
+    return;
   case IR_MOD_ACCURATE:
     if (op->attr) su_buf_puts(b, op->attr == 1 ? " accurate" : " accurate?");
     return;

@@ -60,7 +60,8 @@ int ir_cache_parse(const char *s, size_t n) { return n ? lookup(cache_names, 8, 
 int ir_evict_parse(const char *s, size_t n) { return n ? lookup(evict_names, 3, s, n) : -1; }
 
 const char *ir_flag_word(ir_modifier mod) {
-  return mod == IR_MOD_WHILE ? "while" : mod == IR_MOD_FTZ ? "ftz" : mod == IR_MOD_LIKELY ? "likely" : NULL;
+  return mod == IR_MOD_WHILE ? "while" : mod == IR_MOD_FTZ ? "ftz" : mod == IR_MOD_LIKELY ? "likely"
+         : mod == IR_MOD_WG ? "wg" : NULL;
 }
 
 const ir_syntax *ir_op_syntax(ir_opcode op) {
@@ -89,6 +90,8 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax step = {IR_MOD_NONE, 1, {{"step", IR_SLOT_ATTR}}};
   static const ir_syntax ftz = {IR_MOD_FTZ, 0, {{0}}};
   static const ir_syntax likely = {IR_MOD_LIKELY, 0, {{0}}};
+  static const ir_syntax wg = {IR_MOD_WG, 0, {{0}}};
+  static const ir_syntax wg_pending = {IR_MOD_WG, 1, {{"pending", IR_SLOT_ATTR}}};
   static const ir_syntax cache = {IR_MOD_CACHE, 0, {{0}}};
   static const ir_syntax kept = {IR_MOD_CACHE, 1, {{"keep", IR_SLOT_INTS}}};
   static const ir_syntax wspec = {IR_MOD_NONE, 2, {{"producer_warps", IR_SLOT_ATTR}, {"regs", IR_SLOT_INTS}}};
@@ -113,8 +116,9 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_MBAR_ALLOC: return &count;
   case IR_MBAR_EXPECT: return &bytes;
   case IR_CP_ASYNC_WAIT:
-  case IR_BULK_WAIT:
   case IR_WGMMA_WAIT: return &pending;
+  case IR_BULK_WAIT: return &wg_pending;
+  case IR_BARRIER: case IR_TMA_STORE: case IR_BULK_COMMIT: return &wg;
   case IR_WARP_SPEC: return &wspec;
   case IR_WGMMA: case IR_MMA: return &wtrans;
   case IR_GRID_SIZE: return &axis;

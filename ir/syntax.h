@@ -17,6 +17,7 @@ typedef enum {
   IR_MOD_ACCURATE,  /* sin accurate %x (attr 1; nothing written for 0) */
   IR_MOD_FTZ,    /* exp2 ftz %x       (attr 1; nothing written for 0) */
   IR_MOD_LIKELY, /* if likely %c      (attr 1; nothing written for 0) */
+  IR_MOD_WG,     /* barrier wg, bulk_wait wg {pending = 1} (attr2 1; nothing written for 0) */
   IR_MOD_CACHE   /* load cg %p, load evict_last %p (attr: ir_cache, attr2: ir_evict; nothing
                     written for none/normal) */
 } ir_modifier;

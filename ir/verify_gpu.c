@@ -106,6 +106,38 @@ static void check_tma(verifier *v, const ir_op *op) {
   if (rank >= 2 && sl->order[0] != rank - 1) ir_verr(v, op, "the buffer's fastest dim must be its last, as the map's");
 }
 
+/* The `wg` form of barrier, tma_store and the bulk ops (docs/ir.md): each consumer
+ * warpgroup on its own, with named barrier 2 + n + w for warpgroup w of n (the turns
+ * take 2 .. 1 + n, so n is at most 7). A tma_store copies only its warpgroup's rows:
+ * boxes of 64 rows, each the rows one warpgroup holds of a #wgmma tile. */
+static void check_wg(verifier *v, const ir_op *op) {
+  if (!op->attr2) return;
+  if (op->attr2 != 1) {
+    ir_verr(v, op, "the wg flag must be 0 or 1, is %lld", (long long)op->attr2);
+    return;
+  }
+  const ir_op *ws = op->parent ? op->parent->parent : NULL;
+  const ir_block *in = op->parent;
+  while (ws && ws->opc != IR_WARP_SPEC) in = ws->parent, ws = in ? in->parent : NULL;
+  if (!ws || in != ws->regions[0]) {
+    ir_verr(v, op, "the wg form stands only in a warp_spec's consumer region");
+    return;
+  }
+  if (v->f && (v->f->num_warps % 4 || v->f->num_warps < 8 || v->f->num_warps > 28)) {
+    ir_verr(v, op, "the wg form needs 2 to 7 whole consumer warpgroups (warps a multiple of 4 from 8 to 28); the kernel has %d warps",
+            v->f->num_warps);
+    return;
+  }
+  if (op->opc != IR_TMA_STORE || !v->f) return;
+  const ir_op *map = op->operands[0]->def;
+  const ir_type *buf = op->operands[1]->type;
+  int rank = buf->rank - 1, n = v->f->num_warps / 4;
+  if (map && map->opc == IR_TENSOR_MAP && map->nints >= rank && rank >= 1 &&
+      (map->ints[map->nints - rank] != 64 || buf->shape[1] % (64 * n)))
+    ir_verr(v, op, "a wg copy takes boxes of 64 rows (a warpgroup's) from a slot of whole %d-row blocks; the box has %d rows, the slot %d",
+            64 * n, map->ints[map->nints - rank], buf->shape[1]);
+}
+
 /* wgmma's operand slots: a [M, K] (with trans = [1, _]: [K, M]), b [K, N] (with
  * trans = [_, 1]: [N, K]); a register a is [M, K] and cannot be transposed. */
 static void check_wgmma(verifier *v, const ir_op *op) {
@@ -252,11 +284,14 @@ bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
     return true;
   case IR_TMA_LOAD: case IR_TMA_STORE:
     check_tma(v, op);
+    check_wg(v, op);
     return true;
   case IR_BULK_COMMIT:
+    check_wg(v, op);
     return true;
   case IR_BULK_WAIT:
     if (op->attr < 0 || op->attr > 7) ir_verr(v, op, "pending groups %lld not in [0, 7]", (long long)op->attr);
+    check_wg(v, op);
     return true;
   case IR_CP_ASYNC: {
     if (!want_kind(v, op, 0, IR_SMEM, "a shared buffer")) return true;
@@ -276,7 +311,10 @@ bool ir_verify_gpu_op(verifier *v, const ir_op *op, bool top) {
     for (int i = 0; op->opc == IR_WGMMA_WAIT && i < op->noperands; i++)
       if (op->results[i]->type != op->operands[i]->type) ir_verr(v, op, "result %d must have its operand's type", i);
     return true;
-  case IR_CP_ASYNC_COMMIT: case IR_BARRIER: case IR_FENCE_ASYNC: case IR_WGMMA_COMMIT:
+  case IR_BARRIER:
+    check_wg(v, op);
+    return true;
+  case IR_CP_ASYNC_COMMIT: case IR_FENCE_ASYNC: case IR_WGMMA_COMMIT:
     return true;
   case IR_SMEM_STORE: case IR_SMEM_LOAD: {
     if (!want_kind(v, op, 0, IR_SMEM, "a shared buffer")) return true;

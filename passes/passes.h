@@ -15,7 +15,7 @@
  *    fixed point with a bound), kloop, licm, canonicalize again, [contract,] fuse (materialize with
  *    no_fuse); then, when the module
  *    has a target (ir_module.arch), the target part: fp8dot, tiling, histogram, clusterkeep, smemkeep, expfold, complement, unmask, persist, swpipe, lower_dot,
- *    rotate, skipscale, tmastore, warpspec, canonicalize, sink. The interpreter runs the IR of the first part; `only` replaces both.
+ *    rotate, skipscale, tmastore, warpspec, canonicalize, sink, wgstore. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
 #ifndef TK_PASSES_H
@@ -133,6 +133,9 @@ bool pass_skipscale(ir_module *m, ir_func *f);
 bool pass_tmastore(ir_module *m, ir_func *f);
 /* Splits a TMA-pipelined kernel into a producer warpgroup and the consumers (warpspec.c). */
 bool pass_warpspec(ir_module *m, ir_func *f);
+/* Lets each consumer warpgroup of a TMA-store epilogue stage and copy out its own rows,
+ * waiting for no other warpgroup (wgstore.c). */
+bool pass_wgstore(ir_module *m, ir_func *f);
 
 /* Moves pure ops computed before a loop that does not use them down to their first user
  * (sink.c). */

@@ -19,7 +19,7 @@ typedef struct {
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
   X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(fp8dot) X(tiling) X(persist) X(swpipe) \
-  X(lower_dot) X(rotate) X(skipscale) X(expfold) X(complement) X(unmask) X(tmastore) X(warpspec) X(sink) X(contract) X(histogram) X(clusterkeep) X(smemkeep)
+  X(lower_dot) X(rotate) X(skipscale) X(expfold) X(complement) X(unmask) X(tmastore) X(warpspec) X(sink) X(wgstore) X(contract) X(histogram) X(clusterkeep) X(smemkeep)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -55,10 +55,11 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * keep over the CTAs of a cluster, before smemkeep (after tiling too, whose layouts its buffers take) turns
  * the loads fuse marked for the shared-memory keep into a staging store and reads back; warpspec splits the single stream that results; a last canonicalize folds the
  * constants the lowering repeated and sweeps what it left dead (the loads' address
- * computations); sink then moves what the epilogue computes before the loop past it. */
+ * computations); sink then moves what the epilogue computes before the loop past it;
+ * wgstore, last, lets each consumer warpgroup store its own rows of the epilogue. */
 static const char *const pipeline[] = {"canonicalize", "kloop", "licm", "canonicalize", "fuse"};
 static const char *const target_pipeline[] = {"fp8dot", "tiling",   "histogram", "clusterkeep", "smemkeep", "expfold", "complement", "unmask", "persist",      "swpipe", "lower_dot",
-                                              "rotate",   "skipscale", "tmastore", "warpspec", "canonicalize", "sink"};
+                                              "rotate",   "skipscale", "tmastore", "warpspec", "canonicalize", "sink", "wgstore"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],
   NTARGET = sizeof target_pipeline / sizeof target_pipeline[0]
