@@ -294,6 +294,9 @@ void cg_ptx_tma_store(cg_ctx *c, int rank, LLVMValueRef src, LLVMValueRef map, c
 void cg_ptx_bulk_commit(cg_ctx *c);
 void cg_ptx_bulk_wait(cg_ctx *c, int pending);
 void cg_ptx_fence_async(cg_ctx *c);
+/* fence.acq_rel.gpu: this thread's earlier memory accesses before its later ones, at gpu
+ * scope (the release and acquire halves of an ordered atomic around a relaxed atom). */
+void cg_ptx_fence_gpu(cg_ctx *c);
 /* bar.arrive on named barrier id (an i32) of `threads` threads: counts this warp without
  * waiting (LLVM 19 has barrier.sync.cnt but no arrive). */
 void cg_ptx_bar_arrive(cg_ctx *c, LLVMValueRef id, int threads);

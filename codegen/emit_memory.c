@@ -341,6 +341,17 @@ static void emit_atomic(cg_ctx *c, const ir_op *op) {
   cg_val mask = !cas && op->noperands > 2 ? cg_get_in(c, op->operands[2], &l) : (cg_val){NULL, 0};
   cg_val val = cg_get_in(c, op->operands[cas ? 2 : 1], &l);
   cg_val cmp = cas ? cg_get_in(c, op->operands[1], &l) : (cg_val){NULL, 0};
+  /* The memory order is the program's (docs/ir.md): a release orders every thread's
+   * earlier accesses before the atomics (the barrier brings them to the threads that issue
+   * them, the fence makes those gpu-wide before each relaxed atom), an acquire the atomics
+   * before every thread's later ones (fence, then barrier). LLVM 19's NVPTX back end emits
+   * a plain atom for any ordering and cannot select a fence, hence the inline fences. */
+  ir_sem sem = (ir_sem)op->attr2;
+  bool release = sem == IR_SEM_RELEASE || sem == IR_SEM_ACQ_REL, acquire = sem == IR_SEM_ACQUIRE || sem == IR_SEM_ACQ_REL;
+  if (release) {
+    cg_barrier(c);
+    cg_ptx_fence_gpu(c);
+  }
   LLVMValueRef *out = cg_slots(c, l.per);
   for (int j = 0; j < l.per; j++) {
     LLVMValueRef owner = l.tile ? cg_layout_owner(c, &l, j, -1)
@@ -353,6 +364,10 @@ static void emit_atomic(cg_ctx *c, const ir_op *op) {
   /* Only an element's owner performs its atomic (a replica would apply it twice and see
    * the first one's write): the replicas take the owner's old value (tkdiff seeds 29257,
    * 1014194: replicas' zeros reached a cumsum) */
+  if (acquire) {
+    cg_ptx_fence_gpu(c);
+    if (l.tile) cg_barrier(c); /* broadcast0 has one */
+  }
   cg_val o = l.tile ? cg_from_owners(c, (cg_val){out, l.per}, &l) : (cg_val){out, l.per};
   if (!l.tile) o.v[0] = broadcast0(c, out[0]);
   cg_layout rl = cg_layout_of(c, op->results[0]->type);

@@ -168,6 +168,8 @@ void cg_ptx_bulk_wait(cg_ctx *c, int pending) {
   cg_asm(c, NULL, text, "~{memory}", NULL, 0);
 }
 
+void cg_ptx_fence_gpu(cg_ctx *c) { cg_asm(c, NULL, "fence.acq_rel.gpu;", "~{memory}", NULL, 0); }
+
 void cg_ptx_fence_async(cg_ctx *c) {
   cg_asm(c, NULL, "fence.proxy.async.shared::cta;", "~{memory}", NULL, 0);
 }

@@ -184,6 +184,9 @@ typedef enum {
 /* load's and store's attr2: the L1 eviction priority (PTX's L1::evict_*; Triton's
  * eviction_policy), 0 for the normal one. PTX takes it or a cache operator, not both. */
 typedef enum { IR_EVICT_NORMAL, IR_EVICT_FIRST, IR_EVICT_LAST } ir_evict;
+/* atomic's and atomic_cas's attr2: the memory order at the program level (docs/ir.md;
+ * Triton's sem), gpu scope; 0, relaxed, written as nothing in the text form. */
+typedef enum { IR_SEM_RELAXED, IR_SEM_ACQUIRE, IR_SEM_RELEASE, IR_SEM_ACQ_REL } ir_sem;
 
 typedef struct {
   const char *name;
@@ -203,6 +206,7 @@ const char *ir_atomic_name(ir_atomic_kind k);
 const char *ir_dot_precision_name(ir_dot_precision p);
 const char *ir_cache_name(ir_cache c);   /* "cg"; NULL for none or out of range */
 const char *ir_evict_name(ir_evict e);   /* "evict_first"; NULL for normal or out of range */
+const char *ir_sem_name(ir_sem s);       /* "acq_rel"; NULL for relaxed or out of range */
 /* True if op (load or store) takes the cache operator c (IR_CACHE_NONE: always). */
 bool ir_cache_allowed(ir_opcode op, ir_cache c);
 /* The inverse lookups on the n bytes at s; -1 when s names none. */
@@ -212,6 +216,7 @@ int ir_atomic_parse(const char *s, size_t n);
 int ir_dot_precision_parse(const char *s, size_t n);
 int ir_cache_parse(const char *s, size_t n); /* "ca".."wt" (no leading dot) */
 int ir_evict_parse(const char *s, size_t n); /* "evict_first", "evict_last" */
+int ir_sem_parse(const char *s, size_t n);   /* "acquire", "release", "acq_rel" */
 
 typedef struct { uint32_t line, col; } ir_loc;
 

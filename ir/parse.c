@@ -418,6 +418,14 @@ static void parse_modifier(parser *p, ir_op *op, ir_modifier mod, irtok *lit) {
     }
     return;
   }
+  if (mod == IR_MOD_SEM) {
+    int k = p->tok.kind == IRT_IDENT ? ir_sem_parse(p->tok.text, p->tok.len) : -1;
+    if (k > 0) {
+      op->attr2 = k;
+      next(p);
+    }
+    return;
+  }
   if (mod == IR_MOD_WG) {
     if (p->tok.kind == IRT_IDENT && p->tok.len == 2 && !memcmp(p->tok.text, "wg", 2)) {
       op->attr2 = 1;
@@ -477,6 +485,7 @@ static void parse_modifier(parser *p, ir_op *op, ir_modifier mod, irtok *lit) {
             ir_op_info(op->opc)->name);
   op->attr = k;
   next(p);
+  if (op->opc == IR_ATOMIC) parse_modifier(p, op, IR_MOD_SEM, lit);
 }
 
 static void parse_attrs(parser *p, ir_op *op, const ir_syntax *syn) {

@@ -98,6 +98,11 @@ static void print_modifier(su_buf *b, const ir_op *op, ir_modifier mod) {
   case IR_MOD_WG:
     if (op->attr2) su_buf_printf(b, " wg%s", op->attr2 == 1 ? "" : "?");
     return;
+  case IR_MOD_SEM:
+    /* an out-of-range order is printed as its number, for the verifier to name */
+    if (op->attr2 && ir_sem_name((ir_sem)op->attr2)) su_buf_printf(b, " %s", ir_sem_name((ir_sem)op->attr2));
+    else if (op->attr2) su_buf_printf(b, " sem?%" PRId64, op->attr2);
+    return;
   case IR_MOD_ACCURATE:
     if (op->attr) su_buf_puts(b, op->attr == 1 ? " accurate" : " accurate?");
     return;
@@ -126,6 +131,7 @@ static void print_modifier(su_buf *b, const ir_op *op, ir_modifier mod) {
     su_buf_printf(b, " %s", name);
   else
     su_buf_printf(b, " %" PRId64, op->attr);
+  if (op->opc == IR_ATOMIC) print_modifier(b, op, IR_MOD_SEM);
 }
 
 /* `{key = value, ...}`: integers always (even when zero), strings and lists only when set,

@@ -10,6 +10,7 @@ static const char *const atomic_names[] = {"add", "max", "min", "and", "or", "xo
 static const char *const precision_names[] = {"tf32", "ieee", "tf32x3"};
 static const char *const cache_names[] = {"", "ca", "cg", "cs", "lu", "cv", "wb", "wt"};
 static const char *const evict_names[] = {"", "evict_first", "evict_last"};
+static const char *const sem_names[] = {"", "acquire", "release", "acq_rel"};
 
 const char *ir_cmp_name(ir_cmp c) {
   return c >= 0 && c <= IR_CMP_GE ? cmp_names[c] : NULL;
@@ -35,6 +36,10 @@ const char *ir_evict_name(ir_evict e) {
   return e > IR_EVICT_NORMAL && e <= IR_EVICT_LAST ? evict_names[e] : NULL;
 }
 
+const char *ir_sem_name(ir_sem s) {
+  return s > IR_SEM_RELAXED && s <= IR_SEM_ACQ_REL ? sem_names[s] : NULL;
+}
+
 bool ir_cache_allowed(ir_opcode op, ir_cache c) {
   switch (c) {
   case IR_CACHE_NONE: return true;
@@ -58,6 +63,7 @@ int ir_dot_precision_parse(const char *s, size_t n) { return lookup(precision_na
 /* index 0 is the empty name of "none", which no text spells */
 int ir_cache_parse(const char *s, size_t n) { return n ? lookup(cache_names, 8, s, n) : -1; }
 int ir_evict_parse(const char *s, size_t n) { return n ? lookup(evict_names, 3, s, n) : -1; }
+int ir_sem_parse(const char *s, size_t n) { return n ? lookup(sem_names, 4, s, n) : -1; }
 
 const char *ir_flag_word(ir_modifier mod) {
   return mod == IR_MOD_WHILE ? "while" : mod == IR_MOD_FTZ ? "ftz" : mod == IR_MOD_LIKELY ? "likely"
@@ -75,6 +81,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax cmp = {IR_MOD_CMP, 0, {{0}}};
   static const ir_syntax reduce = {IR_MOD_REDUCE, 1, {{"axis", IR_SLOT_ATTR2}}};
   static const ir_syntax atomic = {IR_MOD_ATOMIC, 0, {{0}}};
+  static const ir_syntax sem = {IR_MOD_SEM, 0, {{0}}};
   static const ir_syntax prefix = {IR_MOD_NONE, 1, {{"prefix", IR_SLOT_STR}}};
   static const ir_syntax msg = {IR_MOD_NONE, 1, {{"msg", IR_SLOT_STR}}};
   static const ir_syntax tmap = {IR_MOD_NONE, 2, {{"box", IR_SLOT_INTS}, {"swizzle", IR_SLOT_ATTR}}};
@@ -108,6 +115,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_ARGREDUCE:
   case IR_SCAN: return &reduce;
   case IR_ATOMIC: case IR_SMEM_ATOMIC: return &atomic;
+  case IR_ATOMIC_CAS: return &sem;
   case IR_LOAD: return &kept;
   case IR_STORE: return &cache;
   case IR_PRINT: return &prefix;

@@ -10,7 +10,8 @@ typedef enum {
   IR_MOD_NONE,
   IR_MOD_CMP,    /* cmp lt ...        (attr: ir_cmp) */
   IR_MOD_REDUCE, /* reduce sum ...    (attr: ir_reduce_kind) */
-  IR_MOD_ATOMIC, /* atomic add ...    (attr: ir_atomic_kind) */
+  IR_MOD_ATOMIC, /* atomic add ...    (attr: ir_atomic_kind; atomic's attr2: ir_sem, after it) */
+  IR_MOD_SEM,    /* atomic_cas acq_rel %p ... (attr2: ir_sem; nothing written for relaxed) */
   IR_MOD_CONST,  /* const 1.5 : f32   (cval) */
   IR_MOD_WHILE,  /* for while %lb ... (attr 1; nothing written for 0) */
   IR_MOD_PRECISION, /* dot ieee %a ... (attr: ir_dot_precision; nothing written for tf32) */

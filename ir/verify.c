@@ -459,10 +459,12 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
     return;
   case IR_ATOMIC:
     if (!ir_atomic_name((ir_atomic_kind)op->attr)) ir_verr(v, op, "bad kind %lld", (long long)op->attr);
+    if (op->attr2 && !ir_sem_name((ir_sem)op->attr2)) ir_verr(v, op, "bad memory order %lld", (long long)op->attr2);
     check_access(v, op, op->operands[1]->type, 2);
     if (op->operands[1]->type != r) ir_verr(v, op, "result must have the value's type");
     return;
   case IR_ATOMIC_CAS:
+    if (op->attr2 && !ir_sem_name((ir_sem)op->attr2)) ir_verr(v, op, "bad memory order %lld", (long long)op->attr2);
     no_fp8(v, op, op->operands[0]->type);
     check_access(v, op, op->operands[2]->type, 3);
     if (op->operands[1]->type != op->operands[2]->type || r != op->operands[2]->type)

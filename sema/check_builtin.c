@@ -18,7 +18,7 @@ static bool numeric(const ir_type *t) {
 /* Is a string allowed as argument i of b? */
 static bool string_arg(const sema_builtin *b, int i) {
   return (b->kind == B_DEVICE_PRINT && i == 0) || (b->kind == B_DOT && i == 3) ||
-         ((b->kind == B_LOAD || b->kind == B_STORE) && i >= 3) ||
+         ((b->kind == B_LOAD || b->kind == B_STORE || b->kind == B_ATOMIC || b->kind == B_ATOMIC_CAS) && i >= 3) ||
          ((b->kind == B_STATIC_ASSERT || b->kind == B_DEVICE_ASSERT) && i == 1);
 }
 
@@ -483,6 +483,22 @@ static bool check_hints(sema_ctx *c, ast_node *e, sema_call *cl) {
   return true;
 }
 
+/* An atomic's memory order (Triton's sem): a string literal, recorded in cl->numerics as
+ * an ir_sem; acq_rel when absent, as in Triton. */
+static bool check_sem(sema_ctx *c, ast_node *e, sema_call *cl, ast_node *a) {
+  static const char *const names[] = {"relaxed", "acquire", "release", "acq_rel"};
+  static const ir_sem kinds[] = {IR_SEM_RELAXED, IR_SEM_ACQUIRE, IR_SEM_RELEASE, IR_SEM_ACQ_REL};
+  cl->numerics = IR_SEM_ACQ_REL;
+  if (!a) return true;
+  int k = hint_index(a, names, 4);
+  if (k <= 0 || a->str[0] == '.') {
+    su_error(c->d, a->loc, "sem of '%s' must be \"relaxed\", \"acquire\", \"release\" or \"acq_rel\"", e->name);
+    return false;
+  }
+  cl->numerics = kinds[k - 1];
+  return true;
+}
+
 /* histogram(x, bins[, mask]): integers, a compile-time power-of-two bin count, a mask
  * broadcast to x's shape; one i32 count per bin. */
 static const ir_type *check_histogram(sema_ctx *c, ast_node *e, sema_call *cl) {
@@ -531,7 +547,7 @@ static const ir_type *check_memory(sema_ctx *c, ast_node *e, sema_call *cl) {
         !mask_arg(c, e, cl->argc > 2 ? cl->argv[2] : NULL, pt))
       return NULL;
     if (cl->builtin->kind == B_STORE) return check_hints(c, e, cl) ? SEMA_VOID : NULL;
-    return res;
+    return check_sem(c, e, cl, cl->argc > 3 ? cl->argv[3] : NULL) ? res : NULL;
   }
   case B_ATOMIC_CAS:
     for (int i = 1; i < 3; i++) {
@@ -540,7 +556,7 @@ static const ir_type *check_memory(sema_ctx *c, ast_node *e, sema_call *cl) {
           !to_shape(c, v, v->sema_type, pt, i == 1 ? "cmp" : "value"))
         return NULL;
     }
-    return res;
+    return check_sem(c, e, cl, cl->argc > 3 ? cl->argv[3] : NULL) ? res : NULL;
   default: SU_UNREACHABLE();
   }
 }

@@ -253,8 +253,12 @@ static ir_value *lower_memory(sema_lowerer *l, ast_node *e, sema_call *cl) {
     st->attr2 = cl->numerics >> 8;
     return NULL;
   }
-  case B_ATOMIC: return build(l, IR_ATOMIC, vt, n, ops, cl->builtin->sub, 0);
-  default: return ir_build1(&l->b, IR_ATOMIC_CAS, vt, n, ops);
+  case B_ATOMIC: return build(l, IR_ATOMIC, vt, n, ops, cl->builtin->sub, cl->numerics);
+  default: {
+    ir_value *r = ir_build1(&l->b, IR_ATOMIC_CAS, vt, n, ops);
+    r->def->attr2 = cl->numerics; /* the memory order */
+    return r;
+  }
   }
 }
 
