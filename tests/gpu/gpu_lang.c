@@ -140,6 +140,23 @@ static const char ATOMICS[] =
     "    store(out + 48 + two, cumsum(atomic_cas(q + 16 + two, load(q + 16 + two), two + 7), 1));\n"
     "}\n";
 
+/* The last program to take a ticket (atomic_add's default acq_rel, at the program level)
+ * sums every program's part: each part's stores, by all 128 threads of its program, must
+ * be visible to it; it resets the counter for the next launch. 300 programs on every SM. */
+static const char LAST[] =
+    "@launch(warps = 4)\n"
+    "kernel last(x: *f32, parts: *f32, count: *i32, out: *f32) {\n"
+    "    let pid = program_id(0);\n"
+    "    let offs = arange(0, 256);\n"
+    "    store(parts + pid * 256 + offs, load(x + pid * 256 + offs) * 2.0);\n"
+    "    if atomic_add(count, 1) == num_programs(0) - 1 {\n"
+    "        var s = zeros<f32>(256);\n"
+    "        for p in range(0, num_programs(0)) { s = s + load(parts + p * 256 + offs); }\n"
+    "        store(out + offs, s);\n"
+    "        store(count, 0);\n"
+    "    }\n"
+    "}\n";
+
 /* Shifts by every amount from -8 to 55 on 8 to 64 bits (an amount of the width or more,
  * read as unsigned, gives 0 or the sign) and INT_MIN / -1, INT_MIN % -1: the language's
  * definitions, which LLVM leaves poison or undefined. */
@@ -375,6 +392,8 @@ static const lc_case CASES[] = {
      {300}, 1, 3, 0},
     {"atomic_replicas", "atomics", ATOMICS, {NULL}, {BUF(TK_I32, 16), BUF(TK_I32, 18)},
      {BUF(TK_I32, 50)}, 2, 1, {0}, 0, 1, 0},
+    {"atomic_last_program", "last", LAST, {NULL}, {BUF(TK_F32, 300 * 256)},
+     {BUF(TK_F32, 300 * 256), BUF(TK_I32, 1), BUF(TK_F32, 256)}, 1, 3, {0}, 0, 300, 0},
     {"shift_amounts_int_min_div", "shifts", SHIFTS, {NULL}, {BUF(TK_I32, 64)},
      {BUF(TK_I32, 320), BUF(TK_I64, 64), BUF(TK_I8, 64), BUF(TK_I16, 64)}, 1, 4, {0}, 0, 1, 0},
     {"narrow_neg_abs_min", "narrow_neg", NARROW_NEG, {NULL}, {BUF(TK_I32, 256)},
