@@ -404,11 +404,15 @@ static ex atomic_old_leaf(gen *g) {
   const char *val = isf(v.dt) || v.dt == d ? v.t : su_fmt(g->a, "(%s as %s)", v.t, dn(d));
   const char *t;
   feature(g, "atomic");
+  /* a memory order now and then (the default is acq_rel): each adds its barrier and fences,
+   * which must not change what the program computes */
+  static const char *const SEM[] = {"relaxed", "acquire", "release", "acq_rel"};
+  const char *sem = chance(g, 40) ? su_fmt(g->a, ", sem = \"%s\"", SEM[rnd(g, 4)]) : "";
   if (isf(d) || chance(g, 50)) {
-    t = su_fmt(g->a, "atomic_xchg(%s + offs, %s%s)", p, val, chance(g, 50) ? ", mask" : "");
+    t = su_fmt(g->a, "atomic_xchg(%s + offs, %s%s%s)", p, val, chance(g, 50) ? ", mask" : "", sem);
   } else {
     const char *cmp = chance(g, 50) ? su_fmt(g->a, "load(%s + offs)", p) : val;
-    t = su_fmt(g->a, "atomic_cas(%s + offs, %s, %s)", p, cmp, val);
+    t = su_fmt(g->a, "atomic_cas(%s + offs, %s, %s%s)", p, cmp, val, sem);
   }
   return bind(g, mk(g, t, d, full_rank(g), sh, fmax(fabs(lo), fabs(hi)), 0));
 }

@@ -40,7 +40,7 @@ enum { TD_MAX_BUFS = 24, TD_MAX_PARAMS = 40 };
 /* The generator's version: a seed names the same kernel only under the same version.
  * Raise it with any change to gen.c that changes what a seed generates; the header line
  * of every run prints it, so a failure report says which generator its seeds are for. */
-#define TD_GEN_VERSION 7
+#define TD_GEN_VERSION 8
 
 /* How a buffer is filled before the launch: uniform values in [lo, hi] rounded to the
  * dtype (floats with at most `bits` significant bits, so narrow types hold them exactly),
