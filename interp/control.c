@@ -72,7 +72,7 @@ static bool run_if(ip_exec *x, const ip_inst *in) {
 
 static bool run_inst(ip_exec *x, const ip_inst *in) {
   switch (in->op->opc) {
-  case IR_CONST: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS: case IR_ARANGE: case IR_SCRATCH:
+  case IR_CONST: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS: case IR_GRID_SIZE: case IR_ARANGE: case IR_SCRATCH:
   case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE: case IR_JOIN: case IR_GATHER:
   case IR_CONVERT_LAYOUT:
     return ip_run_shape(x, in);

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { MAX_THREADS = 256, WINDOW = 64 };
+enum { MAX_THREADS = 256, WINDOW = 64, DEFAULT_SMS = 132 };
 
 int ip_thread_count(uint64_t programs) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -28,6 +28,12 @@ int ip_thread_count(uint64_t programs) {
   if (n < 1) n = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
   return (uint64_t)n > programs ? (int)programs : (int)n;
+}
+
+uint64_t ip_persistent_programs(void) {
+  const char *env = getenv("TK_INTERPRET_SMS");
+  long n = env ? strtol(env, NULL, 10) : 0;
+  return n > 0 && n <= (1L << 20) ? (uint64_t)n : DEFAULT_SMS;
 }
 
 static void set_pid(ip_exec *x, uint64_t p) {

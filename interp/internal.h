@@ -112,6 +112,7 @@ typedef struct {
   ip_val *slots;
   int nslots;
   unsigned pid[3], nprog[3];
+  unsigned grid[3]; /* the launch's grid: grid_size (a persistent kernel runs fewer programs) */
   uint32_t gscratch; /* the buffer id of the launch's global scratch (scratch ops), 0: none */
   FILE *out;    /* device_print's stream */
   su_buf *print; /* if set, device_print appends here instead (grid.c orders the lines) */
@@ -145,6 +146,10 @@ ip_status ip_run_grid(ip_exec *x, const ip_code *body, uint64_t total, int threa
 /* The threads for a grid of `programs`: $TK_INTERPRET_THREADS if a positive number, else
  * the cores online; at most 256 and at most one per program. */
 int ip_thread_count(uint64_t programs);
+/* The programs a persistent kernel runs (its launch's SM count): TK_INTERPRET_SMS when set
+ * (1 to 2^20), else 132, an H100's or H200's; any count computes the same (programs are
+ * unordered), which tests of the persist pass rely on. */
+uint64_t ip_persistent_programs(void);
 
 /* Runs a block: every inst in order. On a YIELD, *yield (if not NULL) receives it. */
 bool ip_run_block(ip_exec *x, const ip_code *c, const ip_inst **yield);

@@ -132,9 +132,16 @@ ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_gri
   ip_exec x = {.mem = mem, .m = m, .f = f, .scratch = ip_scratch_new(), .out = out ? out : stdout,
                .err = err, .nslots = nslots, .slot_of = slot_of};
   x.slots = SU_NEW_ARRAY(a, ip_val, nslots);
-  x.nprog[0] = grid.x ? grid.x : 1;
-  x.nprog[1] = grid.y ? grid.y : 1;
-  x.nprog[2] = grid.z ? grid.z : 1;
+  x.grid[0] = x.nprog[0] = grid.x ? grid.x : 1;
+  x.grid[1] = x.nprog[1] = grid.y ? grid.y : 1;
+  x.grid[2] = x.nprog[2] = grid.z ? grid.z : 1;
+  if (f->persistent) {
+    /* as the GPU's launch runs it: min(programs, SMs) programs along x, which loop over
+     * the grid (grid_size); the "SMs" are ip_persistent_programs() */
+    uint64_t all = (uint64_t)x.grid[0] * x.grid[1] * x.grid[2], p = ip_persistent_programs();
+    x.nprog[0] = (unsigned)(all < p ? all : p);
+    x.nprog[1] = x.nprog[2] = 1;
+  }
   ip_status st = bind_args(&x, body, args, nargs);
   if (st == IP_OK) {
     uint64_t total = (uint64_t)x.nprog[0] * x.nprog[1] * x.nprog[2];

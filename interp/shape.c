@@ -73,6 +73,11 @@ bool ip_run_shape(ip_exec *x, const ip_inst *in) {
     *r = ip_val_out(x, t);
     r->e[0] = ip_int(TK_I32, op->opc == IR_PROGRAM_ID ? x->pid[op->attr] : x->nprog[op->attr]);
     return true;
+  case IR_GRID_SIZE:
+    SU_ASSERT(op->attr >= 0 && op->attr < 3);
+    *r = ip_val_out(x, t);
+    r->e[0] = ip_int(TK_I32, x->grid[op->attr]);
+    return true;
   case IR_SCRATCH:
     SU_ASSERT(x->gscratch); /* ip_launch allocates it for a kernel with scratch ops */
     *r = ip_val_out(x, t);
