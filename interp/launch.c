@@ -144,7 +144,9 @@ ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_gri
   }
   ip_status st = bind_args(&x, body, args, nargs);
   if (st == IP_OK) {
-    uint64_t total = (uint64_t)x.nprog[0] * x.nprog[1] * x.nprog[2];
+    /* per program of the grid asked for, as the runtime sizes it (a persistent kernel's
+     * programs index it by the tile they run) */
+    uint64_t total = (uint64_t)x.grid[0] * x.grid[1] * x.grid[2];
     st = alloc_scratch(&x, total);
   }
   if (st == IP_OK) {
