@@ -21,6 +21,8 @@ static void usage(FILE *f) {
           "  --require-gpu    fail when there is no CUDA device\n"
           "  --no-o0          do not compare the unoptimized IR on the interpreter\n"
           "  --no-roundtrip   do not compare the optimized IR printed and parsed back\n"
+          "  --no-persist     do not compare the optimized IR after the persist pass (run on\n"
+          "                   the interpreter as a persistent launch of 3 programs)\n"
           "  --no-scalar      do not compare the interpreter's scalar rules (no typed loops)\n"
           "  --self-check     perturb one output element of every kernel's -O0 run: every\n"
           "                   kernel must then fail (checks that the comparison can fail)\n"
@@ -237,10 +239,10 @@ static bool run_shard(const job *j, const td_run_options *ro0, const td_gen_opti
   }
   t->gpu = td_runner_has_gpu(r);
   if (j->shard == 0)
-    printf("tkdiff (generator %d): seed %llu, %lld kernels%s; executions: interpreter%s%s%s%s%s%s\n",
+    printf("tkdiff (generator %d): seed %llu, %lld kernels%s; executions: interpreter%s%s%s%s%s%s%s\n",
            TD_GEN_VERSION, j->seed, j->count,
            j->nshards > 1 ? " over several processes" : "", ro.o0 ? ", interpreter -O0" : "",
-           ro.roundtrip ? ", IR text round trip" : "", ro.scalar ? ", scalar rules" : "", t->gpu ? ", CUDA" : "", ro.ptx ? ", PTX sm_90a" : "",
+           ro.roundtrip ? ", IR text round trip" : "", ro.persist ? ", persist" : "", ro.scalar ? ", scalar rules" : "", t->gpu ? ", CUDA" : "", ro.ptx ? ", PTX sm_90a" : "",
            ro.ptxas ? " + ptxas" : "");
   fflush(stdout);
   double t0 = now();
@@ -327,7 +329,8 @@ int main(int argc, char **argv) {
   double limit = 0;
   bool print = false, verbose = false, require_gpu = false, no_ptxas = false;
   const char *ptxas = NULL;
-  td_run_options ro = {.gpu = true, .o0 = true, .roundtrip = true, .scalar = true, .ptx = true, .ptx_batch = 32};
+  td_run_options ro = {.gpu = true, .o0 = true, .roundtrip = true, .persist = true, .scalar = true, .ptx = true,
+                       .ptx_batch = 32};
   td_gen_options go = {.max_depth = 4, .max_elems = 1024};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -338,6 +341,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--require-gpu")) require_gpu = true;
     else if (!strcmp(a, "--no-o0")) ro.o0 = false;
     else if (!strcmp(a, "--no-roundtrip")) ro.roundtrip = false;
+    else if (!strcmp(a, "--no-persist")) ro.persist = false;
     else if (!strcmp(a, "--no-scalar")) ro.scalar = false;
     else if (!strcmp(a, "--self-check")) ro.inject = true;
     else if (!strcmp(a, "--no-ptx")) ro.ptx = false;

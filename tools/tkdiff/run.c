@@ -18,6 +18,7 @@
 #include "interp/interp.h"
 #include "interp/internal.h" /* ip_typed_loops: the scalar rules alone */
 #include "ir/ir.h"
+#include "passes/passes.h"
 
 enum { MAX_BATCH = 256 };
 
@@ -153,9 +154,12 @@ done:
 
 /* The kernel on the interpreter through the internal driver, at opt level opt: from its
  * source, or (roundtrip) from the text of its IR optimized at -O3, printed and parsed
- * back as .tkir. */
-static bool run_internal(const td_kernel *k, int opt, bool roundtrip, outputs *out, su_buf *detail,
-                         td_result *kind) {
+ * back as .tkir, or (persist) its IR with the persist pass run for sm_90a after the
+ * target-independent ones (*applied: whether the pass made the kernel persistent; when
+ * it did not, nothing runs), launched as the GPU launches a persistent kernel
+ * (TD_PERSIST_SMS_TEXT programs looping over the grid). */
+static bool run_internal_as(const td_kernel *k, int opt, bool roundtrip, bool persist, bool *applied,
+                            outputs *out, su_buf *detail, td_result *kind) {
   su_arena *a = su_arena_new();
   su_diags d;
   su_diags_init(&d, a, NULL);
@@ -164,6 +168,7 @@ static bool run_internal(const td_kernel *k, int opt, bool roundtrip, outputs *o
   o.arch = NULL;
   o.opt_level = opt;
   const char *what = roundtrip ? "the -O3 IR printed and parsed back"
+                     : persist ? "the -O3 IR after persist"
                      : opt == 0 ? "the driver at -O0" : "the interpreter's scalar rules";
   su_source *src = su_source_new(a, "gen.tk", k->src.data, k->src.len);
   ir_module *m = NULL;
@@ -179,6 +184,20 @@ static bool run_internal(const td_kernel *k, int opt, bool roundtrip, outputs *o
     }
   } else {
     m = drv_compile(a, src, &o, &d);
+  }
+  if (m && persist) {
+    /* persist alone, on the interpreter's IR: the first part chose what it chose without a
+     * target, so only the program ids can differ from the reference run */
+    m->arch = "sm_90a";
+    pass_options po = {.opt_level = 3, .verify_each = true, .only = "persist"};
+    if (!pass_run(m, &po, &d) || !ir_verify(m, &d)) m = NULL;
+    ir_func *pf = m ? ir_module_find(m, k->name) : NULL;
+    *applied = pf && pf->persistent;
+    if (m && !*applied) {
+      su_arena_free(a);
+      return true;
+    }
+    setenv("TK_INTERPRET_SMS", TD_PERSIST_SMS_TEXT, 1);
   }
   ip_memory *mem = NULL;
   bool ok = false;
@@ -221,10 +240,16 @@ static bool run_internal(const td_kernel *k, int opt, bool roundtrip, outputs *o
     if (k->bufs[i].out) memcpy(out->host[i], ip_mem_host(mem, dev[i], buf_bytes(&k->bufs[i]), NULL), buf_bytes(&k->bufs[i]));
   ok = true;
 done:
+  if (persist) unsetenv("TK_INTERPRET_SMS");
   su_buf_free(&text);
   ip_memory_free(mem);
   su_arena_free(a);
   return ok;
+}
+
+static bool run_internal(const td_kernel *k, int opt, bool roundtrip, outputs *out, su_buf *detail,
+                         td_result *kind) {
+  return run_internal_as(k, opt, roundtrip, false, NULL, out, detail, kind);
 }
 
 /* The self-check: changes one element of the first output buffer of o (its last byte's
@@ -300,7 +325,7 @@ static uint64_t launch_key(const td_kernel *k) {
 }
 
 td_result td_run(td_runner *r, const td_kernel *k, bool ptx, su_buf *detail) {
-  outputs ref = {0}, o0 = {0}, gpu = {0}, rt = {0}, sc = {0};
+  outputs ref = {0}, o0 = {0}, gpu = {0}, rt = {0}, sc = {0}, ps = {0};
   td_result res = TD_PASS;
   if (!run_api(r->interp, k, &ref, detail, &res, "the interpreter")) goto done;
   if (r->o.o0) {
@@ -324,6 +349,14 @@ td_result td_run(td_runner *r, const td_kernel *k, bool ptx, su_buf *detail) {
   if (r->o.roundtrip) {
     if (!run_internal(k, 0, true, &rt, detail, &res)) goto done;
     if (!compare_all(k, &ref, &rt, 0, "the -O3 IR through its text (interpreter, bit for bit)", detail)) {
+      res = TD_MISMATCH;
+      goto done;
+    }
+  }
+  if (r->o.persist) {
+    bool applied = false;
+    if (!run_internal_as(k, 3, false, true, &applied, &ps, detail, &res)) goto done;
+    if (applied && !compare_all(k, &ref, &ps, 0, "the -O3 IR after persist, a persistent launch (interpreter, bit for bit)", detail)) {
       res = TD_MISMATCH;
       goto done;
     }
@@ -352,6 +385,7 @@ done:
   outputs_free(&gpu);
   outputs_free(&rt);
   outputs_free(&sc);
+  outputs_free(&ps);
   return res;
 }
 

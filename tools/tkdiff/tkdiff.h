@@ -6,7 +6,9 @@
  * Executions: the interpreter through libtk's public API (the optimized IR, the reference),
  * the interpreter on the unoptimized IR (internal driver, opt level 0: must agree bit for
  * bit — the passes may not change a result) and on the optimized IR printed and parsed
- * back as .tkir (bit for bit: the text form loses nothing) and on the interpreter's scalar
+ * back as .tkir (bit for bit: the text form loses nothing), on the optimized IR made
+ * persistent by the persist pass where it applies, launched as the GPU launches it (bit for
+ * bit: persist only hands the tiles to fewer programs) and on the interpreter's scalar
  * rules without its typed fast loops (bit for bit: the loops are an optimization), the CUDA backend through libtk when there is a
  * device (within the per-buffer tolerance the generator derived, see bounds.c), and PTX for
  * sm_90a through the GPU back end, assembled by ptxas when it is on PATH.
@@ -36,6 +38,7 @@
 #include "support/support.h"
 
 enum { TD_MAX_BUFS = 24, TD_MAX_PARAMS = 40 };
+#define TD_PERSIST_SMS_TEXT "3" /* programs of a persistent launch on the interpreter */
 
 /* The generator's version: a seed names the same kernel only under the same version.
  * Raise it with any change to gen.c that changes what a seed generates; the header line
@@ -140,6 +143,9 @@ typedef struct {
   bool gpu;          /* also run on the CUDA backend (skipped without a device) */
   bool o0;           /* also run the unoptimized IR on the interpreter */
   bool roundtrip;    /* also run the -O3 IR printed and parsed back (.tkir) */
+  bool persist;      /* also run the -O3 IR after the persist pass (sm_90a), as the GPU
+                        launches a persistent kernel (TD_PERSIST_SMS_TEXT programs), where the
+                        pass applies */
   bool scalar;       /* also run the -O3 IR on the interpreter's scalar rules alone
                         (ip_typed_loops off: its fast loops must not change a bit) */
   bool inject;       /* self-check: perturb one -O0 output element (every kernel must then
