@@ -112,6 +112,10 @@ static void check_tma(verifier *v, const ir_op *op) {
  * boxes of 64 rows, each the rows one warpgroup holds of a #wgmma tile. */
 static void check_wg(verifier *v, const ir_op *op) {
   if (!op->attr2) return;
+  if (op->opc == IR_TMA_LOAD) {
+    ir_verr(v, op, "a tma_load has no wg form (one thread loads the whole slot for everyone)");
+    return;
+  }
   if (op->attr2 != 1) {
     ir_verr(v, op, "the wg flag must be 0 or 1, is %lld", (long long)op->attr2);
     return;

@@ -484,18 +484,18 @@ static bool check_hints(sema_ctx *c, ast_node *e, sema_call *cl) {
 }
 
 /* An atomic's memory order (Triton's sem): a string literal, recorded in cl->numerics as
- * an ir_sem; acq_rel when absent, as in Triton. */
+ * an ir_sem; acq_rel when absent, as in Triton. The IR's names are the language's, but for
+ * relaxed, which the IR writes as nothing. */
 static bool check_sem(sema_ctx *c, ast_node *e, sema_call *cl, ast_node *a) {
-  static const char *const names[] = {"relaxed", "acquire", "release", "acq_rel"};
-  static const ir_sem kinds[] = {IR_SEM_RELAXED, IR_SEM_ACQUIRE, IR_SEM_RELEASE, IR_SEM_ACQ_REL};
   cl->numerics = IR_SEM_ACQ_REL;
   if (!a) return true;
-  int k = hint_index(a, names, 4);
-  if (k <= 0 || a->str[0] == '.') {
+  int k = a->kind != AST_STRING ? -1 : strcmp(a->str, "relaxed") == 0 ? IR_SEM_RELAXED
+                                                                    : ir_sem_parse(a->str, strlen(a->str));
+  if (k < 0) {
     su_error(c->d, a->loc, "sem of '%s' must be \"relaxed\", \"acquire\", \"release\" or \"acq_rel\"", e->name);
     return false;
   }
-  cl->numerics = kinds[k - 1];
+  cl->numerics = k;
   return true;
 }
 

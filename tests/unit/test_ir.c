@@ -630,6 +630,66 @@ static void test_parse_never_crashes(void **state) {
   su_arena_free(f->a);
 }
 
+/* ---- flags the text form cannot misspell -------------------------------------------- */
+
+static ir_op *find_op(ir_block *b, ir_opcode opc) {
+  for (ir_op *op = b->first; op; op = op->next) {
+    if (op->opc == opc) return op;
+    for (int r = 0; r < op->nregions; r++) {
+      ir_op *in = find_op(op->regions[r], opc);
+      if (in) return in;
+    }
+  }
+  return NULL;
+}
+
+/* An out-of-range memory order on an atomic, and the wg flag on a tma_load (which has no
+ * such form: one thread loads the slot for all), made by a pass rather than parsed: the
+ * verifier names each, and the printer shows the bad order as a number. */
+static void test_verifier_atomic_order_and_wg_load(void **state) {
+  (void)state;
+  fx *f = fx_new();
+  ir_module *m = parse_text(f,
+      "module \"v.tk\"\n"
+      "kernel @a(%0: ptr<i32>) warps(4) stages(1) @1:1 {\n"
+      "  %1 = const 1 : i32 @2:3\n"
+      "  %2 = atomic add acq_rel %0, %1 : i32 @3:3\n"
+      "  %3 = atomic_cas acquire %0, %1, %2 : i32 @4:3\n"
+      "  return @5:1\n"
+      "}\n"
+      "kernel @t(%0: ptr<f16> {div = 16}, %1: i32 {div = 16}) warps(8) stages(2) @6:1 {\n"
+      "  %2 = tensor_map %0, %1, %1, %1 {box = [64, 64], swizzle = 128} : tmap @7:3\n"
+      "  %3 = smem_alloc : smem<2x64x64xf16, #shared<swizzle=128, order=[1,0]>> @8:3\n"
+      "  %4 = mbar_alloc {count = 1} : mbar<2> @9:3\n"
+      "  %5 = const 0 : i32 @10:3\n"
+      "  tma_load %2, %3, %5, %4, %5, %5, %5 @11:3\n"
+      "  return @12:1\n"
+      "}\n");
+  if (!m) fail_msg("parse failed: %s", f->d.first ? f->d.first->msg : "?");
+  assert_true(ir_verify(m, &f->d));
+  ir_op *add = find_op(m->funcs[0]->body, IR_ATOMIC), *cas = find_op(m->funcs[0]->body, IR_ATOMIC_CAS);
+  ir_op *load = find_op(m->funcs[1]->body, IR_TMA_LOAD);
+  assert_non_null(add);
+  assert_non_null(cas);
+  assert_non_null(load);
+  add->attr2 = 7;
+  cas->attr2 = -1;
+  load->attr2 = 1;
+  su_buf b = {0};
+  ir_print(&b, m);
+  assert_non_null(strstr(su_buf_str(&b), "atomic add sem?7 %0"));
+  su_buf_free(&b);
+  assert_false(ir_verify(m, &f->d));
+  const char *want[] = {"'atomic': bad memory order 7", "'atomic_cas': bad memory order -1",
+                        "'tma_load': a tma_load has no wg form"};
+  for (int i = 0; i < 3; i++) {
+    bool seen = false;
+    for (su_diag *g = f->d.first; g; g = g->next) seen |= strstr(g->msg, want[i]) != NULL;
+    if (!seen) fail_msg("no verifier error containing \"%s\"", want[i]);
+  }
+  su_arena_free(f->a);
+}
+
 /* ---- signatures --------------------------------------------------------------------- */
 
 /* The signature is read off the kernel once: names, dtypes, pointers and their pointees,
@@ -755,6 +815,7 @@ int main(void) {
       cmocka_unit_test(test_parse_deep_nesting),
       cmocka_unit_test(test_parse_never_crashes),
       cmocka_unit_test(test_signature),
+      cmocka_unit_test(test_verifier_atomic_order_and_wg_load),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
