@@ -368,6 +368,9 @@ int cg_access_width(cg_ctx *c, const ir_value *ptr, const ir_value *mask, const 
  * element of each operand a[0..], with the accuracy codegen.h promises (accurate: the op's
  * attr, ir_op_has_accurate); NULL when opc is no math op. */
 LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMValueRef *a);
+/* erfc op on one element x of dtype dt (f32 or f64), with its folded factors (in, out:
+ * docs/ir.md) and its accuracy flag: the fast f32 lowering takes them into its constants. */
+LLVMValueRef cg_erfc(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef x);
 
 /* f32 2^x with results below 2^-126 flushed to +0 (`exp2 ftz`, docs/ir.md): one ex2.ftz,
  * where the subnormal-keeping ex2 costs a compare and two multiplies around it. */

@@ -57,7 +57,7 @@
  *    log, log2, rsqrt, tanh, erf, log1p and expm1 (1 ulp), pow (4 ulp; f64 2) and %; only
  *    the routines used are linked. f32 erfc is a polynomial of 1 / (1 + |x|/2) inside one
  *    ex2.approx (cg_erfc_model; within (16 + 3 x^2) ulps), libdevice's __nv_erfcf when
- *    accurate. f16/bf16 math computes in f32 and rounds once.
+ *    accurate; an erfc's folded factors (in, out) go into the fast lowering's constants. f16/bf16 math computes in f32 and rounds once.
  *  - Nothing here keeps global mutable state other than LLVM's one-time target
  *    registration; the scratch ids of the module's values are renumbered.
  * Prefix: cg_ / CG_.
@@ -165,10 +165,11 @@ bool cg_emit_c_tuned(const ir_module *const *ms, const char *const *ptxs, const 
  * The roofline's special-function ceiling reads it; it changes with the lowering. */
 int cg_math_mufu_per_elem(ir_opcode opc, tk_dtype dt, bool accurate);
 
-/* The GPU's fast f32 erfc(x) evaluated on the host with the same coefficients and
+/* The GPU's fast f32 erfc(in * x) * 2^out (in = 0 meaning 1; the product not rounded:
+ * its factors are in the constants) evaluated on the host with the same coefficients and
  * operations (a correctly rounded division and exp2f where the GPU has rcp.approx and
  * ex2.approx), for the tests that hold the approximation to its stated bound. */
-float cg_erfc_model(float x);
+float cg_erfc_model(float x, double in, int out);
 
 /* Appends the libdevice path o selects (see cg_options) to out, NUL-terminated. */
 void cg_libdevice_path(const cg_options *o, su_buf *out);

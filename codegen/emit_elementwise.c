@@ -119,6 +119,7 @@ static LLVMValueRef float_op(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueR
   LLVMBuilderRef b = c->b;
   LLVMTypeRef t = LLVMTypeOf(a[0]);
   if (op->opc == IR_EXP2 && op->attr) return cg_exp2_ftz(c, a[0]);
+  if (op->opc == IR_ERFC) return cg_erfc(c, op, dt, a[0]);
   LLVMValueRef math = cg_math(c, op->opc, op->attr == 1 && ir_op_has_accurate(op->opc), dt, a);
   if (math) return math;
   switch (op->opc) {

@@ -61,36 +61,62 @@ static const float ERFC_Q[] = { /* Q / 2; the first makes the sum at t = 1 exact
 enum { ERFC_NQ = sizeof ERFC_Q / sizeof *ERFC_Q };
 static const float SQRT_HALF_LOG2E = 0x1.b2da4ep-1f; /* sqrt(log2(e) / 2), rounded to f32 */
 
-float cg_erfc_model(float x) {
-  float z = fabsf(x), t = 1.0f / fmaf(z, 0.5f, 1.0f), q = ERFC_Q[ERFC_NQ - 1];
-  for (int k = ERFC_NQ - 2; k >= 0; k--) q = fmaf(q, t, ERFC_Q[k]);
-  float w = z * SQRT_HALF_LOG2E, h = exp2f(fmaf(-w, w, q));
+/* The constants of erfc(in * x) * 2^out folded in (in = 0 meaning 1): with z = |x|, the
+ * denominator's slope |in| / 2 and w = |in| SQRT_HALF_LOG2E z, one f32 constant each,
+ * rounded once from the exact product (the factors are f32 numbers); 2^out in the power,
+ * out / 2 added to Q's constant term (h is the square root of the power). So in = 1,
+ * out = 0 gives the unscaled constants bit for bit. */
+typedef struct {
+  float den_slope, q0, w, neg_base;
+  bool flip; /* in < 0: erfc's argument is negative where x is positive */
+} erfc_consts;
+
+static erfc_consts erfc_fold(double in, int out) {
+  double a = in == 0 ? 1.0 : fabs(in);
+  return (erfc_consts){(float)(a * 0.5), (float)((double)ERFC_Q[0] + out / 2.0),
+                       (float)(a * (double)SQRT_HALF_LOG2E), (float)ldexp(2.0, out), in < 0};
+}
+
+float cg_erfc_model(float x, double in, int out) {
+  erfc_consts k = erfc_fold(in, out);
+  float z = fabsf(x), t = 1.0f / fmaf(z, k.den_slope, 1.0f), q = ERFC_Q[ERFC_NQ - 1];
+  for (int i = ERFC_NQ - 2; i >= 0; i--) q = fmaf(q, t, i ? ERFC_Q[i] : k.q0);
+  float w = z * k.w, h = exp2f(fmaf(-w, w, q));
   float r = t * h * h;
-  return x < 0 ? 2.0f - r : r;
+  return (k.flip ? x > 0 : x < 0) ? k.neg_base - r : r;
 }
 
 /* cg_erfc_model in LLVM IR, the same operations in the same order (rcp.approx and
  * ex2.approx where the model divides and calls exp2f). */
-static LLVMValueRef fast_erfc(cg_ctx *c, LLVMValueRef x) {
+static LLVMValueRef fast_erfc(cg_ctx *c, LLVMValueRef x, double in, int out) {
   LLVMBuilderRef b = c->b;
   LLVMTypeRef t32 = LLVMTypeOf(x);
+  erfc_consts k = erfc_fold(in, out);
   LLVMValueRef z = cg_intrinsic(c, "llvm.fabs", &t32, 1, &x, 1);
-  LLVMValueRef d[3] = {z, LLVMConstReal(t32, 0.5), LLVMConstReal(t32, 1.0)};
+  LLVMValueRef d[3] = {z, LLVMConstReal(t32, k.den_slope), LLVMConstReal(t32, 1.0)};
   LLVMValueRef den = cg_intrinsic(c, "llvm.fma", &t32, 1, d, 3);
   /* the denominator is at least 1 (or +inf, or NaN): flushing subnormals changes nothing */
   LLVMValueRef t = approx(c, "llvm.nvvm.rcp.approx.ftz.f", den);
   LLVMValueRef q = LLVMConstReal(t32, ERFC_Q[ERFC_NQ - 1]);
-  for (int k = ERFC_NQ - 2; k >= 0; k--) {
-    LLVMValueRef h[3] = {q, t, LLVMConstReal(t32, ERFC_Q[k])};
+  for (int i = ERFC_NQ - 2; i >= 0; i--) {
+    LLVMValueRef h[3] = {q, t, LLVMConstReal(t32, i ? ERFC_Q[i] : k.q0)};
     q = cg_intrinsic(c, "llvm.fma", &t32, 1, h, 3);
   }
-  LLVMValueRef w = LLVMBuildFMul(b, z, LLVMConstReal(t32, SQRT_HALF_LOG2E), "");
+  LLVMValueRef w = LLVMBuildFMul(b, z, LLVMConstReal(t32, k.w), "");
   LLVMValueRef e[3] = {LLVMBuildFNeg(b, w, ""), w, q};
   /* at least 2^-76: never subnormal, so the flushing form is exact to use */
   LLVMValueRef h = approx(c, "llvm.nvvm.ex2.approx.ftz.f", cg_intrinsic(c, "llvm.fma", &t32, 1, e, 3));
   LLVMValueRef r = LLVMBuildFMul(b, LLVMBuildFMul(b, t, h, ""), h, "");
-  LLVMValueRef neg = LLVMBuildFCmp(b, LLVMRealOLT, x, LLVMConstNull(t32), "");
-  return LLVMBuildSelect(b, neg, LLVMBuildFSub(b, LLVMConstReal(t32, 2.0), r, ""), r, "");
+  LLVMValueRef neg = LLVMBuildFCmp(b, k.flip ? LLVMRealOGT : LLVMRealOLT, x, LLVMConstNull(t32), "");
+  return LLVMBuildSelect(b, neg, LLVMBuildFSub(b, LLVMConstReal(t32, k.neg_base), r, ""), r, "");
+}
+
+LLVMValueRef cg_erfc(cg_ctx *c, const ir_op *op, tk_dtype dt, LLVMValueRef x) {
+  if (dt == TK_F32 && op->attr != 1) return fast_erfc(c, x, op->cval.f, (int)op->attr2);
+  LLVMTypeRef t = LLVMTypeOf(x);
+  if (op->cval.f != 0) x = LLVMBuildFMul(c->b, x, LLVMConstReal(t, op->cval.f), "");
+  LLVMValueRef r = libdevice(c, "erfc", dt, &x, 1);
+  return op->attr2 ? LLVMBuildFMul(c->b, r, LLVMConstReal(t, ldexp(1.0, (int)op->attr2)), "") : r;
 }
 
 LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMValueRef *a) {
@@ -115,7 +141,7 @@ LLVMValueRef cg_math(cg_ctx *c, ir_opcode opc, bool accurate, tk_dtype dt, LLVMV
   case IR_RSQRT: return libdevice(c, "rsqrt", dt, a, 1);
   case IR_TANH: return libdevice(c, "tanh", dt, a, 1);
   case IR_ERF: return libdevice(c, "erf", dt, a, 1);
-  case IR_ERFC: return fast ? fast_erfc(c, x) : libdevice(c, "erfc", dt, a, 1);
+  case IR_ERFC: return fast ? fast_erfc(c, x, 0, 0) : libdevice(c, "erfc", dt, a, 1);
   case IR_LOG1P: return libdevice(c, "log1p", dt, a, 1);
   case IR_EXPM1: return libdevice(c, "expm1", dt, a, 1);
   case IR_POW: return libdevice(c, "pow", dt, a, 2);

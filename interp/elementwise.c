@@ -61,6 +61,16 @@ bool ip_run_elementwise(ip_exec *x, const ip_inst *in) {
     for (int64_t i = 0; i < n; i++)
       r.e[i] = addptr(ir_type_elem(t), at(a, i), ip_elem_dtype(op->operands[1]->type), at(b, i));
     return true;
+  case IR_ERFC:
+    /* erfc(in * x) * 2^out (f32; docs/ir.md): the product rounded to f32 first, as the
+     * mul that complement folded into `in` rounded it */
+    for (int64_t i = 0; i < n; i++) {
+      ip_elem x = at(a, i);
+      if (op->cval.f != 0) x.f = ip_round(dt, op->cval.f * x.f);
+      r.e[i] = ip_math(IR_ERFC, dt, x);
+      if (op->attr2) r.e[i].f = ip_round(dt, ldexp(r.e[i].f, (int)op->attr2));
+    }
+    return true;
   default:
     for (int64_t i = 0; i < n; i++) r.e[i] = ip_math(op->opc, dt, at(a, i));
     if (op->opc == IR_EXP2 && op->attr) /* ftz: the subnormal results flush to +0 */

@@ -504,7 +504,13 @@ static void parse_attrs(parser *p, ir_op *op, const ir_syntax *syn) {
     expect_punct(p, '=');
     switch (a->slot) {
     case IR_SLOT_ATTR: op->attr = parse_int(p, INT64_MIN, INT64_MAX, "an integer"); break;
-    case IR_SLOT_ATTR2: op->attr2 = parse_int(p, INT64_MIN, INT64_MAX, "an integer"); break;
+    case IR_SLOT_ATTR2: case IR_SLOT_EXP: op->attr2 = parse_int(p, INT64_MIN, INT64_MAX, "an integer"); break;
+    case IR_SLOT_SCALE:
+      if (p->tok.kind != IRT_FLOAT && p->tok.kind != IRT_INT)
+        fail_at(p, p->tok.loc, "expected a number, found %s", describe(&p->tok));
+      op->cval.f = strtod(su_strndup(p->arena, p->tok.text, p->tok.len), NULL);
+      next(p);
+      break;
     case IR_SLOT_STR:
       if (p->tok.kind != IRT_STRING) fail_at(p, p->tok.loc, "expected a string, found %s", describe(&p->tok));
       op->str = p->tok.text;
@@ -586,6 +592,7 @@ static void parse_op(parser *p, ir_block *blk) {
   full->ints = op->ints;
   full->nints = op->nints;
   full->str = op->str;
+  full->cval = op->cval; /* erfc's `in` */
   if (syn->mod == IR_MOD_CONST) set_const(p, full, &lit);
   if (ir_op_info(full->opc)->traits & IR_REGION) {
     parse_region(p, full);

@@ -135,17 +135,20 @@ static void print_modifier(su_buf *b, const ir_op *op, ir_modifier mod) {
 }
 
 /* `{key = value, ...}`: integers always (even when zero), strings and lists only when set,
- * so that "absent" and "empty" stay distinct. */
+ * so that "absent" and "empty" stay distinct; the optional numbers only when not 0. */
 static void print_attrs(su_buf *b, const ir_op *op, const ir_syntax *syn) {
   bool open = false;
   for (int i = 0; i < syn->nattrs; i++) {
     const ir_attr_spec *a = &syn->attrs[i];
-    if ((a->slot == IR_SLOT_STR && !op->str) || (a->slot == IR_SLOT_INTS && !op->ints)) continue;
+    if ((a->slot == IR_SLOT_STR && !op->str) || (a->slot == IR_SLOT_INTS && !op->ints) ||
+        (a->slot == IR_SLOT_SCALE && op->cval.f == 0) || (a->slot == IR_SLOT_EXP && !op->attr2))
+      continue;
     su_buf_printf(b, "%s%s = ", open ? ", " : " {", a->key);
     open = true;
     switch (a->slot) {
     case IR_SLOT_ATTR: su_buf_printf(b, "%" PRId64, op->attr); break;
-    case IR_SLOT_ATTR2: su_buf_printf(b, "%" PRId64, op->attr2); break;
+    case IR_SLOT_ATTR2: case IR_SLOT_EXP: su_buf_printf(b, "%" PRId64, op->attr2); break;
+    case IR_SLOT_SCALE: print_float(b, op->cval.f); break;
     case IR_SLOT_STR: print_string(b, op->str); break;
     case IR_SLOT_INTS:
       su_buf_puts(b, "[");

@@ -94,6 +94,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax creduce = {IR_MOD_REDUCE, 0, {{0}}};
   static const ir_syntax dot = {IR_MOD_PRECISION, 0, {{0}}};
   static const ir_syntax accurate = {IR_MOD_ACCURATE, 0, {{0}}};
+  static const ir_syntax erfc = {IR_MOD_ACCURATE, 2, {{"in", IR_SLOT_SCALE}, {"out", IR_SLOT_EXP}}};
   static const ir_syntax step = {IR_MOD_NONE, 1, {{"step", IR_SLOT_ATTR}}};
   static const ir_syntax ftz = {IR_MOD_FTZ, 0, {{0}}};
   static const ir_syntax likely = {IR_MOD_LIKELY, 0, {{0}}};
@@ -135,7 +136,8 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_WG_TURN: return &step;
   case IR_FOR: return &loop;
   case IR_DOT: return &dot;
-  case IR_SIN: case IR_COS: case IR_EXP: case IR_SIGMOID: case IR_ERF: case IR_ERFC: return &accurate;
+  case IR_SIN: case IR_COS: case IR_EXP: case IR_SIGMOID: case IR_ERF: return &accurate;
+  case IR_ERFC: return &erfc;
   case IR_EXP2: return &ftz;
   case IR_IF: return &likely;
   default: return &none;

@@ -24,7 +24,9 @@ typedef enum {
 } ir_modifier;
 
 /* Which op field a `{key = value}` attribute fills. */
-typedef enum { IR_SLOT_ATTR, IR_SLOT_ATTR2, IR_SLOT_INTS, IR_SLOT_STR } ir_slot;
+/* IR_SLOT_SCALE (cval.f) and IR_SLOT_EXP (attr2) are optional numbers: nothing is
+ * written while they hold 0, their "none" (a factor of 1, an exponent of 0). */
+typedef enum { IR_SLOT_ATTR, IR_SLOT_ATTR2, IR_SLOT_INTS, IR_SLOT_STR, IR_SLOT_SCALE, IR_SLOT_EXP } ir_slot;
 
 typedef struct {
   const char *key;

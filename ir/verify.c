@@ -5,6 +5,7 @@
 #include "verify_int.h"
 
 #include <inttypes.h>
+#include <math.h>
 
 void ir_verr(verifier *v, const ir_op *op, const char *fmt, ...) {
   /* off lies past the (empty) text, so the diagnostic shows file:line:col without a
@@ -127,6 +128,17 @@ static void check_layout(verifier *v, const ir_op *op, const ir_type *t) {
     ir_verr(v, op, "a tile cannot have a #shared layout (%s)", ir_vts(v, t));
 }
 
+/* erfc's folded factors (docs/ir.md): `in` a finite non-zero factor of the argument,
+ * `out` a power of two of the result that keeps every f32 result normal or zero (erfc is
+ * at most 2: 2^out between 2^-100 and 2^100), on f32 only, where the fast lowering
+ * folds them into its constants. */
+static void check_erfc_scales(verifier *v, const ir_op *op, const ir_type *r) {
+  if (!op->attr2 && op->cval.f == 0) return;
+  if (r->dtype != TK_F32) ir_verr(v, op, "in and out are for f32 only, has %s", ir_vts(v, r));
+  if (!isfinite(op->cval.f)) ir_verr(v, op, "in must be a finite non-zero number");
+  if (op->attr2 < -100 || op->attr2 > 100) ir_verr(v, op, "out must be within [-100, 100], is %lld", (long long)op->attr2);
+}
+
 static void check_elementwise(verifier *v, const ir_op *op) {
   const ir_type *r = op->results[0]->type;
   for (int i = 0; i < op->noperands; i++)
@@ -180,6 +192,7 @@ static void check_elementwise(verifier *v, const ir_op *op) {
     if (!is_float(r)) ir_verr(v, op, "needs float operands, has %s", ir_vts(v, r));
     if (op->opc == IR_EXP2 && (op->attr < 0 || op->attr > 1 || (op->attr && r->dtype != TK_F32)))
       ir_verr(v, op, "ftz is for f32 only, and 0 or 1 (is %lld)", (long long)op->attr);
+    if (op->opc == IR_ERFC) check_erfc_scales(v, op, r);
     break;
   default: break;
   }

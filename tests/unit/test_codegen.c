@@ -775,7 +775,7 @@ static void test_erfc_model_within_its_bound(void **state) {
   double worst = 0, at = 0;
   for (double x = -9.2; x <= 9.2; x += 3e-6) {
     float f = (float)x;
-    double want = erfc((double)f), got = cg_erfc_model(f);
+    double want = erfc((double)f), got = cg_erfc_model(f, 0, 0);
     int e;
     frexp(want, &e);
     double ulp = want < 0x1p-126 ? 0x1p-149 : ldexp(1.0, e - 24);
@@ -783,12 +783,45 @@ static void test_erfc_model_within_its_bound(void **state) {
     if (r > worst) worst = r, at = f;
   }
   if (worst > 1) fail_msg("erfc model: %.3f times its bound at x = %.9g", worst, at);
-  assert_true(cg_erfc_model(0.0f) == 1.0f && cg_erfc_model(-0.0f) == 1.0f);
-  assert_true(cg_erfc_model(INFINITY) == 0.0f && cg_erfc_model(-INFINITY) == 2.0f);
-  assert_true(cg_erfc_model(100.0f) == 0.0f && cg_erfc_model(-100.0f) == 2.0f);
-  assert_true(isnan(cg_erfc_model(NAN)));
+  assert_true(cg_erfc_model(0.0f, 0, 0) == 1.0f && cg_erfc_model(-0.0f, 0, 0) == 1.0f);
+  assert_true(cg_erfc_model(INFINITY, 0, 0) == 0.0f && cg_erfc_model(-INFINITY, 0, 0) == 2.0f);
+  assert_true(cg_erfc_model(100.0f, 0, 0) == 0.0f && cg_erfc_model(-100.0f, 0, 0) == 2.0f);
+  assert_true(isnan(cg_erfc_model(NAN, 0, 0)));
   /* past |x| = 9.2 the result is subnormal, kept (not flushed) down to 10 */
-  assert_true(cg_erfc_model(9.5f) > 0.0f && cg_erfc_model(9.5f) < 0x1p-126f);
+  assert_true(cg_erfc_model(9.5f, 0, 0) > 0.0f && cg_erfc_model(9.5f, 0, 0) < 0x1p-126f);
+}
+
+/* With complement's factors folded in (erfc(in * x) * 2^out, the product not rounded):
+ * (12 + 4 z^2) ulps of erfc(z) 2^out for the exact product z = in * x (the one more z^2
+ * for the constant in * sqrt(log2(e) / 2), rounded once to f32 as sqrt(log2(e) / 2) is),
+ * for the gelu's factors (in = -1/sqrt 2, out = -1) and others of either sign; the
+ * edges scaled. */
+static void test_erfc_model_scaled(void **state) {
+  (void)state;
+  static const struct {
+    double in;
+    int out;
+  } F[] = {{-0.70710676908493042, -1}, {0.70710676908493042, 0}, {3.0, -2}, {-0.5, 3}, {1.0, 5}};
+  for (size_t k = 0; k < sizeof F / sizeof *F; k++) {
+    double worst = 0, at = 0;
+    for (double z = -9.2; z <= 9.2; z += 3e-5) {
+      float f = (float)(z / F[k].in);
+      double zx = F[k].in * f, want = ldexp(erfc(zx), F[k].out), got = cg_erfc_model(f, F[k].in, F[k].out);
+      int e;
+      frexp(want, &e);
+      double ulp = want < 0x1p-126 ? 0x1p-149 : ldexp(1.0, e - 24);
+      double r = fabs(got - want) / ulp / (12 + 4 * zx * zx);
+      if (r > worst) worst = r, at = f;
+    }
+    if (worst > 1) fail_msg("erfc model, in %g out %d: %.3f times its bound at x = %.9g", F[k].in, F[k].out, worst, at);
+    float pos = F[k].in > 0 ? INFINITY : -INFINITY;
+    /* erfc(0) = 1 exactly only unscaled: 2^out goes through the power (whose square root
+     * is irrational for an odd out) */
+    assert_true(fabs(cg_erfc_model(0.0f, F[k].in, F[k].out) - ldexp(1.0, F[k].out)) <= ldexp(12.0, F[k].out - 24));
+    assert_true(cg_erfc_model(pos, F[k].in, F[k].out) == 0.0f);
+    assert_true(cg_erfc_model(-pos, F[k].in, F[k].out) == ldexpf(2.0f, F[k].out));
+    assert_true(isnan(cg_erfc_model(NAN, F[k].in, F[k].out)));
+  }
 }
 
 /* The roofline's special-function counts (cg_math_mufu_per_elem) are what the lowering
@@ -1094,6 +1127,7 @@ int main(void) {
       cmocka_unit_test(test_f32_exp_scales_by_log2e),
       cmocka_unit_test(test_f64_math_through_libdevice),
       cmocka_unit_test(test_erfc_model_within_its_bound),
+      cmocka_unit_test(test_erfc_model_scaled),
       cmocka_unit_test(test_mufu_table_matches_the_ptx),
       cmocka_unit_test(test_bad_libdevice_reported),
       cmocka_unit_test(test_kernels_apart_merge_into_one_module),
