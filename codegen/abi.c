@@ -3,9 +3,10 @@
  * comment lines that the runtime (and --emit=c) read back, so that a launcher needs
  * nothing but the PTX:
  *
- *   // .tk.abi KERNEL threads=384 persistent=1 tmaps=2 [scratch=BYTES] [pdl] [cluster=C]
+ *   // .tk.abi KERNEL threads=384 persistent=1 tmaps=2 [scratch=BYTES] [workspace=BYTES] [pdl] [cluster=C]
  *
- * (persistent=N: N programs per SM, 0: not persistent; pdl: launch it with
+ * (persistent=N: N programs per SM, 0: not persistent; scratch, workspace: bytes per
+ * program of the two global buffers, see codegen.h; pdl: launch it with
  * CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, it waits for its predecessor;
  * cluster=C: each program is a cluster of C CTAs along x, so the launch's grid x is C
  * times the programs', the PTX requires the cluster)
@@ -14,6 +15,7 @@
  * (%N: parameter N's value; a number: that constant). */
 #include "cg.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,13 +26,21 @@ static cg_abi_arg arg_of(const ir_func *f, const ir_value *v) {
   return (cg_abi_arg){-1, v->def->cval.i};
 }
 
-static void find_scratch(ir_op *op, void *ctx) {
-  if (op->opc == IR_SCRATCH) *(int64_t *)ctx = op->attr2; /* one size a kernel (verifier) */
+/* The bytes per program of the kernel's scratch and workspace ops: one size of each a
+ * kernel (the verifier's rule). */
+static void find_buffers(ir_op *op, void *ctx) {
+  cg_abi *abi = ctx;
+  if (op->opc == IR_SCRATCH) abi->scratch = op->attr2;
+  if (op->opc == IR_WORKSPACE) abi->workspace = op->attr2;
+}
+
+int cg_abi_hidden(const cg_abi *abi) {
+  return abi->ntmaps + (abi->persistent ? 3 : 0) + (abi->scratch ? 1 : 0) + (abi->workspace ? 1 : 0);
 }
 
 void cg_abi_of(const ir_func *f, const char *arch, cg_abi *out) {
   memset(out, 0, sizeof *out);
-  ir_walk(f->body, find_scratch, &out->scratch);
+  ir_walk(f->body, find_buffers, out);
   int producers = 0;
   for (const ir_op *op = f->body->first; op; op = op->next) {
     if (op->opc == IR_WARP_SPEC) {
@@ -69,6 +79,7 @@ void cg_abi_note(cg_ctx *c, const ir_func *f, const cg_abi *abi) {
   su_buf_printf(b, "// .tk.abi %s threads=%d persistent=%d tmaps=%d", f->name, abi->threads,
                 abi->persistent, abi->ntmaps);
   if (abi->scratch) su_buf_printf(b, " scratch=%lld", (long long)abi->scratch);
+  if (abi->workspace) su_buf_printf(b, " workspace=%lld", (long long)abi->workspace);
   if (abi->pdl) su_buf_puts(b, " pdl");
   if (abi->cluster) su_buf_printf(b, " cluster=%d", abi->cluster);
   su_buf_puts(b, "\n");
@@ -99,6 +110,9 @@ void cg_emit_abi_value(cg_ctx *c, const ir_op *op) {
     SU_ASSERT(c->scratch);
     LLVMValueRef off = LLVMConstInt(LLVMInt64TypeInContext(c->llc), (unsigned long long)op->attr, false);
     s[0] = LLVMBuildGEP2(c->b, LLVMInt8TypeInContext(c->llc), c->scratch, &off, 1, "scratch");
+  } else if (op->opc == IR_WORKSPACE) {
+    SU_ASSERT(c->workspace);
+    s[0] = c->workspace; /* the base: each program finds its part itself */
   } else {
     SU_ASSERT(c->f->persistent);
     s[0] = c->grid[op->attr];
@@ -171,6 +185,22 @@ static bool read_tmap(const char *s, int i, cg_tmap *t) {
   return true;
 }
 
+/* The optional " KEY=BYTES" word of the line from *s to eol (NULL: the text's end) into
+ * *bytes (0 when absent), *s moved past it: false when present but not a positive
+ * multiple of 16 up to 2^36 (the verifier's bound). */
+static bool read_bytes(const char **s, const char *eol, const char *key, int64_t *bytes) {
+  char word[32];
+  snprintf(word, sizeof word, " %s", key);
+  const char *at = strstr(*s, word);
+  long long v = 0;
+  *bytes = 0;
+  if (!at || (eol && at > eol)) return true;
+  *s = at;
+  if (!read_key(s, key) || !read_int(s, &v) || v < 16 || v % 16 || v > ((long long)1 << 36)) return false;
+  *bytes = v;
+  return true;
+}
+
 bool cg_ptx_abi(const char *ptx, const char *kernel, cg_abi *out) {
   memset(out, 0, sizeof *out);
   const char *s = find_line(ptx, "// .tk.abi ", kernel);
@@ -184,16 +214,9 @@ bool cg_ptx_abi(const char *ptx, const char *kernel, cg_abi *out) {
   out->threads = (int)threads;
   out->persistent = (int)persistent;
   out->ntmaps = (int)ntmaps;
-  long long scratch = 0;
   const char *eol = strchr(s, '\n');
-  const char *sc = strstr(s, " scratch=");
-  if (sc && (!eol || sc < eol)) {
-    s = sc;
-    if (!read_key(&s, "scratch=") || !read_int(&s, &scratch) || scratch < 16 || scratch % 16 ||
-        scratch > ((long long)1 << 36))
-      return false;
-  }
-  out->scratch = scratch;
+  if (!read_bytes(&s, eol, "scratch=", &out->scratch) || !read_bytes(&s, eol, "workspace=", &out->workspace))
+    return false;
   const char *pd = strstr(s, " pdl");
   out->pdl = pd && (!eol || pd < eol) && (pd[4] == '\n' || pd[4] == ' ' || !pd[4]);
   const char *cl = strstr(s, " cluster=");

@@ -109,7 +109,7 @@ static void analyze(ir_op *op, void *ctx) {
     break;
   case IR_ARANGE: *res = (cg_axis){numel(op->results[0]), 1, pow2_divisor(op->attr)}; break;
   /* the buffer is 256-byte aligned (cuMemAlloc), every part of it 16 (the verifier's rule) */
-  case IR_SCRATCH: res->div = 16; break;
+  case IR_SCRATCH: case IR_WORKSPACE: res->div = 16; break;
   case IR_SPLAT: *res = (cg_axis){1, numel(op->results[0]), a.div}; break;
   case IR_ADD: case IR_SUB: {
     *res = add_like(a, b, op->opc == IR_SUB, 1);

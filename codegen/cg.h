@@ -91,6 +91,7 @@ typedef struct {
   LLVMValueRef grid[3];    /* a persistent kernel's launched grid (hidden arguments) */
   int tmaps_seen;          /* tensor_map ops emitted so far (their hidden arguments) */
   LLVMValueRef scratch;    /* the global scratch buffer (hidden argument; NULL: none) */
+  LLVMValueRef workspace;  /* the workspace buffer (hidden argument after scratch; NULL: none) */
   /* a cluster kernel's exchanges (emit_cluster.c): per cluster_reduce, in body order, its
    * barrier and its C slots; the next one to emit */
   LLVMValueRef *cl_bar, *cl_slot;
@@ -353,7 +354,8 @@ void cg_ptx_cluster_dims(su_buf *out, const char *ptx, const ir_module *m, int l
 /* ---- abi.c ---- */
 /* Appends kernel f's ".tk.abi"/".tk.tmap" lines to c->shared_note. */
 void cg_abi_note(cg_ctx *c, const ir_func *f, const cg_abi *abi);
-/* tensor_map (its hidden argument), grid_size (the launched grid) and scratch (the scratch buffer). */
+/* tensor_map (its hidden argument), grid_size (the launched grid), scratch (the scratch buffer)
+ * and workspace (the workspace buffer). */
 void cg_emit_abi_value(cg_ctx *c, const ir_op *op);
 /* mma (emit_dot.c): mma.sync with operands read from shared slots. */
 void cg_emit_mma(cg_ctx *c, const ir_op *op);

@@ -99,10 +99,14 @@ bool cg_ptx_shared_bytes(const char *ptx, const char *kernel, int *bytes);
  * Hidden arguments follow the kernel's parameters: first one CUtensorMap (128 bytes, by
  * value) per tensor map, then, for a persistent kernel, the launched grid (3 x i32), then,
  * for a kernel with scratch ops (-fno-fuse), a global pointer to `scratch` bytes per
- * program of the launch (programs x scratch, 16-byte aligned, contents unspecified). The
+ * program of the launch (programs x scratch, 16-byte aligned, contents unspecified), then,
+ * for a kernel with workspace ops, a global pointer to `workspace` bytes per program the
+ * launch runs (a persistent kernel's launched grid, else the grid; 16-byte aligned), zero
+ * when first allocated and kept from launch to launch: the kernel leaves it as it found
+ * it (counters reset), and a launch that needs more gets a new zeroed buffer. The
  * launcher builds each map with cuTensorMapEncodeTiled from the argument values the
- * description names, allocates the scratch, launches `threads` threads per CTA, and a
- * persistent kernel on min(programs, SMs x `persistent`) CTAs of its own. */
+ * description names, allocates the scratch and the workspace, launches `threads` threads
+ * per CTA, and a persistent kernel on min(programs, SMs x `persistent`) CTAs of its own. */
 enum { CG_MAX_TMAPS = 8, CG_TMAP_BYTES = 128, CG_TMAP_ALIGN = 64 };
 
 /* A dim or stride of a tensor map: parameter `param`'s value when param >= 0, else
@@ -131,7 +135,11 @@ typedef struct {
   int ntmaps;
   cg_tmap tmaps[CG_MAX_TMAPS];
   int64_t scratch;   /* bytes of global scratch per program; 0: none */
+  int64_t workspace; /* bytes of persistent workspace per launched program; 0: none */
 } cg_abi;
+
+/* How many hidden arguments follow the kernel's own parameters under abi (see above). */
+int cg_abi_hidden(const cg_abi *abi);
 
 /* The launch contract of kernel f (lowered IR) compiled for arch. */
 void cg_abi_of(const ir_func *f, const char *arch, cg_abi *out);

@@ -163,6 +163,25 @@ static void emit_header(su_buf *h, const ir_module *m, const char *pre,
   su_buf_puts(h, "\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
 }
 
+/* The launcher's code that makes the workspace `ws` (a static CUdeviceptr, its size in
+ * ws_bytes) hold abi's bytes per program the launch runs (`launched`, an expression): as
+ * libtk does, zero when allocated, kept between launches (the kernels leave it as they
+ * found it), replaced by a larger zeroed one when a launch needs more. The zeroing goes
+ * on the launch's stream, so it is done before the kernel starts whatever the stream. */
+static void emit_workspace(su_buf *o, const char *ws, const cg_abi *abi, const char *launched) {
+  su_buf_printf(o, "  { /* %lld bytes of workspace per program launched */\n"
+                   "    size_t ws_need = (size_t)(%s) * %lldu;\n"
+                   "    if (ws_need > %s_bytes) {\n"
+                   "      CUresult r = cuCtxSynchronize(); /* a launch in flight may use the old one */\n"
+                   "      if (r == CUDA_SUCCESS && %s) r = cuMemFree(%s);\n"
+                   "      %s = 0;\n      %s_bytes = 0;\n"
+                   "      if (r == CUDA_SUCCESS) r = cuMemAlloc(&%s, ws_need);\n"
+                   "      if (r == CUDA_SUCCESS) r = cuMemsetD8Async(%s, 0, ws_need, stream);\n"
+                   "      if (r != CUDA_SUCCESS) return r;\n      %s_bytes = ws_need;\n    }\n  }\n",
+                (long long)abi->workspace, launched, (long long)abi->workspace, ws, ws, ws, ws, ws, ws,
+                ws, ws);
+}
+
 /* The module's PTX, load/unload and launchers under prefix pre; storage "static " (and
  * file NULL: no preamble) for one variant of a tuned file. */
 static void emit_source(su_buf *o, const ir_module *m, const char *pre, const char *file,
@@ -185,6 +204,9 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
     if (cg_ptx_abi(ptx, sigs[k]->name, &abi) && abi.scratch)
       su_buf_printf(o, "static CUdeviceptr %s_scratch_%s; /* -fno-fuse: scratch, grown to the largest launch */\n"
                        "static size_t %s_scratch_%s_bytes;\n", pre, sigs[k]->name, pre, sigs[k]->name);
+    if (cg_ptx_abi(ptx, sigs[k]->name, &abi) && abi.workspace)
+      su_buf_printf(o, "static CUdeviceptr %s_workspace_%s; /* workspace ops: zeroed at allocation, kept */\n"
+                       "static size_t %s_workspace_%s_bytes;\n", pre, sigs[k]->name, pre, sigs[k]->name);
   }
   su_buf_printf(o, "\n%sCUresult %s_load(void) {\n", storage, pre);
   su_buf_printf(o, "  CUresult r = cuModuleLoadData(&%s_module, %s_ptx);\n", pre, pre);
@@ -216,6 +238,10 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
       su_buf_printf(o, "  if (%s_scratch_%s) cuMemFree(%s_scratch_%s);\n  %s_scratch_%s = 0;\n"
                        "  %s_scratch_%s_bytes = 0;\n", pre, sigs[k]->name, pre, sigs[k]->name, pre,
                     sigs[k]->name, pre, sigs[k]->name);
+    if (cg_ptx_abi(ptx, sigs[k]->name, &abi) && abi.workspace)
+      su_buf_printf(o, "  if (%s_workspace_%s) cuMemFree(%s_workspace_%s);\n  %s_workspace_%s = 0;\n"
+                       "  %s_workspace_%s_bytes = 0;\n", pre, sigs[k]->name, pre, sigs[k]->name, pre,
+                    sigs[k]->name, pre, sigs[k]->name);
   }
   su_buf_puts(o, "  return r;\n}\n");
   for (int k = 0; k < m->nfuncs; k++) {
@@ -232,7 +258,7 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
     su_buf_puts(o, " {\n");
     su_buf_printf(o, "  if (!%s_fn_%s) return CUDA_ERROR_NOT_INITIALIZED;\n", pre, f->name);
     emit_tensor_maps(o, &abi, names[k]);
-    int total = f->nparams + abi.ntmaps + (abi.persistent ? 3 : 0) + (abi.scratch ? 1 : 0);
+    int total = f->nparams + cg_abi_hidden(&abi);
     if (abi.scratch)
       su_buf_printf(o, "  /* -fno-fuse: %lld bytes of scratch per program */\n"
                        "  size_t need = (size_t)gx * gy * gz * %lldu;\n"
@@ -250,12 +276,21 @@ static void emit_source(su_buf *o, const ir_module *m, const char *pre, const ch
                        "  unsigned long long programs = (unsigned long long)gx * gy * gz;\n"
                        "  unsigned long long resident = (unsigned long long)%s_sms * %du;\n",
                     abi.persistent, pre, abi.persistent);
+    if (abi.workspace) {
+      su_buf ws = {0};
+      su_buf_printf(&ws, "%s_workspace_%s", pre, f->name);
+      emit_workspace(o, su_buf_str(&ws), &abi,
+                     abi.persistent ? "programs < resident ? programs : resident" : "(unsigned long long)gx * gy * gz");
+      su_buf_free(&ws);
+    }
     if (total) {
+      int m = 0; /* the arguments written so far */
       su_buf_puts(o, "  void *args[] = {");
-      for (int i = 0; i < f->nparams; i++) su_buf_printf(o, "%s&%s", i ? ", " : "", names[k][i]);
-      for (int i = 0; i < abi.ntmaps; i++) su_buf_printf(o, "%s&map%d", i || f->nparams ? ", " : "", i);
-      if (abi.persistent) su_buf_puts(o, ", &grid_x, &grid_y, &grid_z");
-      if (abi.scratch) su_buf_printf(o, "%s&%s_scratch_%s", total > 1 ? ", " : "", pre, f->name);
+      for (int i = 0; i < f->nparams; i++) su_buf_printf(o, "%s&%s", m++ ? ", " : "", names[k][i]);
+      for (int i = 0; i < abi.ntmaps; i++) su_buf_printf(o, "%s&map%d", m++ ? ", " : "", i);
+      if (abi.persistent) su_buf_printf(o, "%s&grid_x, &grid_y, &grid_z", m++ ? ", " : "");
+      if (abi.scratch) su_buf_printf(o, "%s&%s_scratch_%s", m++ ? ", " : "", pre, f->name);
+      if (abi.workspace) su_buf_printf(o, "%s&%s_workspace_%s", m++ ? ", " : "", pre, f->name);
       su_buf_puts(o, "};\n");
     } else {
       su_buf_puts(o, "  void **args = NULL;\n");

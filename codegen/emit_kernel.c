@@ -97,7 +97,7 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   case IR_CONVERT_LAYOUT:
     cg_emit_value_op(c, op);
     return;
-  case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:
+  case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS: case IR_SLOT_STORE: case IR_SLOT_LOAD:
     cg_emit_memory(c, op);
     return;
   case IR_FOR: case IR_IF:
@@ -128,7 +128,7 @@ static void emit_op(cg_ctx *c, const ir_op *op) {
   case IR_WARP_SPEC:
     cg_emit_warp_spec(c, op);
     return;
-  case IR_TENSOR_MAP: case IR_GRID_SIZE: case IR_SCRATCH:
+  case IR_TENSOR_MAP: case IR_GRID_SIZE: case IR_SCRATCH: case IR_WORKSPACE:
     cg_emit_abi_value(c, op);
     return;
   case IR_CLUSTER_RANK: case IR_CLUSTER_REDUCE:
@@ -167,7 +167,7 @@ const ir_op *cg_emit_block(cg_ctx *c, const ir_block *blk) {
 }
 
 static LLVMValueRef make_function(cg_ctx *c, const ir_func *f, const cg_abi *abi) {
-  int n = f->body->nargs, total = n + abi->ntmaps + (abi->persistent ? 3 : 0) + (abi->scratch ? 1 : 0);
+  int n = f->body->nargs, total = n + cg_abi_hidden(abi);
   LLVMTypeRef *params = SU_NEW_ARRAY(c->arena, LLVMTypeRef, total ? total : 1);
   for (int i = 0; i < n; i++) {
     const ir_type *t = f->body->args[i]->type;
@@ -177,7 +177,9 @@ static LLVMValueRef make_function(cg_ctx *c, const ir_func *f, const cg_abi *abi
    * persistent kernel's launched grid */
   for (int i = 0; i < abi->ntmaps; i++) params[n + i] = LLVMPointerTypeInContext(c->llc, 0);
   for (int i = 0; abi->persistent && i < 3; i++) params[n + abi->ntmaps + i] = LLVMInt32TypeInContext(c->llc);
-  if (abi->scratch) params[total - 1] = cg_ptr_type(c); /* -fno-fuse's scratch buffer */
+  int buffers = n + abi->ntmaps + (abi->persistent ? 3 : 0);
+  if (abi->scratch) params[buffers++] = cg_ptr_type(c); /* -fno-fuse's scratch buffer */
+  if (abi->workspace) params[buffers++] = cg_ptr_type(c); /* the workspace ops' buffer */
   LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c->llc), params, (unsigned)total, false);
   LLVMValueRef fn = LLVMAddFunction(c->mod, f->name, fty);
   LLVMTypeRef map_type = LLVMArrayType2(LLVMInt8TypeInContext(c->llc), CG_TMAP_BYTES);
@@ -294,8 +296,9 @@ void cg_emit_kernel(cg_ctx *c, ir_func *f) {
   }
   for (int i = 0; abi.persistent && i < 3; i++)
     c->grid[i] = LLVMGetParam(c->fn, (unsigned)(f->body->nargs + abi.ntmaps + i));
-  c->scratch = abi.scratch ? LLVMGetParam(c->fn, (unsigned)(f->body->nargs + abi.ntmaps + (abi.persistent ? 3 : 0)))
-                           : NULL;
+  unsigned buffers = (unsigned)(f->body->nargs + abi.ntmaps + (abi.persistent ? 3 : 0));
+  c->scratch = abi.scratch ? LLVMGetParam(c->fn, buffers++) : NULL;
+  c->workspace = abi.workspace ? LLVMGetParam(c->fn, buffers) : NULL;
   cg_emit_block(c, f->body);
   cg_smem_end_kernel(c);
   if (c->failed) return;

@@ -375,8 +375,48 @@ static void emit_atomic(cg_ctx *c, const ir_op *op) {
   cg_set(c, op->results[0], r.v, r.n);
 }
 
+/* ---- slots ---- */
+
+/* slot_store p, v / slot_load p (docs/ir.md): thread t's element j at p[(j / w * threads +
+ * t) * w + j % w], w = 4 where the thread's count allows: each warp's access is one run of
+ * 512 bytes whatever the tile's layout, and a load of the same type finds each thread's
+ * elements where its store put them. A slot holds each element once, so a layout that
+ * repeats elements over threads has none. */
+static void emit_slot(cg_ctx *c, const ir_op *op) {
+  LLVMBuilderRef b = c->b;
+  bool load = op->opc == IR_SLOT_LOAD;
+  const ir_type *t = load ? op->results[0]->type : op->operands[1]->type;
+  cg_layout l = cg_layout_of(c, t);
+  if (!l.tile || (int64_t)l.per * c->threads != ir_type_numel(t)) {
+    cg_unsupported(c, op, "a slot of a tile whose layout repeats elements over threads");
+    return;
+  }
+  LLVMValueRef base = cg_get(c, op->operands[0]).v[0];
+  LLVMTypeRef et = cg_mem_type(c, t->dtype);
+  int w = l.per % 4 == 0 ? 4 : l.per % 2 == 0 ? 2 : 1;
+  LLVMTypeRef vt = w == 1 ? et : LLVMVectorType(et, (unsigned)w);
+  cg_val x = load ? (cg_val){NULL, 0} : cg_get(c, op->operands[1]);
+  LLVMValueRef *out = load ? cg_slots(c, l.per) : NULL;
+  for (int j = 0; j < l.per; j += w) {
+    LLVMValueRef at = LLVMBuildAdd(b, cg_i32(c, j / w * c->threads), c->tid, "");
+    at = LLVMBuildZExt(b, LLVMBuildMul(b, at, cg_i32(c, w), ""), LLVMInt64TypeInContext(c->llc), "");
+    LLVMValueRef p = LLVMBuildGEP2(b, et, base, &at, 1, "slot");
+    if (load) {
+      LLVMValueRef v = LLVMBuildLoad2(b, vt, p, "");
+      LLVMSetAlignment(v, (unsigned)(4 * w));
+      for (int e = 0; e < w; e++) out[j + e] = w == 1 ? v : LLVMBuildExtractElement(b, v, cg_i32(c, e), "");
+    } else {
+      LLVMValueRef v = w == 1 ? x.v[x.n == 1 ? 0 : j] : LLVMGetUndef(vt);
+      for (int e = 0; w > 1 && e < w; e++) v = LLVMBuildInsertElement(b, v, x.v[x.n == 1 ? 0 : j + e], cg_i32(c, e), "");
+      LLVMSetAlignment(LLVMBuildStore(b, v, p), (unsigned)(4 * w));
+    }
+  }
+  if (load) cg_set(c, op->results[0], out, l.per);
+}
+
 void cg_emit_memory(cg_ctx *c, const ir_op *op) {
   switch (op->opc) {
+  case IR_SLOT_STORE: case IR_SLOT_LOAD: emit_slot(c, op); return;
   case IR_LOAD: emit_load_store(c, op, false); return;
   case IR_STORE: emit_load_store(c, op, true); return;
   case IR_ATOMIC: case IR_ATOMIC_CAS: emit_atomic(c, op); return;

@@ -73,10 +73,11 @@ static bool run_if(ip_exec *x, const ip_inst *in) {
 static bool run_inst(ip_exec *x, const ip_inst *in) {
   switch (in->op->opc) {
   case IR_CONST: case IR_PROGRAM_ID: case IR_NUM_PROGRAMS: case IR_GRID_SIZE: case IR_ARANGE: case IR_SCRATCH:
+  case IR_WORKSPACE:
   case IR_SPLAT: case IR_BROADCAST: case IR_EXPAND_DIMS: case IR_RESHAPE: case IR_TRANS: case IR_SLICE: case IR_JOIN: case IR_GATHER:
   case IR_CONVERT_LAYOUT:
     return ip_run_shape(x, in);
-  case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:
+  case IR_LOAD: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS: case IR_SLOT_STORE: case IR_SLOT_LOAD:
     return ip_run_memory(x, in);
   case IR_REDUCE: case IR_ARGREDUCE: case IR_SCAN: case IR_DOT: case IR_HISTOGRAM:
     return ip_run_reduce(x, in);

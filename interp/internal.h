@@ -114,6 +114,7 @@ typedef struct {
   unsigned pid[3], nprog[3];
   unsigned grid[3]; /* the launch's grid: grid_size (a persistent kernel runs fewer programs) */
   uint32_t gscratch; /* the buffer id of the launch's global scratch (scratch ops), 0: none */
+  uint32_t gworkspace; /* the buffer id of the memory's workspace (workspace ops), 0: none */
   FILE *out;    /* device_print's stream */
   su_buf *print; /* if set, device_print appends here instead (grid.c orders the lines) */
   su_buf *err;
@@ -209,6 +210,11 @@ const char *ip_mem_access(ip_memory *mem, uint32_t buf, int64_t off, int size, v
 /* The host bytes and size of live buffer id; false if id is no live buffer. Buffers are
  * neither made nor freed while a launch runs, so this stays valid through it. */
 bool ip_mem_buffer(const ip_memory *mem, uint32_t id, uint8_t **data, uint64_t *size);
+/* The id of mem's workspace (workspace ops: one buffer a memory, kept across launches as
+ * a GPU context keeps its own) of at least `bytes` (> 0): the one there is when it is that
+ * large, else a new zeroed one that replaces it (the old one is freed). False with a
+ * message in err when it cannot be allocated. ip_memory_free frees it with the rest. */
+bool ip_mem_workspace(ip_memory *mem, size_t bytes, uint32_t *id, su_buf *err);
 /* Splits a device address into (buffer id, byte offset) and back. */
 void ip_mem_split(tk_devptr p, uint32_t *buf, int64_t *off);
 tk_devptr ip_mem_join(uint32_t buf, int64_t off);

@@ -122,6 +122,30 @@ static ip_status alloc_scratch(ip_exec *x, uint64_t programs) {
   return IP_OK;
 }
 
+static void find_workspace(ir_op *op, void *ctx) {
+  if (op->opc == IR_WORKSPACE) *(int64_t *)ctx = op->attr2;
+}
+
+/* The memory's workspace, for a kernel with workspace ops: per_program bytes for each
+ * program the launch runs, zero when first made and kept from launch to launch (the
+ * GPU's contract: the kernel leaves it as it found it). */
+static ip_status find_or_grow_workspace(ip_exec *x, uint64_t programs) {
+  int64_t per = 0;
+  ir_walk(x->f->body, find_workspace, &per);
+  if (!per) return IP_OK;
+  su_buf why = {0};
+  bool ok = programs <= UINT64_MAX / (uint64_t)per &&
+            ip_mem_workspace(x->mem, (size_t)(programs * (uint64_t)per), &x->gworkspace, &why);
+  if (!ok) {
+    su_buf_printf(x->err, "kernel '%s': cannot allocate %llu x %lld bytes of workspace memory%s%s",
+                  x->f->name, (unsigned long long)programs, (long long)per, why.len ? ": " : "",
+                  su_buf_str(&why));
+    su_buf_free(&why);
+    return IP_FAULT;
+  }
+  return IP_OK;
+}
+
 ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_grid grid,
                     const tk_arg *args, int nargs, FILE *out, su_buf *err) {
   err->len = 0;
@@ -149,6 +173,8 @@ ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_gri
     uint64_t total = (uint64_t)x.grid[0] * x.grid[1] * x.grid[2];
     st = alloc_scratch(&x, total);
   }
+  /* per program launched (a persistent kernel's programs index it by their own id) */
+  if (st == IP_OK) st = find_or_grow_workspace(&x, (uint64_t)x.nprog[0] * x.nprog[1] * x.nprog[2]);
   if (st == IP_OK) {
     uint64_t total = (uint64_t)x.nprog[0] * x.nprog[1] * x.nprog[2];
     /* Atomics keep their sequential meaning: such a kernel runs its programs in order. */

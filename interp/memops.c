@@ -93,6 +93,27 @@ static bool typed_access(ip_exec *x, const ip_inst *in, ip_val r, tk_dtype dt) {
   }
 }
 
+/* slot_store / slot_load: the tile's elements in row-major order from the scalar pointer
+ * on. Layouts do not exist here, so any order a store and a load of one tile type agree
+ * on is the op's meaning (the GPU's is each thread's own elements, docs/ir.md). */
+static bool slot_access(ip_exec *x, const ip_inst *in, ip_val r, tk_dtype dt) {
+  const ir_op *op = in->op;
+  bool load = op->opc == IR_SLOT_LOAD;
+  ip_elem base = at(IP_IN(x, in, 0), 0);
+  ip_val data = load ? r : IP_IN(x, in, 1);
+  int64_t n = ir_type_numel(load ? op->results[0]->type : op->operands[1]->type);
+  int size = ir_dtype_bytes(dt);
+  lane_cache c = {0};
+  for (int64_t i = 0; i < n; i++) {
+    void *h = lane_host(x, op, &c, ip_addptr(base, true, (ip_elem){.i = i}, size), size, dt,
+                        load ? "slot_load" : "slot_store", i);
+    if (!h) return false;
+    if (load) r.e[i] = ip_decode(dt, h);
+    else ip_encode(dt, at(data, i), h);
+  }
+  return true;
+}
+
 bool ip_run_memory(ip_exec *x, const ip_inst *in) {
   const ir_op *op = in->op;
   ip_val ptr = IP_IN(x, in, 0);
@@ -105,6 +126,7 @@ bool ip_run_memory(ip_exec *x, const ip_inst *in) {
   if (op->nresults)
     *IP_OUT(x, in, 0) = r = (typed ? ip_val_out : ip_val_new)(x, op->results[0]->type);
   if (typed) return typed_access(x, in, r, dt);
+  if (op->opc == IR_SLOT_STORE || op->opc == IR_SLOT_LOAD) return slot_access(x, in, r, dt);
   for (int64_t i = 0; i < ptr.n; i++) {
     if (has_mask && !at(mask, i).u) {
       if (op->opc == IR_LOAD && op->noperands > 2) r.e[i] = at(IP_IN(x, in, 2), i);

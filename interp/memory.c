@@ -23,6 +23,7 @@ struct ip_memory {
   uint32_t n, cap;
   uint32_t space;
   uint32_t free_head, free_tail, nfree; /* the quarantine, a FIFO of freed slots */
+  uint32_t workspace; /* the buffer id of the workspace ops' buffer (ip_mem_workspace), 0: none */
 };
 
 enum {
@@ -133,6 +134,24 @@ bool ip_mem_free(ip_memory *mem, tk_devptr p, su_buf *err) {
     mem->free_head = slot;
   mem->free_tail = slot;
   mem->nfree++;
+  return true;
+}
+
+bool ip_mem_workspace(ip_memory *mem, size_t bytes, uint32_t *id, su_buf *err) {
+  const buffer *b = mem->workspace ? find(mem, mem->workspace) : NULL;
+  bool have = b && b->live; /* (b moves if ip_mem_alloc grows the table) */
+  if (have && b->size >= bytes) {
+    *id = mem->workspace;
+    return true;
+  }
+  /* too small: a new zeroed one, as the GPU runtime grows its own (what the old one held
+   * is the launches' business to have reset) */
+  tk_devptr p;
+  if (!ip_mem_alloc(mem, bytes, &p, err)) return false;
+  if (have && !ip_mem_free(mem, ip_mem_join(mem->workspace, 0), err)) return false;
+  int64_t off;
+  ip_mem_split(p, &mem->workspace, &off);
+  *id = mem->workspace;
   return true;
 }
 

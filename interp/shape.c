@@ -84,6 +84,12 @@ bool ip_run_shape(ip_exec *x, const ip_inst *in) {
     r->e[0].buf = x->gscratch;
     r->e[0].i = op->attr;
     return true;
+  case IR_WORKSPACE:
+    SU_ASSERT(x->gworkspace); /* ip_launch finds it for a kernel with workspace ops */
+    *r = ip_val_out(x, t);
+    r->e[0].buf = x->gworkspace;
+    r->e[0].i = 0;
+    return true;
   case IR_ARANGE:
     *r = ip_val_out(x, t);
     for (int64_t i = 0; i < r->n; i++) r->e[i] = (ip_elem){.i = (int32_t)(uint32_t)(op->attr + i)};

@@ -277,6 +277,9 @@ typedef struct ir_func {
   /* Launch attributes a user may set (0: the compiler decides, docs/language.md):
    * warp specialization and a persistent grid of dot loops (sm_90a). */
   int warp_specialize, persist; /* 1 on, -1 off, 0 auto */
+  /* `@launch(streamk)`: the last round of a persistent dot kernel split along K (1 on, -1
+   * off, 0 auto: on where persist applies). */
+  int streamk;
   /* Set by the persist pass: the kernel loops over the grid it was launched with, on a
    * grid of its own (one program per SM); grid_size reads the launched grid. */
   bool persistent;

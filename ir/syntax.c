@@ -90,6 +90,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   static const ir_syntax pending = {IR_MOD_NONE, 1, {{"pending", IR_SLOT_ATTR}}};
   static const ir_syntax wtrans = {IR_MOD_NONE, 1, {{"trans", IR_SLOT_INTS}}};
   static const ir_syntax scratch = {IR_MOD_NONE, 2, {{"offset", IR_SLOT_ATTR}, {"per_program", IR_SLOT_ATTR2}}};
+  static const ir_syntax workspace = {IR_MOD_NONE, 1, {{"per_program", IR_SLOT_ATTR2}}};
   static const ir_syntax loop = {IR_MOD_WHILE, 0, {{0}}};
   static const ir_syntax creduce = {IR_MOD_REDUCE, 0, {{0}}};
   static const ir_syntax dot = {IR_MOD_PRECISION, 0, {{0}}};
@@ -133,6 +134,7 @@ const ir_syntax *ir_op_syntax(ir_opcode op) {
   case IR_GRID_SIZE: return &axis;
   case IR_CLUSTER_REDUCE: return &creduce;
   case IR_SCRATCH: return &scratch;
+  case IR_WORKSPACE: return &workspace;
   case IR_WG_TURN: return &step;
   case IR_FOR: return &loop;
   case IR_DOT: return &dot;

@@ -200,6 +200,16 @@ static void check_elementwise(verifier *v, const ir_op *op) {
     ir_verr(v, op, "attribute %" PRId64 " is not 'accurate'", op->attr);
 }
 
+/* slot_store p, v / slot_load p: p a scalar pointer to v's (the result's) dtype, f32 or
+ * i32, and the tile a tile. */
+static void check_slot(verifier *v, const ir_op *op) {
+  const ir_type *p = op->operands[0]->type;
+  const ir_type *t = op->opc == IR_SLOT_LOAD ? op->results[0]->type : op->operands[1]->type;
+  if (p->kind != IR_PTR || t->kind != IR_TILE || p->elem != ir_type_elem(t) ||
+      (t->dtype != TK_F32 && t->dtype != TK_I32))
+    ir_verr(v, op, "needs a scalar pointer to the tile's dtype (f32 or i32), has %s and %s", ir_vts(v, p), ir_vts(v, t));
+}
+
 /* The pointer operand p and the accessed value type x must agree: x's element is p's
  * pointee and the shapes are equal. mask, when present, is i1 of that shape. */
 static void check_access(verifier *v, const ir_op *op, const ir_type *x, int mask_index) {
@@ -446,6 +456,15 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
       ir_verr(v, op, "bytes per program %lld differs from the kernel's other scratch (%lld)", (long long)op->attr2, (long long)v->scratch_bytes);
     v->scratch_bytes = op->attr2;
     return;
+  case IR_WORKSPACE:
+    /* as scratch: one size per kernel (the launch's one buffer), each program's part aligned */
+    if (r->kind != IR_PTR) ir_verr(v, op, "result must be a pointer, is %s", ir_vts(v, r));
+    if (op->attr2 < 16 || op->attr2 % 16 || op->attr2 > ((int64_t)1 << 36))
+      ir_verr(v, op, "bytes per program %lld is not a positive multiple of 16 up to 2^36", (long long)op->attr2);
+    if (v->workspace_bytes && v->workspace_bytes != op->attr2)
+      ir_verr(v, op, "bytes per program %lld differs from the kernel's other workspace (%lld)", (long long)op->attr2, (long long)v->workspace_bytes);
+    v->workspace_bytes = op->attr2;
+    return;
   case IR_ARANGE: {
     bool good = op->attr < op->attr2 && r->kind == IR_TILE && r->rank == 1 && r->dtype == TK_I32 &&
                 r->elem->kind == IR_SCALAR && r->shape[0] == op->attr2 - op->attr;
@@ -469,6 +488,9 @@ static void check_types(verifier *v, const ir_op *op, bool top) {
     return;
   case IR_HISTOGRAM:
     check_histogram(v, op);
+    return;
+  case IR_SLOT_STORE: case IR_SLOT_LOAD:
+    check_slot(v, op);
     return;
   case IR_ATOMIC:
     if (!ir_atomic_name((ir_atomic_kind)op->attr)) ir_verr(v, op, "bad kind %lld", (long long)op->attr);
@@ -574,6 +596,7 @@ static void check_func(verifier *v, ir_func *f) {
   v->defined = SU_NEW_ARRAY(a, ir_value *, v->nvalues + 1);
   v->ndefined = 0;
   v->scratch_bytes = 0;
+  v->workspace_bytes = 0;
   v->f = f;
   for (int i = 0; i < f->body->nargs; i++) v->byid[f->body->args[i]->id] = f->body->args[i];
   ir_walk(f->body, collect, v);

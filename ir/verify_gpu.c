@@ -238,6 +238,7 @@ static void check_producer(verifier *v, const ir_block *blk) {
     switch (op->opc) {
     case IR_BARRIER: case IR_WGMMA: case IR_MMA: case IR_MBAR_ARRIVE: case IR_CP_ASYNC: case IR_TMA_STORE:
     case IR_SMEM_LOAD: case IR_SMEM_STORE: case IR_SMEM_ATOMIC: case IR_STORE: case IR_ATOMIC: case IR_ATOMIC_CAS:
+    case IR_SLOT_STORE:
       ir_verr(v, op, "cannot stand in the producer of a warp_spec (one thread)");
       break;
     default: break;

@@ -17,6 +17,7 @@ typedef struct {
   ir_value **defined;   /* stack of visible values, popped when a region closes */
   int ndefined;
   int64_t scratch_bytes; /* of the kernel's scratch ops (0: none yet) */
+  int64_t workspace_bytes; /* of the kernel's workspace ops (0: none yet) */
   const ir_func *f;      /* the kernel being checked */
   bool ok;
 } verifier;

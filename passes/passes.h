@@ -106,6 +106,9 @@ bool pass_tiling(ir_module *m, ir_func *f);
 /* Makes a dot kernel persistent on sm_90a: a loop over the launched grid on a grid of
  * one program per SM, in grouped (L2-friendly) order (persist.c). */
 bool pass_persist(ir_module *m, ir_func *f);
+/* Splits the last round of persist's tile loop along K over every program, pieces summed
+ * in program order by whichever piece finishes last (streamk.c). */
+bool pass_streamk(ir_module *m, ir_func *f);
 /* Pipelines the loads feeding a dot in a for loop through rings of `stages` shared slots
  * filled ahead: TMA and mbarriers on sm_90a, cp.async from sm_80 (swpipe.c). */
 bool pass_swpipe(ir_module *m, ir_func *f);

@@ -15,14 +15,19 @@
  * Registers move to the consumers (setmaxnreg): the producer keeps PRODUCER_REGS (24,
  * setmaxnreg's least: it holds slot indices and coordinates only, and ptxas reports no
  * spill in it; 40, CUTLASS's figure, left causal attention's consumers 232 and ptxas
- * spilled its row statistics there, measured on the H200 2026-12-03), the
+ * spilled its row statistics there, measured on the H200 2026-12-03) — but 40 in a
+ * stream-K kernel (a workspace op: streamk.c), whose producer also walks the units' tile
+ * and step ranges (24 spilled 20 bytes there, ptxas -v), the
  * consumers share the rest of what the CTA has at entry (its share of the 64K register
  * file: all of it, or 1/N at `programs_per_sm = N`), at most CONSUMER_MAX each.
  * Applied when the kernel has TMA copies, its warps are whole warpgroups and warp
  * specialization is not turned off (`@launch(warp_specialize = false)`). */
 #include "pass_util.h"
 
-enum { PRODUCER_WARPS = 4, PRODUCER_REGS = 24, CONSUMER_MAX = 240, REG_FILE = 65536, ENTRY_MAX = 248 };
+enum { PRODUCER_WARPS = 4, PRODUCER_REGS = 24, PRODUCER_REGS_UNITS = 40, CONSUMER_MAX = 240, REG_FILE = 65536,
+       ENTRY_MAX = 248 };
+
+static void find_workspace(ir_op *op, void *arg) { *(bool *)arg |= op->opc == IR_WORKSPACE; }
 
 typedef struct {
   const ir_value *consumer_signaled[16];
@@ -117,10 +122,13 @@ bool pass_warpspec(ir_module *m, ir_func *f) {
   int per_sm = f->programs_per_sm > 1 ? f->programs_per_sm : 1, threads = 32 * (f->num_warps + PRODUCER_WARPS);
   int entry = REG_FILE / (per_sm * threads) / 8 * 8;
   if (entry > ENTRY_MAX) entry = ENTRY_MAX;
-  int regs = (entry * threads - PRODUCER_WARPS * 32 * PRODUCER_REGS) / (32 * f->num_warps) / 8 * 8;
+  bool units = false;
+  ir_walk(f->body, find_workspace, &units);
+  int preg = units ? PRODUCER_REGS_UNITS : PRODUCER_REGS;
+  int regs = (entry * threads - PRODUCER_WARPS * 32 * preg) / (32 * f->num_warps) / 8 * 8;
   int *ints = SU_NEW_ARRAY(m->arena, int, 2);
   ints[0] = regs > CONSUMER_MAX ? CONSUMER_MAX : regs;
-  ints[1] = PRODUCER_REGS;
+  ints[1] = preg;
   ws->ints = ints;
   ws->nints = 2;
 

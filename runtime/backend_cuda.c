@@ -54,6 +54,11 @@ typedef struct cuda_state {
    * per context, so such launches must not overlap (docs/api.md) */
   CUdeviceptr scratch;
   size_t scratch_bytes;
+  /* workspace ops' buffer (cg_abi.workspace), zero when allocated and grown (zeroed anew)
+   * to the largest launch; one per context, kept between launches (the kernels leave it
+   * as they found it), so such launches must not overlap either */
+  CUdeviceptr workspace;
+  size_t workspace_bytes;
   CUevent ev[2];
 } cuda_state;
 
@@ -266,9 +271,11 @@ static void cuda_shutdown(rt_context *ctx) {
   if (st->nallocs && st->cu.CtxSetCurrent(st->pctx) == CUDA_SUCCESS)
     for (size_t i = 0; i < st->nallocs; i++) st->cu.MemFree(st->allocs[i].base);
   free(st->allocs);
-  if ((st->flush || st->ev[0] || st->scratch) && st->cu.CtxSetCurrent(st->pctx) == CUDA_SUCCESS) {
+  if ((st->flush || st->ev[0] || st->scratch || st->workspace) &&
+      st->cu.CtxSetCurrent(st->pctx) == CUDA_SUCCESS) {
     if (st->flush) st->cu.MemFree(st->flush);
     if (st->scratch) st->cu.MemFree(st->scratch);
+    if (st->workspace) st->cu.MemFree(st->workspace);
     for (int i = 0; i < 2; i++)
       if (st->ev[i]) st->cu.EventDestroy(st->ev[i]);
   }
@@ -534,7 +541,7 @@ static void kernels_from_ptx(rt_module *m, const char *ptx, size_t len) {
     /* the hidden arguments of tk's own PTX are the launch's business, not the caller's */
     cg_abi abi;
     if (cg_ptx_abi(ptx, es[i].name, &abi)) {
-      int hidden = abi.ntmaps + (abi.persistent ? 3 : 0) + (abi.scratch ? 1 : 0);
+      int hidden = cg_abi_hidden(&abi);
       if (hidden <= sig->nparams) sig->nparams -= hidden;
     }
     sig->num_warps = es[i].num_threads >= 32 ? es[i].num_threads / 32 : TG_DEFAULT_WARPS;
@@ -583,6 +590,68 @@ static CUresult launch_raw(cuda_state *st, CUfunction fn, unsigned gx, unsigned 
   return st->cu.LaunchKernelEx(&cfg, fn, jk->cur_argv, NULL);
 }
 
+/* A context buffer a kernel's hidden argument points at (the scratch or the workspace). */
+typedef struct {
+  CUdeviceptr *base;
+  size_t *bytes;
+  const char *what; /* for messages */
+  bool zeroed;      /* made zero when allocated */
+} context_buffer;
+
+/* Makes b hold programs x per bytes for a launch of k on stream: kept when it does, else
+ * freed (once the launches in flight that may use it are done) and allocated anew, zeroed
+ * on the stream ahead of the launch when b.zeroed. */
+static tk_status fit_buffer(rt_context *ctx, const rt_kernel *k, context_buffer b, uint64_t programs,
+                            uint64_t per, CUstream stream) {
+  cuda_state *st = state(ctx);
+  if (programs > SIZE_MAX / per)
+    return rt_error(ctx, TK_ERR_MEMORY, "kernel '%s': %llu programs x %llu bytes of %s do not fit "
+                    "the address space", k->sig->name, (unsigned long long)programs,
+                    (unsigned long long)per, b.what);
+  size_t need = (size_t)(programs * per);
+  if (need <= *b.bytes) return TK_OK;
+  /* (the launch path leaves the context to the caller's thread: growing is rare) */
+  CHECK(ctx, st->cu.CtxSetCurrent(st->pctx), "cuCtxSetCurrent");
+  /* the old buffer may still be used by a launch in flight */
+  CHECK(ctx, st->cu.CtxSynchronize(), "a kernel failed");
+  if (*b.base) st->cu.MemFree(*b.base);
+  *b.base = 0;
+  *b.bytes = 0;
+  CHECK(ctx, st->cu.MemAlloc(b.base, need), b.zeroed ? "cuMemAlloc (the workspace buffer)"
+                                                     : "cuMemAlloc (the -fno-fuse scratch buffer)");
+  if (b.zeroed) {
+    CUresult r = st->cu.MemsetD8Async(*b.base, 0, need, stream);
+    if (r != CUDA_SUCCESS) {
+      st->cu.MemFree(*b.base); /* not zero: no use to a later launch */
+      *b.base = 0;
+      return fail(ctx, r, "cuMemsetD8Async (zeroing the workspace buffer)");
+    }
+  }
+  *b.bytes = need;
+  return TK_OK;
+}
+
+/* The scratch (per program of the grid asked for, `logical`: a persistent kernel's
+ * programs index it by the tile they run) and the workspace (per program launched,
+ * `launched`) of h's kernel, grown as this launch needs. */
+static tk_status hidden_buffers(rt_context *ctx, const rt_kernel *k, rt_hidden *h, uint64_t logical,
+                                uint64_t launched, CUstream stream) {
+  cuda_state *st = state(ctx);
+  if (h->abi.scratch) {
+    context_buffer b = {&st->scratch, &st->scratch_bytes, "scratch", false};
+    tk_status s = fit_buffer(ctx, k, b, logical, (uint64_t)h->abi.scratch, stream);
+    if (s != TK_OK) return s;
+    h->scratch = (uint64_t)st->scratch;
+  }
+  if (h->abi.workspace) {
+    context_buffer b = {&st->workspace, &st->workspace_bytes, "workspace", true};
+    tk_status s = fit_buffer(ctx, k, b, launched, (uint64_t)h->abi.workspace, stream);
+    if (s != TK_OK) return s;
+    h->workspace = (uint64_t)st->workspace;
+  }
+  return TK_OK;
+}
+
 static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *stream,
                              const tk_arg *args, int nargs) {
   rt_jit_kernel *jk = k->handle;
@@ -614,34 +683,18 @@ static tk_status cuda_launch(rt_context *ctx, rt_kernel *k, tk_grid grid, void *
       su_buf_free(&why);
       return TK_ERR_DRIVER;
     }
-    if (h->abi.scratch) {
-      uint64_t programs = (uint64_t)gx * gy * gz, per = (uint64_t)h->abi.scratch;
-      if (programs > SIZE_MAX / per)
-        return rt_error(ctx, TK_ERR_MEMORY, "kernel '%s': %llu programs x %llu bytes of scratch "
-                        "do not fit the address space", k->sig->name, (unsigned long long)programs,
-                        (unsigned long long)per);
-      size_t need = (size_t)(programs * per);
-      if (need > st->scratch_bytes) {
-        /* the old buffer may still be read by a launch in flight */
-        CHECK(ctx, st->cu.CtxSynchronize(), "a kernel failed");
-        if (st->scratch) st->cu.MemFree(st->scratch);
-        st->scratch = 0;
-        st->scratch_bytes = 0;
-        CHECK(ctx, st->cu.MemAlloc(&st->scratch, need), "cuMemAlloc (the -fno-fuse scratch buffer)");
-        st->scratch_bytes = need;
-      }
-      h->scratch = (uint64_t)st->scratch;
-    }
+    uint64_t total = (uint64_t)gx * gy * gz;
     if (h->abi.persistent) {
       /* abi.persistent programs per SM, looping over the grid asked for */
       h->grid[0] = gx;
       h->grid[1] = gy;
       h->grid[2] = gz;
-      uint64_t total = (uint64_t)gx * gy * gz;
       uint64_t resident = (uint64_t)(st->sms > 0 ? st->sms : 1) * (uint64_t)h->abi.persistent;
       gx = (unsigned)(total < resident ? total : resident);
       gy = gz = 1;
     }
+    tk_status s = hidden_buffers(ctx, k, h, total, (uint64_t)gx * gy * gz, (CUstream)stream);
+    if (s != TK_OK) return s;
   }
   if (jk->cluster > 1) {
     /* each program is a cluster of CTAs along x (the PTX requires it) */

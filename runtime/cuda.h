@@ -107,6 +107,7 @@ typedef struct {
   CUresult (*MemcpyHtoD)(CUdeviceptr dst, const void *src, size_t bytes);
   CUresult (*MemcpyDtoH)(void *dst, CUdeviceptr src, size_t bytes);
   CUresult (*MemsetD8)(CUdeviceptr dst, unsigned char v, size_t n);
+  CUresult (*MemsetD8Async)(CUdeviceptr dst, unsigned char v, size_t n, CUstream s);
   CUresult (*ModuleLoadDataEx)(CUmodule *m, const void *image, unsigned nopts,
                                CUjit_option *opts, void **values);
   CUresult (*ModuleUnload)(CUmodule m);

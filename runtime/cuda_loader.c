@@ -37,6 +37,7 @@ static const entry entries[] = {
   E(MemcpyHtoD, "cuMemcpyHtoD_v2"),
   E(MemcpyDtoH, "cuMemcpyDtoH_v2"),
   E(MemsetD8, "cuMemsetD8_v2"),
+  E(MemsetD8Async, "cuMemsetD8Async"),
   E(ModuleLoadDataEx, "cuModuleLoadDataEx"),
   E(ModuleUnload, "cuModuleUnload"),
   E(ModuleGetFunction, "cuModuleGetFunction"),

@@ -17,7 +17,7 @@
  *    signature's facts (drv_variant): the TMA and cp.async choices read them, and the
  *    module's IR (what the interpreter runs) is never changed. Its PTX states the launch
  *    contract (codegen.h, cg_abi): threads per program, tensor maps built from the
- *    arguments, a persistent grid, -fno-fuse's scratch buffer. A variant keeps its own parameter array: the slots,
+ *    arguments, a persistent grid, -fno-fuse's scratch buffer, the workspace. A variant keeps its own parameter array: the slots,
  *    then the hidden arguments; the backend builds those (tmap.c) before each launch
  *    that needs them, which for the same arguments is a compare.
  */
@@ -140,19 +140,21 @@ void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned
   if (abi && abi->threads > 0) v.block = (unsigned)abi->threads;
   v.pdl = abi && abi->pdl;
   v.cluster = abi ? (unsigned)abi->cluster : 0;
-  if (abi && (abi->ntmaps || abi->persistent || abi->scratch)) {
-    /* the parameter slots, then the maps, then the grid: their own array */
+  if (abi && cg_abi_hidden(abi)) {
+    /* the parameter slots, then the maps, then the grid, then the buffers: their own array */
     /* the maps are 64-byte aligned, as a CUtensorMap is; the arena promises less */
     char *raw = SU_NEW_ARRAY(a, char, sizeof(rt_hidden) + 64);
     rt_hidden *h = (rt_hidden *)(raw + (64 - (uintptr_t)raw % 64) % 64);
     memset(h, 0, sizeof *h);
     h->abi = *abi;
-    int n = jk->nparams, total = n + abi->ntmaps + (abi->persistent ? 3 : 0) + (abi->scratch ? 1 : 0);
+    int n = jk->nparams, total = n + cg_abi_hidden(abi), buffers = n + abi->ntmaps + (abi->persistent ? 3 : 0);
     v.argv = SU_NEW_ARRAY(a, void *, total);
     for (int i = 0; i < n; i++) v.argv[i] = &jk->slots[i];
     for (int i = 0; i < abi->ntmaps; i++) v.argv[n + i] = &h->maps[i];
     for (int i = 0; abi->persistent && i < 3; i++) v.argv[n + abi->ntmaps + i] = &h->grid[i];
-    if (abi->scratch) v.argv[total - 1] = &h->scratch;
+    if (abi->scratch) v.argv[buffers++] = &h->scratch;
+    if (abi->workspace) v.argv[buffers++] = &h->workspace;
+    SU_ASSERT(buffers == total);
     v.hidden = h;
   }
   jk->variants[jk->nvariants++] = v;

@@ -148,7 +148,8 @@ static bool parse_entry(lexer *l, su_arena *a, rt_ptx_entry *e) {
 
 /* Whether e's aggregate parameters, if any, are tk's tensor maps: the hidden arguments
  * its `.tk.abi` line declares (tmaps first, then the persistent grid's three, then the
- * scratch pointer, after the user's parameters), which the launch fills itself. */
+ * scratch and workspace pointers, after the user's parameters), which the launch fills
+ * itself. */
 static bool aggregates_hidden(su_arena *a, const char *ptx, size_t len, const rt_ptx_entry *e) {
   int first = -1, n = 0;
   for (int i = 0; i < e->nparams; i++)
@@ -159,7 +160,7 @@ static bool aggregates_hidden(su_arena *a, const char *ptx, size_t len, const rt
   if (!n) return true;
   cg_abi abi;
   if (!cg_ptx_abi(su_strndup(a, ptx, len), e->name, &abi)) return false;
-  int hidden = abi.ntmaps + (abi.persistent ? 3 : 0) + (abi.scratch ? 1 : 0);
+  int hidden = cg_abi_hidden(&abi);
   return n == abi.ntmaps && first == e->nparams - hidden;
 }
 

@@ -1,8 +1,9 @@
 /*
  * runtime/tmap.h — private to runtime/: the hidden arguments a lowered kernel takes
  * (codegen.h's cg_abi): TMA tensor maps built from the launch's argument values, and a
- * persistent kernel's launched grid, the -fno-fuse scratch buffer. Built once per argument set and reused while the
- * values they depend on do not change, so a launch of the same shapes costs a compare.
+ * persistent kernel's launched grid, the -fno-fuse scratch buffer, the workspace ops' buffer.
+ * Built once per argument set and reused while the values they depend on do not change, so
+ * a launch of the same shapes costs a compare.
  * Prefix: rt_hidden_.
  */
 #ifndef TK_RUNTIME_TMAP_H
@@ -22,6 +23,7 @@ typedef struct {
   rt_tensor_map maps[CG_MAX_TMAPS];
   uint32_t grid[3];            /* a persistent kernel's launched grid */
   uint64_t scratch;            /* the context's scratch buffer (CUdeviceptr), for abi.scratch */
+  uint64_t workspace;          /* the context's workspace buffer (CUdeviceptr), for abi.workspace */
   int64_t last[CG_MAX_TMAPS][1 + 2 * IR_MAX_RANK]; /* the values the maps were built from */
   bool built;
 } rt_hidden;

@@ -123,7 +123,7 @@ typedef struct {
 
 static const launch_attr ATTRS[] = {{"warps", false}, {"stages", false},
                                     {"warp_specialize", true}, {"persistent", true},
-                                    {"programs_per_sm", false}, {"pdl", true}};
+                                    {"programs_per_sm", false}, {"pdl", true}, {"streamk", true}};
 enum { NATTRS = sizeof ATTRS / sizeof ATTRS[0] };
 
 static int *attr_field(sema_kernel *info, int which) {
@@ -133,7 +133,8 @@ static int *attr_field(sema_kernel *info, int which) {
   case 2: return &info->warp_specialize;
   case 3: return &info->persistent;
   case 4: return &info->programs_per_sm;
-  default: return &info->pdl;
+  case 5: return &info->pdl;
+  default: return &info->streamk;
   }
 }
 
@@ -281,7 +282,7 @@ static void check_attrs(sema_ctx *c, ast_node *k, sema_kernel *info) {
     if (which < 0) {
       su_error(c->d, a->name_loc,
                "unknown launch attribute '%s'; expected warps, stages, warp_specialize, persistent, "
-               "programs_per_sm or pdl",
+               "programs_per_sm, pdl or streamk",
                a->name);
       continue;
     }

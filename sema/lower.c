@@ -262,6 +262,7 @@ static void lower_kernel(ir_module *m, ast_node *k) {
   fn->num_stages = info->stages;
   fn->warp_specialize = info->warp_specialize;
   fn->persist = info->persistent;
+  fn->streamk = info->streamk;
   fn->programs_per_sm = info->programs_per_sm;
   fn->pdl = info->pdl > 0;
   fn->nbindings = k->cparams.len;

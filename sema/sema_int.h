@@ -145,7 +145,7 @@ typedef struct sema_loop {
 
 typedef struct {
   int warps, stages;
-  int warp_specialize, persistent; /* launch attributes: 1 true, -1 false, 0 unset (auto) */
+  int warp_specialize, persistent, streamk; /* launch attributes: 1 true, -1 false, 0 unset (auto) */
   int programs_per_sm;             /* 0: unset (the compiler decides) */
   int pdl;                         /* 1 true, -1 false, 0 unset (false) */
 } sema_kernel;

@@ -8,6 +8,7 @@
  * devices cuDeviceGetCount reports; fake_cuda_set_cc(major, minor) their compute
  * capability (9.0 unless set); fake_cuda_last_launch() returns the last launch;
  * fake_cuda_set_capturing(on) makes every stream report a graph capture;
+ * fake_cuda_last_alloc() returns the last allocation and asynchronous memset;
  * fake_cuda_loads() counts the modules loaded and fake_cuda_last_ptx() is the last one's
  * text; fake_cuda_set_name(s) the name cuDeviceGetName gives ("fake" unless set). Each load gets its own module and function handles, so that a test can tell which
  * load a launch ran.
@@ -37,11 +38,13 @@ static char last_ptx[1 << 16];
 
 static int cc_major = 9, cc_minor = 0;
 static int init_result, pending_fault, sticky, live_allocs;
+static fake_memory_calls mem_calls;
 
 void fake_cuda_set_init(int r) { init_result = r; }
 void fake_cuda_fault(int r) { pending_fault = r; }
 void fake_cuda_reset(void) { init_result = pending_fault = sticky = 0; }
 int fake_cuda_live_allocs(void) { return live_allocs; }
+const fake_memory_calls *fake_cuda_last_alloc(void) { return &mem_calls; }
 
 void fake_cuda_set_devices(int n) { ndevices = n; }
 void fake_cuda_set_cc(int major, int minor) { cc_major = major, cc_minor = minor; }
@@ -82,6 +85,8 @@ CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
   void *m = malloc(n ? n : 1);
   *p = (uint64_t)(uintptr_t)m;
   live_allocs += m != NULL;
+  mem_calls.alloc = *p;
+  mem_calls.alloc_bytes = n;
   return m ? 0 : 2;
 }
 CUresult cuMemFree_v2(uint64_t p) {
@@ -103,6 +108,16 @@ CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) {
 }
 CUresult cuMemsetD8_v2(uint64_t d, unsigned char v, size_t n) {
   memset((void *)(uintptr_t)d, v, n);
+  return 0;
+}
+CUresult cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void *s) {
+  if (sticky) return sticky;
+  memset((void *)(uintptr_t)d, v, n);
+  mem_calls.memset = d;
+  mem_calls.memset_bytes = n;
+  mem_calls.memset_value = v;
+  mem_calls.memset_stream = s;
+  mem_calls.memsets++;
   return 0;
 }
 CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *opts, void **vals) {

@@ -31,4 +31,15 @@ typedef struct {
   int calls;
 } fake_occupancy_query;
 
+/* The last cuMemAlloc and cuMemsetD8Async (fake_cuda_last_alloc): the address and size
+ * allocated, the range set, its byte and stream, and how many cuMemsetD8Async calls there
+ * were. */
+typedef struct {
+  unsigned long long alloc, alloc_bytes;
+  unsigned long long memset, memset_bytes;
+  int memset_value;
+  void *memset_stream;
+  int memsets;
+} fake_memory_calls;
+
 #endif

@@ -11,7 +11,7 @@
  * tails, TMA's zero fill), several programs along each axis, sizes not multiples of 8
  * (per-element, unvectorized accesses, the cp.async variant of a TMA kernel: the launch
  * picks it by the arguments), K smaller than one step, and, for the persistent cases,
- * more tiles than SMs. The logical-K form (no loop; kloop makes it) runs the same
+ * more tiles than SMs (and a shape whose last rounds are stream-K pieces). The logical-K form (no loop; kloop makes it) runs the same
  * pipelines.
  *
  * Data are small multiples of 1/8 (floats) or small integers (i8): exact in f16, bf16
@@ -182,6 +182,10 @@ typedef struct {
 static const shape shapes[] = {{1, 1, 1},     {37, 50, 70},    {130, 100, 33}, {64, 64, 64},
                                {200, 17, 129}, {256, 256, 256}, {300, 272, 208}, {40, 48, 16}};
 static const shape big_shape = {1536, 1664, 96};
+/* more tiles than 132 SMs and not a multiple of them at 128x256 (144: one round and 12)
+ * and 128x128 (288): the persistent cases' last rounds run as stream-K pieces (docs/
+ * passes.md), after big_shape's launch on the same workspace */
+static const shape big_streamk = {2304, 2048, 200};
 
 typedef struct {
   gh_harness h;
@@ -462,6 +466,7 @@ static void test_case(void **state) {
   tk_kernel *kc = compile(G.h.cuda, c), *ki = compile(G.h.interp, c);
   for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) run_shape(c, kc, ki, &shapes[i]);
   if (c->big) run_shape(c, kc, ki, &big_shape);
+  if (c->big) run_shape(c, kc, ki, &big_streamk);
 }
 
 /* ---- host-only: every case through the GPU back end ---- */

@@ -919,6 +919,83 @@ static void test_fake_nofuse_scratch(void **state) {
   fake_done(ctx, lib, dir);
 }
 
+static const fake_memory_calls *memory_calls(void *lib) {
+  const fake_memory_calls *(*get)(void);
+  void *sym = fake_fn(lib, "fake_cuda_last_alloc");
+  memcpy(&get, &sym, sizeof sym);
+  return get();
+}
+
+/* A kernel with workspace ops takes the context's workspace as its last hidden pointer
+ * (after a persistent kernel's grid): allocated for the programs the launch runs (a
+ * persistent kernel's resident grid, not the grid asked for), zeroed on the launch's
+ * stream when allocated, kept as it is for a launch that fits, replaced by a larger
+ * zeroed one for a launch that does not. */
+static void test_fake_workspace(void **state) {
+  (void)state;
+  void *lib;
+  char dir[] = "/tmp/tk-fake-cache-XXXXXX";
+  tk_context *ctx = fake_context(&lib, dir);
+  static const char src[] =
+      "module \"ws.tk\"\n"
+      "kernel @count(%o: ptr<i32>) warps(4) stages(1) {\n"
+      "  %w = workspace {per_program = 64} : ptr<i32>\n"
+      "  %one = const 1 : i32\n"
+      "  %t = atomic add %w, %one : i32\n"
+      "  store %o, %t\n"
+      "  return\n"
+      "}\n"
+      "kernel @pcount(%o: ptr<i32>) warps(4) stages(1) per_sm(3) persistent {\n"
+      "  %w = workspace {per_program = 32} : ptr<i32>\n"
+      "  %one = const 1 : i32\n"
+      "  %t = atomic add %w, %one : i32\n"
+      "  store %o, %t\n"
+      "  return\n"
+      "}\n";
+  tk_module *m;
+  tk_kernel *k, *pk;
+  if (tk_module_compile(ctx, &m, src, strlen(src), "ws.tkir", NULL) != TK_OK) fail_msg("%s", tk_last_error(ctx));
+  assert_int_equal(tk_module_get_kernel(m, "count", &k), TK_OK);
+  assert_int_equal(tk_module_get_kernel(m, "pcount", &pk), TK_OK);
+  assert_int_equal(tk_kernel_num_params(k), 1); /* the workspace is not the caller's */
+  int live = fake_get_int(lib, "fake_cuda_live_allocs");
+  void *stream = (void *)0x5150;
+  tk_arg args[] = {tk_arg_ptr(0x1000)};
+  /* persistent, 3 programs a "SM" (the fake has one): 3 programs launched, 3 x 32 bytes */
+  assert_int_equal(tk_launch(pk, (tk_grid){10, 1, 1}, stream, args, 1), TK_OK);
+  const fake_launch *l = last_launch(lib);
+  assert_int_equal(l->grid[0], 3);
+  assert_int_equal(*(uint32_t *)l->params[1], 10); /* the grid asked for */
+  uint64_t ws = *(uint64_t *)l->params[4];
+  const fake_memory_calls *mc = memory_calls(lib);
+  assert_true(ws != 0 && mc->alloc == ws && mc->alloc_bytes == 3 * 32);
+  assert_true(mc->memset == ws && mc->memset_bytes == 3 * 32 && mc->memset_value == 0);
+  assert_ptr_equal(mc->memset_stream, stream);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live + 1);
+  /* 4 programs of 64 bytes: a larger one, zeroed; the old one freed */
+  int memsets = mc->memsets;
+  assert_int_equal(tk_launch(k, (tk_grid){4, 1, 1}, stream, args, 1), TK_OK);
+  ws = *(uint64_t *)last_launch(lib)->params[1];
+  assert_true(ws != 0 && mc->alloc == ws && mc->alloc_bytes == 4 * 64);
+  assert_true(mc->memset == ws && mc->memset_bytes == 4 * 64 && mc->memsets == memsets + 1);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live + 1);
+  /* what a launch leaves there stays: fits, kept, not zeroed again */
+  memset((void *)(uintptr_t)ws, 0x55, 4 * 64);
+  assert_int_equal(tk_launch(k, (tk_grid){2, 2, 1}, stream, args, 1), TK_OK);
+  assert_true(*(uint64_t *)last_launch(lib)->params[1] == ws);
+  assert_int_equal(mc->memsets, memsets + 1);
+  assert_int_equal(((unsigned char *)(uintptr_t)ws)[4 * 64 - 1], 0x55);
+  assert_int_equal(tk_launch(pk, (tk_grid){1000, 1, 1}, stream, args, 1), TK_OK); /* 3 x 32 fit */
+  assert_true(*(uint64_t *)last_launch(lib)->params[4] == ws);
+  assert_int_equal(tk_launch(k, (tk_grid){2, 2, 2}, stream, args, 1), TK_OK);
+  assert_true(mc->alloc_bytes == 8 * 64 && mc->memset_bytes == 8 * 64 && mc->memsets == memsets + 2);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live + 1); /* grown, not added */
+  tk_module_destroy(m);
+  tk_context_destroy(ctx);
+  assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live); /* freed with the context */
+  fake_done(NULL, lib, dir);
+}
+
 static void test_fake_launch_packing(void **state) {
   (void)state;
   void *lib;
@@ -1659,6 +1736,7 @@ int main(void) {
     cmocka_unit_test(test_fake_pdl),
     cmocka_unit_test(test_fake_cluster),
     cmocka_unit_test(test_fake_nofuse_scratch),
+    cmocka_unit_test(test_fake_workspace),
     cmocka_unit_test(test_fake_ptx_paths),
     cmocka_unit_test(test_fake_specialization),
     cmocka_unit_test(test_fake_scale_specialization),

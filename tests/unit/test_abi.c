@@ -114,6 +114,42 @@ static void test_scratch(void **state) {
   su_arena_free(a);
 }
 
+/* The workspace: one hidden global pointer after everything else (a persistent kernel's
+ * grid, the scratch), the bytes per launched program in the note after the scratch's. */
+static void test_workspace(void **state) {
+  (void)state;
+  su_arena *a = su_arena_new();
+  char *ptx = ptx_of(a, "module \"abi.tk\"\n"
+                        "kernel @w(%x: ptr<f32>) warps(4) stages(1) persistent {\n"
+                        "  %p = scratch {offset = 0, per_program = 32} : ptr<f32>\n"
+                        "  %c = workspace {per_program = 64} : ptr<i32>\n"
+                        "  %v = load %x : f32\n"
+                        "  store %p, %v\n"
+                        "  %one = const 1 : i32\n"
+                        "  %t = atomic add %c, %one : i32\n"
+                        "  return\n"
+                        "}\n");
+  cg_abi abi;
+  assert_true(cg_ptx_abi(ptx, "w", &abi));
+  assert_true(abi.workspace == 64 && abi.scratch == 32 && abi.persistent == 1);
+  assert_int_equal(cg_abi_hidden(&abi), 5); /* the grid's three, the scratch, the workspace */
+  assert_non_null(strstr(ptx, "// .tk.abi w threads=128 persistent=1 tmaps=0 scratch=32 workspace=64\n"));
+  assert_non_null(strstr(ptx, ".param .u64 w_param_4,\n"));  /* the scratch */
+  assert_non_null(strstr(ptx, ".param .u64 w_param_5\n"));   /* the workspace, last */
+  assert_null(strstr(ptx, "w_param_6"));
+  /* the note alone, with and without the scratch, and malformed sizes */
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=2 tmaps=0 workspace=4096 pdl\n", "k", &abi));
+  assert_true(abi.workspace == 4096 && abi.scratch == 0 && abi.pdl);
+  assert_int_equal(cg_abi_hidden(&abi), 4);
+  assert_true(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0\n// .tk.abi j threads=64 "
+                         "persistent=0 tmaps=0 workspace=16\n", "k", &abi));
+  assert_true(abi.workspace == 0); /* the next kernel's line is not k's */
+  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 workspace=24\n", "k", &abi));
+  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 workspace=0\n", "k", &abi));
+  assert_false(cg_ptx_abi("// .tk.abi k threads=128 persistent=0 tmaps=0 scratch=16 workspace=x\n", "k", &abi));
+  su_arena_free(a);
+}
+
 /* pdl: a word of its own at the end of the kernel's line, after the scratch if any. */
 static void test_pdl(void **state) {
   (void)state;
@@ -175,6 +211,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_scratch),
+      cmocka_unit_test(test_workspace),
       cmocka_unit_test(test_pdl),
       cmocka_unit_test(test_cluster),
       cmocka_unit_test(test_other_ptx_and_bad_notes),

@@ -619,6 +619,30 @@ static void test_reductions(void **state) {
 
 static const char CUDA_H[] = "/usr/local/cuda/include/cuda.h";
 
+/* Compiles --emit=c's my-kern.h and my-kern.c with -Wall -Wextra -Werror -pedantic against
+ * the real cuda.h when it is installed (says so when it is not). */
+static void assert_compiles(const char *hs, const char *cs) {
+  if (access(CUDA_H, R_OK) != 0) {
+    print_message("cuda.h not found: the generated C was not compiled\n");
+    return;
+  }
+  char dir[] = "/tmp/tk-emitc-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[128], cmd[512];
+  snprintf(path, sizeof path, "%s/my-kern.h", dir);
+  FILE *f = fopen(path, "w");
+  fputs(hs, f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/my-kern.c", dir);
+  f = fopen(path, "w");
+  fputs(cs, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "cc -std=c11 -Wall -Wextra -Werror -pedantic -I/usr/local/cuda/include -c %s -o "
+           "%s/my-kern.o && rm -r %s", path, dir, dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* --emit=c: typed launchers whose parameter names cannot clash with C, compilable with
  * -Wall -Wextra -Werror -pedantic against the real cuda.h when it is installed. */
 static void test_emit_c(void **state) {
@@ -644,25 +668,32 @@ static void test_emit_c(void **state) {
   assert_has(cs, "0x2e, 0x76, 0x65"); /* ".ve" */
   assert_has(cs, "cuLaunchKernel(my_kern_fn_add, gx, gy, gz, 128, 1, 1, 0, stream, args, NULL)");
   assert_has(cs, "void *args[] = {&int_, &stream_, &int__};");
-  if (access(CUDA_H, R_OK) == 0) {
-    char dir[] = "/tmp/tk-emitc-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char path[128], cmd[512];
-    snprintf(path, sizeof path, "%s/my-kern.h", dir);
-    FILE *f = fopen(path, "w");
-    fputs(hs, f);
-    fclose(f);
-    snprintf(path, sizeof path, "%s/my-kern.c", dir);
-    f = fopen(path, "w");
-    fputs(cs, f);
-    fclose(f);
-    snprintf(cmd, sizeof cmd,
-             "cc -std=c11 -Wall -Wextra -Werror -pedantic -I/usr/local/cuda/include -c %s -o "
-             "%s/my-kern.o && rm -r %s", path, dir, dir);
-    assert_int_equal(system(cmd), 0);
-  } else {
-    print_message("cuda.h not found: the generated C was not compiled\n");
-  }
+  assert_compiles(hs, cs);
+  su_buf_free(&h);
+  su_buf_free(&c);
+  end(&x);
+}
+
+/* A kernel whose contract names a scratch and a workspace: the launcher keeps one of each,
+ * sizes the workspace by the programs it launches (a persistent kernel's resident grid),
+ * zeroes it on the launch's stream when it allocates it, passes it last, frees it at
+ * unload; the C compiles like any launcher's. */
+static void test_emit_c_workspace(void **state) {
+  (void)state;
+  fixture x;
+  build_add(&x, false);
+  su_buf h = {0}, c = {0};
+  assert_true(cg_emit_c(x.m, ".version 8.0\n// .tk.abi add threads=128 persistent=2 tmaps=0 scratch=32 "
+                             "workspace=64\n", "out/my-kern", &h, &c, &x.d));
+  const char *hs = su_buf_str(&h), *cs = su_buf_str(&c);
+  assert_has(cs, "static CUdeviceptr my_kern_workspace_add;");
+  assert_has(cs, "  if (my_kern_workspace_add) cuMemFree(my_kern_workspace_add);\n");
+  assert_has(cs, "size_t ws_need = (size_t)(programs < resident ? programs : resident) * 64u;");
+  assert_has(cs, "r = cuMemAlloc(&my_kern_workspace_add, ws_need);\n"
+                 "      if (r == CUDA_SUCCESS) r = cuMemsetD8Async(my_kern_workspace_add, 0, ws_need, stream);");
+  assert_has(cs, "void *args[] = {&x, &y, &z, &n, &grid_x, &grid_y, &grid_z, &my_kern_scratch_add, "
+                 "&my_kern_workspace_add};");
+  assert_compiles(hs, cs);
   su_buf_free(&h);
   su_buf_free(&c);
   end(&x);
@@ -1122,6 +1153,7 @@ int main(void) {
       cmocka_unit_test(test_unsupported_is_reported),
       cmocka_unit_test(test_unknown_arch_is_reported),
       cmocka_unit_test(test_emit_c),
+      cmocka_unit_test(test_emit_c_workspace),
       cmocka_unit_test(test_reductions),
       cmocka_unit_test(test_f32_math_is_approx),
       cmocka_unit_test(test_f32_exp_scales_by_log2e),

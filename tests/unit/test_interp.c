@@ -718,6 +718,119 @@ static void test_atomics(void **state) {
   kit_free(k);
 }
 
+/* Each program takes a ticket from workspace[0] (stored to tickets[pid]); the last one
+ * (ticket programs - 1) writes the count to out[0] and resets the counter, as a kernel
+ * must leave its workspace. The same body persistent, for its launched programs. */
+#define WS_BODY                                                                          \
+  "  %1 = workspace {per_program = 64} : ptr<i32>\n"                                  \
+  "  %2 = const 1 : i32\n"                                                              \
+  "  %3 = atomic add %1, %2 : i32\n"                                                    \
+  "  %4 = program_id {axis = 0} : i32\n"                                                \
+  "  %5 = addptr %t, %4 : ptr<i32>\n"                                                   \
+  "  store %5, %3\n"                                                                    \
+  "  %6 = num_programs {axis = 0} : i32\n"                                              \
+  "  %7 = sub %6, %2 : i32\n"                                                           \
+  "  %8 = cmp eq %3, %7 : i1\n"                                                         \
+  "  if %8 {\n"                                                                         \
+  "    %9 = add %3, %2 : i32\n"                                                         \
+  "    store %o, %9\n"                                                                  \
+  "    %10 = const 0 : i32\n"                                                           \
+  "    store %1, %10\n"                                                                 \
+  "    yield\n"                                                                         \
+  "  } else {\n"                                                                        \
+  "    yield\n"                                                                         \
+  "  }\n"                                                                               \
+  "  return\n"                                                                          \
+  "}\n"
+static const char WORKSPACE_IR[] =
+    "module \"ws.tk\"\n"
+    "kernel @count(%o: ptr<i32>, %t: ptr<i32>) warps(4) stages(1) {\n" WS_BODY
+    "kernel @pcount(%o: ptr<i32>, %t: ptr<i32>) warps(4) stages(1) persistent {\n" WS_BODY;
+#undef WS_BODY
+
+/* A kit whose module is parsed from IR text; f: its kernel `name`. */
+static kit *kit_parse(const char *text, const char *name) {
+  kit *k = calloc(1, sizeof *k);
+  k->a = su_arena_new();
+  su_diags d;
+  su_diags_init(&d, k->a, stderr);
+  k->m = ir_parse(k->a, su_source_new(k->a, "ws.tkir", text, strlen(text)), &d);
+  assert_non_null(k->m);
+  assert_true(ir_verify(k->m, &d));
+  for (int i = 0; i < k->m->nfuncs; i++)
+    if (!strcmp(k->m->funcs[i]->name, name)) k->f = k->m->funcs[i];
+  assert_non_null(k->f);
+  k->mem = ip_memory_new();
+  return k;
+}
+
+/* Launches k on gx programs, tickets[] and out[0] set to -1 first; returns out[0]. */
+static int32_t count_launch(kit *k, unsigned gx, tk_devptr out, tk_devptr tickets, int32_t *t) {
+  int32_t none[16];
+  for (int i = 0; i < 16; i++) none[i] = -1;
+  memcpy(ip_mem_host(k->mem, out, 4, &k->err), none, 4);
+  memcpy(ip_mem_host(k->mem, tickets, sizeof none, &k->err), none, sizeof none);
+  tk_arg args[] = {tk_arg_ptr(out), tk_arg_ptr(tickets)};
+  if (launch(k, gx, args, 2, NULL) != IP_OK) fail_msg("%s", su_buf_str(&k->err));
+  download(k, t, tickets, sizeof none);
+  int32_t n;
+  download(k, &n, out, 4);
+  return n;
+}
+
+/* The workspace buffer of k's memory: its id, bytes and counter (workspace[0]). */
+static int32_t *workspace_of(kit *k, uint32_t *id, uint64_t *bytes) {
+  uint8_t *data;
+  assert_true(ip_mem_workspace(k->mem, 1, id, &k->err)); /* there is one: no new one */
+  assert_true(ip_mem_buffer(k->mem, *id, &data, bytes));
+  return (int32_t *)data;
+}
+
+/* The workspace is zero when first made, kept from launch to launch on the same memory
+ * (what a launch leaves there the next one sees), sized by the programs launched, and
+ * replaced by a zeroed larger one when a launch needs more. */
+static void test_workspace(void **state) {
+  (void)state;
+  kit *k = kit_parse(WORKSPACE_IR, "count");
+  int32_t zeros[16] = {0}, t[16];
+  tk_devptr out = upload(k, zeros, 4), tickets = upload(k, zeros, sizeof zeros);
+  assert_int_equal(count_launch(k, 4, out, tickets, t), 4); /* zero at first */
+  for (int i = 0; i < 4; i++) assert_int_equal(t[i], i);
+  uint32_t id, again;
+  uint64_t bytes;
+  int32_t *ws = workspace_of(k, &id, &bytes);
+  assert_int_equal(bytes, 4 * 64);
+  assert_int_equal(ws[0], 0); /* reset by the last program */
+  assert_int_equal(count_launch(k, 4, out, tickets, t), 4);
+  /* a counter left behind is what the next launch starts from: the same buffer, kept */
+  ws = workspace_of(k, &again, &bytes);
+  assert_int_equal(again, id);
+  ws[0] = 7;
+  assert_int_equal(count_launch(k, 3, out, tickets, t), -1); /* no ticket 2: no count */
+  for (int i = 0; i < 3; i++) assert_int_equal(t[i], 7 + i);
+  assert_int_equal(workspace_of(k, &again, &bytes)[0], 10);
+  assert_int_equal(again, id);
+  /* 8 programs need 512 bytes: a new buffer, zero whatever the old one held */
+  assert_int_equal(count_launch(k, 8, out, tickets, t), 8);
+  for (int i = 0; i < 8; i++) assert_int_equal(t[i], i);
+  workspace_of(k, &again, &bytes);
+  assert_true(again != id);
+  assert_int_equal(bytes, 8 * 64);
+  kit_free(k);
+
+  /* persistent: per program launched (min(programs, TK_INTERPRET_SMS)), not per program
+   * of the grid asked for */
+  k = kit_parse(WORKSPACE_IR, "pcount");
+  out = upload(k, zeros, 4), tickets = upload(k, zeros, sizeof zeros);
+  setenv("TK_INTERPRET_SMS", "3", 1);
+  assert_int_equal(count_launch(k, 100, out, tickets, t), 3);
+  unsetenv("TK_INTERPRET_SMS");
+  for (int i = 0; i < 3; i++) assert_int_equal(t[i], i);
+  workspace_of(k, &id, &bytes);
+  assert_int_equal(bytes, 3 * 64);
+  kit_free(k);
+}
+
 /* device_print writes one line per program; device_assert stops at the first failure. */
 static void test_print_and_assert(void **state) {
   (void)state;
@@ -1268,6 +1381,7 @@ int main(void) {
       cmocka_unit_test(test_reductions_and_shapes),
       cmocka_unit_test(test_dot),
       cmocka_unit_test(test_atomics),
+      cmocka_unit_test(test_workspace),
       cmocka_unit_test(test_print_and_assert),
       cmocka_unit_test(test_f16_kernel),
       cmocka_unit_test(test_typed_elementwise),
