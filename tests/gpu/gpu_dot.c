@@ -183,8 +183,9 @@ static const shape shapes[] = {{1, 1, 1},     {37, 50, 70},    {130, 100, 33}, {
                                {200, 17, 129}, {256, 256, 256}, {300, 272, 208}, {40, 48, 16}};
 static const shape big_shape = {1536, 1664, 96};
 /* more tiles than 132 SMs and not a multiple of them at 128x256 (144: one round and 12)
- * and 128x128 (288): the persistent cases' last rounds run as stream-K pieces (docs/
- * passes.md), after big_shape's launch on the same workspace */
+ * and 128x128 (288): the big warp-specialized persistent cases (streamk = true) run their
+ * last rounds as stream-K pieces (docs/passes.md), after big_shape's launch on the same
+ * workspace */
 static const shape big_streamk = {2304, 2048, 200};
 
 typedef struct {
@@ -400,6 +401,9 @@ static gh_defines defines_of(const dot_case *c) {
   if (c->ws == OFF) gh_define_str(&d, "warp_specialize", "false");
   if (c->persist == OFF) gh_define_str(&d, "persistent", "false");
   if (c->per_sm) gh_define_int(&d, "programs_per_sm", c->per_sm);
+  /* stream-K is opt-in (slower where measured, docs/decisions.md): the big warp-specialized
+   * persistent cases ask for it, so that big_streamk runs its pieces */
+  if (c->big && c->ws != OFF && c->persist != OFF) gh_define_str(&d, "streamk", "true");
   return d;
 }
 
