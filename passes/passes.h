@@ -15,7 +15,7 @@
  *    fixed point with a bound), kloop, licm, canonicalize again, [contract,] fuse (materialize with
  *    no_fuse); then, when the module
  *    has a target (ir_module.arch), the target part: fp8dot, tiling, histogram, clusterkeep, smemkeep, expfold, complement, unmask, persist, swpipe, lower_dot,
- *    rotate, skipscale, specmax, tmastore, warpspec, canonicalize, sink, wgstore. The interpreter runs the IR of the first part; `only` replaces both.
+ *    rotate, skipscale, tmastore, warpspec, canonicalize, sink, wgstore. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
 #ifndef TK_PASSES_H
@@ -131,10 +131,6 @@ bool pass_rotate(ir_module *m, ir_func *f);
 /* Skips a wgmma accumulator's rescale by a row factor in a loop when the factor is 1 for
  * every row of the warp (a vote; exact) (skipscale.c). */
 bool pass_skipscale(ir_module *m, ir_func *f);
-/* Computes what a loop's running maximum with a slack feeds (its exponentials) as if the
- * maximum stayed, and again as written only in warps where it moved (a vote; exact)
- * (specmax.c). */
-bool pass_specmax(ir_module *m, ir_func *f);
 /* Turns a store of a wgmma result that writes a block of a strided tensor into a TMA copy
  * through a shared buffer, overlapped with what follows (tmastore.c). */
 bool pass_tmastore(ir_module *m, ir_func *f);

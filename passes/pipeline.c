@@ -19,7 +19,7 @@ typedef struct {
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
   X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(fp8dot) X(tiling) X(persist) X(streamk) X(swpipe) \
-  X(lower_dot) X(rotate) X(skipscale) X(specmax) X(expfold) X(complement) X(unmask) X(tmastore) X(warpspec) X(sink) X(wgstore) X(contract) X(histogram) X(clusterkeep) X(smemkeep)
+  X(lower_dot) X(rotate) X(skipscale) X(expfold) X(complement) X(unmask) X(tmastore) X(warpspec) X(sink) X(wgstore) X(contract) X(histogram) X(clusterkeep) X(smemkeep)
 
 /* The passes, then the canonicalize group as the last row. */
 static const pass_entry passes[] = {
@@ -49,7 +49,6 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * persist wraps a dot kernel in its tile loop
  * before swpipe threads its ring counter through it; lower_dot reads the slots swpipe
  * made; rotate overlaps the second product of a loop with the next iteration's first;
- * specmax, after it, lets a loop's exponentials run ahead of a slack maximum's update;
  * tmastore turns the epilogue's store into a TMA copy; histogram (right after tiling, whose
  * layouts its shared-memory ops take, and alone at -O0) builds each program's counts with
  * shared-memory atomics; clusterkeep splits the chunk loops fuse marked for the cluster
@@ -60,7 +59,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * wgstore, last, lets each consumer warpgroup store its own rows of the epilogue. */
 static const char *const pipeline[] = {"canonicalize", "kloop", "licm", "canonicalize", "fuse"};
 static const char *const target_pipeline[] = {"fp8dot", "tiling",   "histogram", "clusterkeep", "smemkeep", "expfold", "complement", "unmask", "persist", "streamk", "swpipe", "lower_dot",
-                                              "rotate",   "skipscale", "specmax", "tmastore", "warpspec", "canonicalize", "sink", "wgstore"};
+                                              "rotate",   "skipscale", "tmastore", "warpspec", "canonicalize", "sink", "wgstore"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],
   NTARGET = sizeof target_pipeline / sizeof target_pipeline[0]

@@ -365,30 +365,6 @@ static const char RESCALE[] =
     "    store(c + rm[:, None] * N + rn[None, :], acc);\n"
     "}\n";
 
-/* specmax (docs/passes.md): a loop's exponentials use the carried maximum while no row of
- * the warp moves it past the slack, and recompute where one does. Rows with rm % 64 < 20
- * are scaled by 1 + 3j in block j, so their maximum passes the slack (8) on every block
- * and their warps recompute; the other rows keep the first block's maximum and their
- * warps (rows 20..63 of a program) take the speculated values. */
-static const char SLACKMAX[] =
-    "@launch(warps = 4)\n"
-    "kernel slackmax(x: *f32, out: *f32, N: i32) {\n"
-    "    let rm = program_id(0) * 64 + arange(0, 64);\n"
-    "    var m = full(-inf, 64);\n"
-    "    var l = zeros<f32>(64);\n"
-    "    for start in range(0, N, 32) {\n"
-    "        let rn = start + arange(0, 32);\n"
-    "        let grow = where(rm % 64 < 20, 1.0 + ((start / 32) * 3) as f32, 1.0);\n"
-    "        let s = load(x + rm[:, None] * N + rn[None, :]) * grow[:, None];\n"
-    "        let mx = max(s, 1);\n"
-    "        let m_new = where(mx > m + 8.0, mx, m);\n"
-    "        l = l * exp(m - m_new) + sum(exp(s - m_new[:, None]), 1);\n"
-    "        m = m_new;\n"
-    "    }\n"
-    "    store(out + rm, m);\n"
-    "    store(out + 128 + rm, l);\n"
-    "}\n";
-
 #define BUF(t, n) {t, n}
 
 static const lc_case CASES[] = {
@@ -450,8 +426,6 @@ static const lc_case CASES[] = {
     {"skipscale_rows", "rescale", RESCALE, {NULL},
      {BUF(TK_F16, 256 * 128), BUF(TK_F16, 128 * 128), BUF(TK_F32, 2 * 256)}, {BUF(TK_F32, 256 * 128)},
      3, 1, {256, 128, 128}, 3, 2, 0},
-    {"specmax_rows", "slackmax", SLACKMAX, {NULL}, {BUF(TK_F32, 128 * 128)}, {BUF(TK_F32, 256)}, 1, 1,
-     {128}, 1, 2, 1e-5},
     {"axis_shift_narrow", "axis", AXIS, {NULL}, {BUF(TK_I32, 512)}, {BUF(TK_I32, 1536)}, 1, 1,
      {5}, 1, 1, 0},
 };
