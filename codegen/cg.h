@@ -277,13 +277,12 @@ void cg_ptx_mbar_expect(cg_ctx *c, LLVMValueRef bar, int bytes);
 /* try_wait with acquire at cluster scope: what peers wrote before their release arrives
  * on this barrier is visible once the phase completes. */
 LLVMValueRef cg_ptx_mbar_try_wait_cluster(cg_ctx *c, LLVMValueRef bar, LLVMValueRef parity);
-/* An arrive (release, cluster scope) on the barrier at shared::cluster address bar: this
- * thread's earlier stores into the cluster are visible to whoever sees the phase. */
-void cg_ptx_mbar_arrive_remote(cg_ctx *c, LLVMValueRef bar);
 /* The shared::cluster address of the .shared address addr in the CTA of the given rank. */
 LLVMValueRef cg_ptx_mapa_shared(cg_ctx *c, LLVMValueRef addr, LLVMValueRef rank);
-/* Stores bits (an i32 or i64) at the shared::cluster address addr. */
-void cg_ptx_st_cluster(cg_ctx *c, LLVMValueRef addr, LLVMValueRef bits);
+/* Stores bits (an i32 or i64) at the shared::cluster address addr asynchronously
+ * (st.async, PTX 8.1): the store completes its bytes on the barrier at shared::cluster
+ * address bar, with release at cluster scope, and needs no fence of its own. */
+void cg_ptx_st_async(cg_ctx *c, LLVMValueRef addr, LLVMValueRef bits, LLVMValueRef bar);
 /* A TMA box copy of map (a generic pointer to the kernel's tensor-map argument) at the
  * coordinates (innermost first) into shared address dst, completing on barrier bar. */
 void cg_ptx_tma_load(cg_ctx *c, int rank, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef bar,

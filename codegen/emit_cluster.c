@@ -3,17 +3,19 @@
  * cluster.
  *
  * cluster_reduce pushes rather than pulls: each op has, in every CTA, C slots and an
- * mbarrier expecting C arrivals (one exchange per op: the ops sit in the kernel's body,
- * each runs once). Thread r < C of every CTA stores the CTA's value into slot `rank` of
- * CTA r and arrives on CTA r's barrier with release at cluster scope; every thread then
- * waits on its own barrier (acquire, cluster scope) and combines its C slots in rank
- * order, so all CTAs hold the same bits. Nothing ever reads another CTA's shared memory,
- * so a CTA may exit as soon as it has its last value: every write into it came before
- * that (a pull protocol needs a second cluster barrier after the reads, since a CTA must
- * not exit under a partner's read; its release fences cost every thread a memory barrier
- * per exchange). The entry initializes the barriers, fences the initialization for the
- * cluster and arrives; the first exchange waits, so no peer arrives on a barrier that is
- * not initialized yet. */
+ * mbarrier (one exchange per op: the ops sit in the kernel's body, each runs once).
+ * Thread 0 of every CTA arrives on its own barrier expecting C values' bytes; thread
+ * r < C stores the CTA's value into slot `rank` of CTA r with st.async, which completes
+ * those bytes on CTA r's barrier; every thread then waits on its own barrier (acquire,
+ * cluster scope) and combines its C slots in rank order, so all CTAs hold the same bits.
+ * st.async's completion carries the release, so no thread fences: a store followed by a
+ * release arrive at cluster scope, the first form, cost a MEMBAR.ALL.GPU per exchange in
+ * the SASS. Nothing ever reads another CTA's shared memory, so a CTA may exit as soon as
+ * it has its last value: every write into it came before that (a pull protocol needs a
+ * second cluster barrier after the reads, since a CTA must not exit under a partner's
+ * read). The entry initializes the barriers, fences the initialization for the cluster
+ * and arrives; the first exchange waits, so no peer stores into a barrier's phase before
+ * it is initialized. */
 #include "cg.h"
 
 #include <string.h>
@@ -52,7 +54,7 @@ void cg_cluster_begin(cg_ctx *c) {
       LLVMSetLinkage(g, LLVMInternalLinkage);
       LLVMSetAlignment(g, 8);
     }
-    LLVMValueRef args[2] = {c->cl_bar[k], cg_i32(c, f->cluster)};
+    LLVMValueRef args[2] = {c->cl_bar[k], cg_i32(c, 1)}; /* the expecting arrive */
     cg_intrinsic(c, "llvm.nvvm.mbarrier.init.shared", NULL, 0, args, 2);
     k++;
   }
@@ -86,11 +88,15 @@ static void emit_reduce(cg_ctx *c, const ir_op *op) {
   if (ir_dtype_bits(fold) < 32) bits = LLVMBuildZExt(c->b, bits, bt, "");
   LLVMValueRef slots = cg_shared_addr(c, c->cl_slot[k]), bar = cg_shared_addr(c, c->cl_bar[k]);
   LLVMValueRef rank = cg_intrinsic(c, "llvm.nvvm.read.ptx.sreg.cluster.ctarank", NULL, 0, NULL, 0);
+  /* thread 0 expects the C values; a value may land before that (the transaction count
+   * goes below zero, and the phase cannot complete before the arrive) */
+  LLVMBasicBlockRef join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_i32(c, 0), ""));
+  cg_ptx_mbar_expect(c, bar, c->f->cluster * bytes);
+  cg_if_end(c, join);
   /* thread r sends to CTA r */
-  LLVMBasicBlockRef join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntULT, c->tid, cg_i32(c, c->f->cluster), ""));
+  join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntULT, c->tid, cg_i32(c, c->f->cluster), ""));
   LLVMValueRef mine = LLVMBuildAdd(c->b, slots, LLVMBuildMul(c->b, rank, cg_i32(c, bytes), ""), "");
-  cg_ptx_st_cluster(c, cg_ptx_mapa_shared(c, mine, c->tid), bits);
-  cg_ptx_mbar_arrive_remote(c, cg_ptx_mapa_shared(c, bar, c->tid));
+  cg_ptx_st_async(c, cg_ptx_mapa_shared(c, mine, c->tid), bits, cg_ptx_mapa_shared(c, bar, c->tid));
   cg_if_end(c, join);
   LLVMBasicBlockRef loop = cg_block(c, "cluster.wait"), done = cg_block(c, "cluster.done");
   LLVMBuildBr(c->b, loop);

@@ -101,20 +101,18 @@ LLVMValueRef cg_ptx_mbar_try_wait_cluster(cg_ctx *c, LLVMValueRef bar, LLVMValue
                 "=r,r,r,~{memory}", args, 2);
 }
 
-void cg_ptx_mbar_arrive_remote(cg_ctx *c, LLVMValueRef bar) {
-  cg_asm(c, NULL, "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [$0];", "r,~{memory}", &bar, 1);
-}
-
 LLVMValueRef cg_ptx_mapa_shared(cg_ctx *c, LLVMValueRef addr, LLVMValueRef rank) {
   LLVMValueRef args[2] = {addr, rank};
   return cg_asm(c, LLVMInt32TypeInContext(c->llc), "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r", args, 2);
 }
 
-void cg_ptx_st_cluster(cg_ctx *c, LLVMValueRef addr, LLVMValueRef bits) {
-  LLVMValueRef args[2] = {addr, bits};
+void cg_ptx_st_async(cg_ctx *c, LLVMValueRef addr, LLVMValueRef bits, LLVMValueRef bar) {
+  LLVMValueRef args[3] = {addr, bits, bar};
   bool wide = LLVMGetIntTypeWidth(LLVMTypeOf(bits)) == 64;
-  cg_asm(c, NULL, wide ? "st.shared::cluster.b64 [$0], $1;" : "st.shared::cluster.b32 [$0], $1;",
-         wide ? "r,l,~{memory}" : "r,r,~{memory}", args, 2);
+  cg_asm(c, NULL,
+         wide ? "st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [$0], $1, [$2];"
+              : "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [$0], $1, [$2];",
+         wide ? "r,l,r,~{memory}" : "r,r,r,~{memory}", args, 3);
 }
 
 void cg_ptx_mbar_expect(cg_ctx *c, LLVMValueRef bar, int bytes) {
