@@ -14,7 +14,7 @@
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
  *    fixed point with a bound), kloop, licm, canonicalize again, [contract,] fuse (materialize with
  *    no_fuse); then, when the module
- *    has a target (ir_module.arch), the target part: fp8dot, tiling, histogram, clusterkeep, smemkeep, expfold, complement, unmask, persist, streamk, longfirst, swpipe, lower_dot,
+ *    has a target (ir_module.arch), the target part: fp8dot, tiling, histogram, clusterkeep, smemkeep, expfold, complement, unmask, persist, swpipe, lower_dot,
  *    rotate, skipscale, tmastore, warpspec, canonicalize, sink, wgstore. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
@@ -124,11 +124,6 @@ bool pass_complement(ir_module *m, ir_func *f);
  * on an iteration by a scalar test of the induction variable, as `if test { a } else
  * { select }` (unmask.c). */
 bool pass_unmask(ir_module *m, ir_func *f);
-/* Where a loop's trip count grows with program_id(a), maps the launched grid onto the
- * programs so that axis a counts down in launch order: the longest programs start first
- * (a bijection of the grid; not for kernels with atomics or while loops, persistent or
- * clustered ones) (longfirst.c). */
-bool pass_longfirst(ir_module *m, ir_func *f);
 /* Rotates a loop of two wgmma products whose second is the only reader of its carried
  * accumulator, so that the second of one iteration overlaps the next one's first and
  * what follows it (rotate.c). */

@@ -18,7 +18,7 @@ typedef struct {
 /* Every pass, by name; its entry point is pass_NAME. One list, so the table and the
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
-  X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(fp8dot) X(tiling) X(persist) X(streamk) X(longfirst) X(swpipe) \
+  X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(fp8dot) X(tiling) X(persist) X(streamk) X(swpipe) \
   X(lower_dot) X(rotate) X(skipscale) X(expfold) X(complement) X(unmask) X(tmastore) X(warpspec) X(sink) X(wgstore) X(contract) X(histogram) X(clusterkeep) X(smemkeep)
 
 /* The passes, then the canonicalize group as the last row. */
@@ -47,8 +47,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * complement computes 1 ± erf(z) as erfc(∓z);
  * unmask runs a loop's edge masks only on the iterations where some element may be off;
  * persist wraps a dot kernel in its tile loop
- * before swpipe threads its ring counter through it; longfirst (after it: persistent
- * kernels order their own tiles) hands out the programs whose loops are longest first; lower_dot reads the slots swpipe
+ * before swpipe threads its ring counter through it; lower_dot reads the slots swpipe
  * made; rotate overlaps the second product of a loop with the next iteration's first;
  * tmastore turns the epilogue's store into a TMA copy; histogram (right after tiling, whose
  * layouts its shared-memory ops take, and alone at -O0) builds each program's counts with
@@ -59,7 +58,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * computations); sink then moves what the epilogue computes before the loop past it;
  * wgstore, last, lets each consumer warpgroup store its own rows of the epilogue. */
 static const char *const pipeline[] = {"canonicalize", "kloop", "licm", "canonicalize", "fuse"};
-static const char *const target_pipeline[] = {"fp8dot", "tiling",   "histogram", "clusterkeep", "smemkeep", "expfold", "complement", "unmask", "persist", "streamk", "longfirst", "swpipe", "lower_dot",
+static const char *const target_pipeline[] = {"fp8dot", "tiling",   "histogram", "clusterkeep", "smemkeep", "expfold", "complement", "unmask", "persist", "streamk", "swpipe", "lower_dot",
                                               "rotate",   "skipscale", "tmastore", "warpspec", "canonicalize", "sink", "wgstore"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],
