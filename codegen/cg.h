@@ -273,9 +273,11 @@ LLVMValueRef cg_shared_addr(cg_ctx *c, LLVMValueRef p);
 void cg_ptx_mbar_init_fence(cg_ctx *c);
 /* An i32, nonzero when the barrier at shared address bar completed the phase of parity. */
 LLVMValueRef cg_ptx_mbar_try_wait(cg_ctx *c, LLVMValueRef bar, LLVMValueRef parity);
+/* An arrive on the barrier at shared address bar that also expects `bytes` more bytes of
+ * asynchronous copies (TMA, st.async) in the current phase. */
 void cg_ptx_mbar_expect(cg_ctx *c, LLVMValueRef bar, int bytes);
-/* try_wait with acquire at cluster scope: what peers wrote before their release arrives
- * on this barrier is visible once the phase completes. */
+/* try_wait with acquire at cluster scope: what peers' st.async wrote (its completion on
+ * this barrier releases at cluster scope) is visible once the phase completes. */
 LLVMValueRef cg_ptx_mbar_try_wait_cluster(cg_ctx *c, LLVMValueRef bar, LLVMValueRef parity);
 /* The shared::cluster address of the .shared address addr in the CTA of the given rank. */
 LLVMValueRef cg_ptx_mapa_shared(cg_ctx *c, LLVMValueRef addr, LLVMValueRef rank);
