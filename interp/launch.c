@@ -97,52 +97,65 @@ static bool has_atomics(const ip_code *c) {
   return false;
 }
 
-static void find_scratch(ir_op *op, void *ctx) {
-  if (op->opc == IR_SCRATCH) *(int64_t *)ctx = op->attr2;
+typedef struct {
+  ir_opcode opc;
+  int64_t per; /* its per_program bytes; 0: the kernel has no such op */
+} per_program;
+
+static void find_per_program(ir_op *op, void *ctx) {
+  per_program *p = ctx;
+  if (op->opc == p->opc) p->per = op->attr2;
 }
 
-/* The global scratch of a kernel with scratch ops: per_program bytes for each program of
- * the launch, zeroed (what a program reads before writing is then defined, if useless). */
+/* The per_program bytes of the kernel's `opc` op (scratch, workspace), 0 when it has
+ * none, and in *bytes their total for `programs` programs; false when the total is past
+ * the address space. */
+static bool program_bytes(const ip_exec *x, ir_opcode opc, uint64_t programs, uint64_t *per, size_t *bytes) {
+  per_program want = {opc, 0};
+  ir_walk(x->f->body, find_per_program, &want);
+  *per = (uint64_t)want.per;
+  *bytes = 0;
+  if (!*per) return true;
+  if (programs > UINT64_MAX / *per || programs * *per > SIZE_MAX) return false;
+  *bytes = (size_t)(programs * *per);
+  return true;
+}
+
+/* The launch's error for a buffer of `what` memory it could not have (why: the
+ * allocator's reason, may be empty; freed). */
+static ip_status buffer_failed(ip_exec *x, const char *what, uint64_t programs, uint64_t per, su_buf *why) {
+  su_buf_printf(x->err, "kernel '%s': cannot allocate %llu x %llu bytes of %s memory%s%s", x->f->name,
+                (unsigned long long)programs, (unsigned long long)per, what, why->len ? ": " : "",
+                su_buf_str(why));
+  su_buf_free(why);
+  return IP_FAULT;
+}
+
+/* The global scratch of a kernel with scratch ops: a fresh zeroed allocation per launch
+ * (what a program reads before writing is then defined, if useless). */
 static ip_status alloc_scratch(ip_exec *x, uint64_t programs) {
-  int64_t per = 0;
-  ir_walk(x->f->body, find_scratch, &per);
-  if (!per) return IP_OK;
-  tk_devptr p;
+  uint64_t per;
+  size_t bytes;
   su_buf why = {0};
-  bool ok = programs <= UINT64_MAX / (uint64_t)per && ip_mem_alloc(x->mem, (size_t)(programs * (uint64_t)per), &p, &why);
-  if (!ok) {
-    su_buf_printf(x->err, "kernel '%s': cannot allocate %llu x %lld bytes of scratch memory%s%s",
-                  x->f->name, (unsigned long long)programs, (long long)per, why.len ? ": " : "",
-                  su_buf_str(&why));
-    su_buf_free(&why);
-    return IP_FAULT;
-  }
+  tk_devptr p;
+  bool ok = program_bytes(x, IR_SCRATCH, programs, &per, &bytes);
+  if (ok && !per) return IP_OK;
+  if (!ok || !ip_mem_alloc(x->mem, bytes, &p, &why)) return buffer_failed(x, "scratch", programs, per, &why);
   int64_t off;
   ip_mem_split(p, &x->gscratch, &off);
   return IP_OK;
 }
 
-static void find_workspace(ir_op *op, void *ctx) {
-  if (op->opc == IR_WORKSPACE) *(int64_t *)ctx = op->attr2;
-}
-
-/* The memory's workspace, for a kernel with workspace ops: per_program bytes for each
- * program the launch runs, zero when first made and kept from launch to launch (the
- * GPU's contract: the kernel leaves it as it found it). */
+/* The memory's workspace, for a kernel with workspace ops: zero when first made and kept
+ * from launch to launch (the GPU's contract: the kernel leaves it as it found it). */
 static ip_status find_or_grow_workspace(ip_exec *x, uint64_t programs) {
-  int64_t per = 0;
-  ir_walk(x->f->body, find_workspace, &per);
-  if (!per) return IP_OK;
+  uint64_t per;
+  size_t bytes;
   su_buf why = {0};
-  bool ok = programs <= UINT64_MAX / (uint64_t)per &&
-            ip_mem_workspace(x->mem, (size_t)(programs * (uint64_t)per), &x->gworkspace, &why);
-  if (!ok) {
-    su_buf_printf(x->err, "kernel '%s': cannot allocate %llu x %lld bytes of workspace memory%s%s",
-                  x->f->name, (unsigned long long)programs, (long long)per, why.len ? ": " : "",
-                  su_buf_str(&why));
-    su_buf_free(&why);
-    return IP_FAULT;
-  }
+  bool ok = program_bytes(x, IR_WORKSPACE, programs, &per, &bytes);
+  if (ok && !per) return IP_OK;
+  if (!ok || !ip_mem_workspace(x->mem, bytes, &x->gworkspace, &why))
+    return buffer_failed(x, "workspace", programs, per, &why);
   return IP_OK;
 }
 

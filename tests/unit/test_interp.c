@@ -831,6 +831,39 @@ static void test_workspace(void **state) {
   kit_free(k);
 }
 
+/* A launch whose scratch or workspace cannot be had (2^20 programs of 2^36 bytes each:
+ * past any address space) fails with the kernel, the size and which memory, runs no
+ * program and leaves nothing allocated behind. */
+static void test_buffers_too_large(void **state) {
+  (void)state;
+  static const char *const kinds[] = {"scratch {offset = 0, per_program = 68719476736}", "workspace {per_program = 68719476736}"};
+  static const char *const names[] = {"scratch", "workspace"};
+  for (int i = 0; i < 2; i++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "module \"big.tk\"\n"
+             "kernel @big(%%o: ptr<i32>) warps(4) stages(1) {\n"
+             "  %%1 = %s : ptr<i32>\n"
+             "  %%2 = const 1 : i32\n"
+             "  store %%1, %%2\n"
+             "  store %%o, %%2\n"
+             "  return\n"
+             "}\n",
+             kinds[i]);
+    kit *k = kit_parse(text, "big");
+    int32_t zero = 0;
+    tk_devptr out = upload(k, &zero, 4);
+    tk_arg args[] = {tk_arg_ptr(out)};
+    assert_int_equal(launch(k, 1u << 20, args, 1, NULL), IP_FAULT);
+    char want[160];
+    snprintf(want, sizeof want, "kernel 'big': cannot allocate 1048576 x 68719476736 bytes of %s memory", names[i]);
+    if (strncmp(su_buf_str(&k->err), want, strlen(want))) fail_msg("error: %s", su_buf_str(&k->err));
+    download(k, &zero, out, 4);
+    assert_int_equal(zero, 0); /* no program ran */
+    kit_free(k);
+  }
+}
+
 /* device_print writes one line per program; device_assert stops at the first failure. */
 static void test_print_and_assert(void **state) {
   (void)state;
@@ -1382,6 +1415,7 @@ int main(void) {
       cmocka_unit_test(test_dot),
       cmocka_unit_test(test_atomics),
       cmocka_unit_test(test_workspace),
+      cmocka_unit_test(test_buffers_too_large),
       cmocka_unit_test(test_print_and_assert),
       cmocka_unit_test(test_f16_kernel),
       cmocka_unit_test(test_typed_elementwise),
