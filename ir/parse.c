@@ -232,7 +232,7 @@ static const ir_type *parse_type(parser *p);
 static const ir_type *parse_elem_type(parser *p, bool allow_ptr) {
   su_loc at = p->tok.loc;
   const ir_type *t = parse_type(p);
-  if (t->kind == IR_TILE || (!allow_ptr && t->kind == IR_PTR))
+  if (t->kind != IR_SCALAR && !(allow_ptr && t->kind == IR_PTR)) /* tiles, tmap, mbar, smem */
     fail_at(p, at, "expected a scalar%s type here", allow_ptr ? " or pointer" : "");
   return t;
 }
