@@ -148,11 +148,16 @@ static void lower_wgmma(lower *l, ir_op *dot) {
   ir_op *ra = slot_read(l, a, &ta), *rb = slot_read(l, b, &tb);
   bool regs = !ra && a->type->layout == t->layout && (a->type->dtype == TK_F16 || a->type->dtype == TK_BF16);
   /* 8-bit products read K-major slots only (pass_dot_uses_wgmma): b = trans(x) stages x,
-   * [N, K] with K contiguous, and reads it transposed */
+   * [N, K] with K contiguous, and reads it transposed; so does a 16-bit b too narrow for a
+   * swizzled line (rowsum's ones, [K, 8]) that is the transpose of one wide enough */
   ir_op *bt = NULL;
   if (!rb && ir_dtype_bytes(a->type->dtype) == 1) {
     bt = b->def;
     SU_ASSERT(bt && bt->opc == IR_TRANS);
+    tb = true;
+  } else if (!rb && !stageable(b) && b->def && b->def->opc == IR_TRANS && b->def->nints == 2 &&
+             b->def->ints[0] == 1 && pass_count_uses(l->f->body, b) == 1) {
+    bt = b->def;
     tb = true;
   }
   ir_value *bs = bt ? bt->operands[0] : b;

@@ -14,7 +14,7 @@
  *  - The canonical pipeline is: canonicalize (constfold, simplify, cse, dce, repeated to a
  *    fixed point with a bound), kloop, licm, canonicalize again, [contract,] fuse (materialize with
  *    no_fuse); then, when the module
- *    has a target (ir_module.arch), the target part: fp8dot, tiling, histogram, clusterkeep, smemkeep, expfold, complement, unmask, persist, swpipe, lower_dot,
+ *    has a target (ir_module.arch), the target part: fp8dot, rowsum, tiling, histogram, clusterkeep, smemkeep, expfold, complement, unmask, persist, swpipe, lower_dot,
  *    rotate, skipscale, tmastore, warpspec, canonicalize, sink, wgstore. The interpreter runs the IR of the first part; `only` replaces both.
  * Prefix: pass_.
  */
@@ -97,6 +97,11 @@ bool pass_clusterkeep(ir_module *m, ir_func *f);
 /* On sm_90a, a dot of fp8 tiles cast to f16 whose operands lie K-major takes the fp8
  * tiles themselves (wgmma's e4m3/e5m2 forms), the casts gone (fp8dot.c). */
 bool pass_fp8dot(ir_module *m, ir_func *f);
+/* In a loop, a carried row vector updated as `l * alpha + sum(cast(x, f32), 1)` where x
+ * (f16 or bf16) is the A operand of a product on wgmma becomes a carried [M, 8]
+ * accumulator `dot(x, ones, lacc * alpha[:, None])`, read back after the loop as its
+ * row max: the sum on the tensor cores instead of an add an element (rowsum.c). */
+bool pass_rowsum(ir_module *m, ir_func *f);
 /* Gives every tile value a thread layout: memory accesses choose coalesced blocked layouts,
  * which spread through elementwise, shape and control ops; reductions yield slices of
  * their operand's layout; where two choices meet, an explicit convert_layout (tiling.c).

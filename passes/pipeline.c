@@ -18,7 +18,7 @@ typedef struct {
 /* Every pass, by name; its entry point is pass_NAME. One list, so the table and the
  * names printed by --list-passes cannot drift apart. */
 #define PASS_LIST(X)                                                                        \
-  X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(fp8dot) X(tiling) X(persist) X(streamk) X(swpipe) \
+  X(constfold) X(simplify) X(cse) X(dce) X(kloop) X(licm) X(fuse) X(materialize) X(fp8dot) X(rowsum) X(tiling) X(persist) X(streamk) X(swpipe) \
   X(lower_dot) X(rotate) X(skipscale) X(expfold) X(complement) X(unmask) X(tmastore) X(warpspec) X(sink) X(wgstore) X(contract) X(histogram) X(clusterkeep) X(smemkeep)
 
 /* The passes, then the canonicalize group as the last row. */
@@ -42,7 +42,8 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * splat per scalar, no dead loads) and builds its chunk loops already hoisted. That much
  * is the target-independent part, what the interpreter runs. For a GPU target (m->arch)
  * the target part follows: fp8dot gives wgmma the fp8 tiles of a dot that sema cast to
- * f16 (before tiling, whose layouts follow the dtypes); tiling lays out fuse's chunks (what it inserts, layout
+ * f16 (before tiling, whose layouts follow the dtypes); rowsum puts a loop's row sum of a
+ * product's A operand on the tensor cores (a dot, before tiling lays it out); tiling lays out fuse's chunks (what it inserts, layout
  * conversions, must not be folded away); expfold folds exp's change of base into an fma;
  * complement computes 1 ± erf(z) as erfc(∓z);
  * unmask runs a loop's edge masks only on the iterations where some element may be off;
@@ -58,7 +59,7 @@ enum { NCANONICAL = sizeof canonical / sizeof canonical[0], CANON_MAX_ROUNDS = 8
  * computations); sink then moves what the epilogue computes before the loop past it;
  * wgstore, last, lets each consumer warpgroup store its own rows of the epilogue. */
 static const char *const pipeline[] = {"canonicalize", "kloop", "licm", "canonicalize", "fuse"};
-static const char *const target_pipeline[] = {"fp8dot", "tiling",   "histogram", "clusterkeep", "smemkeep", "expfold", "complement", "unmask", "persist", "streamk", "swpipe", "lower_dot",
+static const char *const target_pipeline[] = {"fp8dot", "rowsum", "tiling",   "histogram", "clusterkeep", "smemkeep", "expfold", "complement", "unmask", "persist", "streamk", "swpipe", "lower_dot",
                                               "rotate",   "skipscale", "tmastore", "warpspec", "canonicalize", "sink", "wgstore"};
 enum {
   NPIPELINE = sizeof pipeline / sizeof pipeline[0],

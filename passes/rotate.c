@@ -42,15 +42,17 @@
 
 #include <string.h>
 
-enum { MAX_OPS = 1024, MAX_X = 32, WG_WARPS = 4, MAX_TURN_WGS = 4 };
+enum { MAX_OPS = 1024, MAX_X = 32, WG_WARPS = 4, MAX_TURN_WGS = 4, MAX_B = 4 };
 
 typedef struct {
   ir_module *m;
   ir_func *f;
   ir_op *L;
   ir_block *body;
-  ir_op *w1, *c1, *t1, *w2, *t2;
-  int c;                 /* the accumulator's carried index */
+  ir_op *w1, *c1, *t1;
+  ir_op *w2[MAX_B], *t2[MAX_B]; /* B's products and their waits, in body order */
+  int c[MAX_B];          /* each one's accumulator: its carried index */
+  int np;                /* B's products (commit groups) */
   ir_op *bops[64];       /* B, in body order */
   int nb;
   ir_value *x[MAX_X];    /* what B reads from A (or from the region's arguments) */
@@ -65,6 +67,19 @@ static bool in_b(const rot *r, const ir_op *op) {
 }
 
 static bool b_result(const rot *r, const ir_value *v) { return v->def && in_b(r, v->def); }
+
+/* Which of B's products the carried index k accumulates, or -1. */
+static int acc_of(const rot *r, int k) {
+  for (int i = 0; i < r->np; i++)
+    if (r->c[i] == k) return i;
+  return -1;
+}
+
+static bool is_b_wait(const rot *r, const ir_op *op) {
+  for (int i = 0; i < r->np; i++)
+    if (r->t2[i] == op) return true;
+  return false;
+}
 
 /* Whether an op anywhere under blk reads a result of B. */
 static bool reads_b(const rot *r, const ir_block *blk) {
@@ -165,7 +180,7 @@ static void absorb(rot *r) {
  * slower (D64 S16384 BM256 18850 -> 19944 us): there ptxas then hoists the second
  * product's wait to the top of the softmax, which no other warpgroup's products cover. */
 static void take_slot_waits(rot *r) {
-  for (ir_op *op = r->t1->next; op && op != r->w2 && r->nb < 62; op = op->next) {
+  for (ir_op *op = r->t1->next; op && op != r->w2[r->np - 1] && r->nb < 62; op = op->next) {
     if (op->opc != IR_MBAR_WAIT || in_b(r, op)) continue;
     int at = 0;
     while (at < r->nb && before(r->bops[at], op)) at++;
@@ -178,37 +193,51 @@ static void take_slot_waits(rot *r) {
 static bool analyze(rot *r) {
   ir_block *body = r->body;
   ir_op *y = body->last;
-  int nw = 0;
+  ir_op *c2[MAX_B];
+  /* A's product is the first; every later one is B's, each a group of its own whose wait
+   * the yield carries (the accumulator of P V, and of a row sum on the tensor cores) */
+  r->w1 = NULL;
+  r->np = 0;
   for (ir_op *op = body->first; op; op = op->next) {
     if (op->opc != IR_WGMMA) continue;
-    if (nw == 2) return false;
-    if (nw++ == 0) r->w1 = op;
-    else r->w2 = op;
+    if (!r->w1) r->w1 = op;
+    else if (r->np == MAX_B) return false;
+    else r->w2[r->np++] = op;
   }
-  ir_op *c2;
-  if (nw != 2 || !product_group(r->w1, &r->c1, &r->t1) || !product_group(r->w2, &c2, &r->t2)) return false;
-  /* the accumulator: the carried value the second product's wait yields */
-  r->c = -1;
-  for (int k = 0; k < y->noperands; k++)
-    if (y->operands[k] == r->t2->results[0]) r->c = k;
-  if (r->c < 0) return false;
-  ir_value *acc = body->args[r->c + 1];
-  /* B: the forward slice of acc, then the commit and the release that go with it */
+  if (!r->w1 || !r->np || !product_group(r->w1, &r->c1, &r->t1)) return false;
+  for (int i = 0; i < r->np; i++) {
+    if (!product_group(r->w2[i], &c2[i], &r->t2[i])) return false;
+    r->c[i] = -1;
+    for (int k = 0; k < y->noperands; k++)
+      if (y->operands[k] == r->t2[i]->results[0]) r->c[i] = k;
+    if (r->c[i] < 0) return false;
+  }
+  /* B: the forward slice of the accumulators, then the commits and the releases that go
+   * with them */
   for (ir_op *op = body->first; op; op = op->next) {
     if (op == y) break;
     bool uses = false;
-    for (int i = 0; i < op->noperands; i++) uses |= op->operands[i] == acc || b_result(r, op->operands[i]);
+    for (int i = 0; i < op->noperands; i++) {
+      ir_value *v = op->operands[i];
+      uses |= b_result(r, v);
+      for (int j = 0; j < r->np; j++) uses |= v == body->args[r->c[j] + 1];
+    }
     if (!uses) continue;
-    bool pure = (ir_op_info(op->opc)->traits & IR_PURE) && !op->nregions;
-    if ((!pure && op != r->w2 && op != r->t2) || r->nb == 62) return false;
+    bool pure = (ir_op_info(op->opc)->traits & IR_PURE) && !op->nregions, product = false;
+    for (int j = 0; j < r->np; j++) product |= op == r->w2[j] || op == r->t2[j];
+    if ((!pure && !product) || r->nb == 62) return false;
     r->bops[r->nb++] = op;
-    if (op == r->w2) r->bops[r->nb++] = c2;
+    for (int j = 0; j < r->np; j++)
+      if (op == r->w2[j] && r->nb < 62) r->bops[r->nb++] = c2[j];
   }
-  if (!in_b(r, r->w2) || !in_b(r, r->t2) || in_b(r, r->w1)) return false;
-  if (r->t2->next && r->t2->next->opc == IR_MBAR_ARRIVE) r->bops[r->nb++] = r->t2->next;
-  /* B's result leaves only through the yield, at the accumulator's place */
+  if (in_b(r, r->w1)) return false;
+  for (int j = 0; j < r->np; j++) {
+    if (!in_b(r, r->w2[j]) || !in_b(r, r->t2[j])) return false;
+    if (r->t2[j]->next && r->t2[j]->next->opc == IR_MBAR_ARRIVE && r->nb < 62) r->bops[r->nb++] = r->t2[j]->next;
+  }
+  /* B's results leave only through the yield, at the accumulators' places */
   for (int k = 0; k < y->noperands; k++)
-    if (k != r->c && b_result(r, y->operands[k])) return false;
+    if (acc_of(r, k) < 0 && b_result(r, y->operands[k])) return false;
   if (reads_b(r, body)) return false;
   absorb(r);
   if (r->turns) take_slot_waits(r);
@@ -219,7 +248,7 @@ static bool analyze(rot *r) {
     for (int j = 0; j < op->noperands; j++) {
       ir_value *v = op->operands[j];
       bool from_a = v->def && v->def->parent == body && !in_b(r, v->def);
-      bool arg = !v->def && v->owner == body && v != acc;
+      bool arg = !v->def && v->owner == body && acc_of(r, v->index - 1) < 0;
       if ((from_a || arg) && !add_x(r, v)) return false;
     }
   }
@@ -266,7 +295,7 @@ static void rewrite(rot *r) {
   for (int k = 0; k < n; k++) ir_vmap_put(vp, body->args[k + 1], init[k]);
   for (ir_op *op = body->first; op != y; op = op->next)
     if (!in_b(r, op)) clone_at(r, &in, op, vp);
-  for (int k = 0; k < n; k++) vals[k] = k == r->c ? init[k] : ir_vmap_get(vp, y->operands[k]);
+  for (int k = 0; k < n; k++) vals[k] = acc_of(r, k) >= 0 ? init[k] : ir_vmap_get(vp, y->operands[k]);
   for (int i = 0; i < r->nx; i++) vals[n + i] = ir_vmap_get(vp, r->x[i]);
   yield(&in, nc, vals);
   ir_builder out = {m, pro->regions[1], NULL, L->loc};
@@ -282,7 +311,7 @@ static void rewrite(rot *r) {
   ir_vmap_put(va, body->args[0], b2->args[0]);
   for (int k = 0; k < n; k++) ir_vmap_put(va, body->args[k + 1], b2->args[k + 1]);
   for (int i = 0; i < r->nx; i++) ir_vmap_put(vb, r->x[i], b2->args[n + 1 + i]);
-  ir_vmap_put(vb, body->args[r->c + 1], b2->args[r->c + 1]);
+  for (int j = 0; j < r->np; j++) ir_vmap_put(vb, body->args[r->c[j] + 1], b2->args[r->c[j] + 1]);
   /* A's ops up to its product's commit; B's issue; the rest of A; B's wait */
   /* taking turns, B's pure ops (the rescale of acc) and its slot wait go first, outside
    * the turn: they read only carried values, and a warpgroup holding the turn while it
@@ -300,33 +329,41 @@ static void rewrite(rot *r) {
     clone_at(r, &at, op, va);
   }
   for (int i = 0; i < r->nb; i++)
-    if (!early[i] && r->bops[i] != r->t2 && r->bops[i]->opc != IR_MBAR_ARRIVE) clone_at(r, &at, r->bops[i], vb);
+    if (!early[i] && !is_b_wait(r, r->bops[i]) && r->bops[i]->opc != IR_MBAR_ARRIVE) clone_at(r, &at, r->bops[i], vb);
   if (r->turns) turn(&at, 1);
   for (; op != y; op = op->next) {
     if (in_b(r, op)) continue;
     clone_at(r, &at, op, va);
-    if (op == r->t1) at.block->last->attr = 1; /* B's product stays in flight */
+    if (op == r->t1) at.block->last->attr = r->np; /* B's products stay in flight */
   }
   for (int i = 0; i < r->nb; i++)
-    if (r->bops[i] == r->t2 || r->bops[i]->opc == IR_MBAR_ARRIVE) clone_at(r, &at, r->bops[i], vb);
-  for (int k = 0; k < n; k++)
-    vals[k] = k == r->c ? ir_vmap_get(vb, r->t2->results[0]) : ir_vmap_get(va, y->operands[k]);
+    if (is_b_wait(r, r->bops[i]) || r->bops[i]->opc == IR_MBAR_ARRIVE) clone_at(r, &at, r->bops[i], vb);
+  for (int k = 0; k < n; k++) {
+    int j = acc_of(r, k);
+    vals[k] = j >= 0 ? ir_vmap_get(vb, r->t2[j]->results[0]) : ir_vmap_get(va, y->operands[k]);
+  }
   for (int i = 0; i < r->nx; i++) vals[n + i] = ir_vmap_get(va, r->x[i]);
   yield(&at, nc, vals);
   /* epilogue: B of the last iteration */
   ir_builder post = {m, L->parent, L, L->loc};
-  const ir_type *acc_t = L->results[r->c]->type;
-  ir_op *epi = ir_build_if(&post, cond, 1, &acc_t);
+  const ir_type *acc_t[MAX_B];
+  for (int j = 0; j < r->np; j++) acc_t[j] = L->results[r->c[j]]->type;
+  ir_op *epi = ir_build_if(&post, cond, r->np, acc_t);
   ir_builder ein = {m, epi->regions[0], NULL, L->loc};
   ir_vmap *ve = ir_vmap_new(m->arena);
   for (int i = 0; i < r->nx; i++) ir_vmap_put(ve, r->x[i], L2->results[n + i]);
-  ir_vmap_put(ve, body->args[r->c + 1], L2->results[r->c]);
+  for (int j = 0; j < r->np; j++) ir_vmap_put(ve, body->args[r->c[j] + 1], L2->results[r->c[j]]);
   for (int i = 0; i < r->nb; i++) clone_at(r, &ein, r->bops[i], ve);
-  ir_value *fin = ir_vmap_get(ve, r->t2->results[0]);
-  yield(&ein, 1, &fin);
+  ir_value *fin[MAX_B];
+  for (int j = 0; j < r->np; j++) fin[j] = ir_vmap_get(ve, r->t2[j]->results[0]);
+  yield(&ein, r->np, fin);
   ir_builder eout = {m, epi->regions[1], NULL, L->loc};
-  yield(&eout, 1, &init[r->c]);
-  for (int k = 0; k < n; k++) ir_replace_all_uses(r->f, L->results[k], k == r->c ? epi->results[0] : L2->results[k]);
+  for (int j = 0; j < r->np; j++) fin[j] = init[r->c[j]];
+  yield(&eout, r->np, fin);
+  for (int k = 0; k < n; k++) {
+    int j = acc_of(r, k);
+    ir_replace_all_uses(r->f, L->results[k], j >= 0 ? epi->results[j] : L2->results[k]);
+  }
   ir_op_erase(L);
 }
 
