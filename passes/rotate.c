@@ -35,9 +35,12 @@
  * query block and the short loops of the first blocks pay the hand-offs without the
  * overlap to win them back.
  *
- * Applied to a loop whose body holds exactly two wgmma, each followed by its commit and
- * a wait for everything, where the forward slice of one carried value (the accumulator)
- * holds the second wgmma, its wait, pure ops and nothing else, and ends in the yield. */
+ * Applied to a loop whose body holds two or more wgmma, each followed by its commit and
+ * a wait for everything, where every product after the first yields a carried
+ * accumulator and the forward slice of those accumulators holds these products, their
+ * waits, pure ops and nothing else, and ends in the yield. B may so hold several products
+ * beside P V (rowsum's P · ones): each keeps its own group, the first product's wait keeps
+ * all of them in flight (pending = their count), and their waits end the body. */
 #include "pass_util.h"
 
 #include <string.h>
