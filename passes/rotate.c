@@ -228,15 +228,18 @@ static bool analyze(rot *r) {
     if (!uses) continue;
     bool pure = (ir_op_info(op->opc)->traits & IR_PURE) && !op->nregions, product = false;
     for (int j = 0; j < r->np; j++) product |= op == r->w2[j] || op == r->t2[j];
-    if ((!pure && !product) || r->nb == 62) return false;
+    if ((!pure && !product) || r->nb >= 62) return false;
     r->bops[r->nb++] = op;
     for (int j = 0; j < r->np; j++)
-      if (op == r->w2[j] && r->nb < 62) r->bops[r->nb++] = c2[j];
+      if (op == r->w2[j]) r->bops[r->nb++] = c2[j]; /* nb was at most 62: room for both */
   }
   if (in_b(r, r->w1)) return false;
   for (int j = 0; j < r->np; j++) {
     if (!in_b(r, r->w2[j]) || !in_b(r, r->t2[j])) return false;
-    if (r->t2[j]->next && r->t2[j]->next->opc == IR_MBAR_ARRIVE && r->nb < 62) r->bops[r->nb++] = r->t2[j]->next;
+    if (r->t2[j]->next && r->t2[j]->next->opc == IR_MBAR_ARRIVE) {
+      if (r->nb >= 63) return false;
+      r->bops[r->nb++] = r->t2[j]->next;
+    }
   }
   /* B's results leave only through the yield, at the accumulators' places */
   for (int k = 0; k < y->noperands; k++)
