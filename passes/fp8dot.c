@@ -14,18 +14,6 @@
  * product (mma.sync or wgmma on f16). Runs before tiling, whose layouts follow. */
 #include "pass_util.h"
 
-typedef struct {
-  ir_module *m;
-  ir_func *f;
-  ir_op *dots[256];
-  int n;
-} found;
-
-static void collect(ir_op *op, void *arg) {
-  found *s = arg;
-  if (op->opc == IR_DOT && s->n < 256) s->dots[s->n++] = op;
-}
-
 /* The fp8 tile an f16 operand was cast from, when the cast is used by the dot alone. */
 static ir_value *fp8_source(const ir_func *f, const ir_value *v) {
   const ir_op *d = v->def;
@@ -36,11 +24,11 @@ static ir_value *fp8_source(const ir_func *f, const ir_value *v) {
 
 bool pass_fp8dot(ir_module *m, ir_func *f) {
   if (!pass_has(m, PASS_WGMMA)) return false;
-  found s = {m, f, {0}, 0};
-  ir_walk(f->body, collect, &s);
+  ir_op *dots[256];
+  int nd = pass_collect(f->body, IR_DOT, dots, 256);
   bool changed = false;
-  for (int i = 0; i < s.n; i++) {
-    ir_op *dot = s.dots[i];
+  for (int i = 0; i < nd; i++) {
+    ir_op *dot = dots[i];
     if (dot->results[0]->type->dtype != TK_F32 || dot->results[0]->type->rank != 2) continue;
     if (dot->attr != IR_DOT_TF32) continue;
     ir_value *a = dot->operands[0], *b = dot->operands[1];

@@ -824,12 +824,7 @@ static const ir_type *row_type(stripper *s, const ir_type *t, const ir_type *ele
 
 /* v (a scalar, or a tile of rows) stretched along the last axis to the tile type t. */
 static ir_value *spread(stripper *s, ir_builder *b, ir_value *v, const ir_type *t) {
-  if (v->type->kind != IR_TILE) return ir_build1(b, IR_SPLAT, t, 1, &v);
-  int col[2] = {t->shape[0], 1};
-  const ir_type *ct = ir_type_tile(s->m, v->type->elem, 2, col);
-  ir_op *e = ir_build(b, IR_EXPAND_DIMS, 1, &v, 1, &ct);
-  e->attr2 = 1;
-  return ir_build1(b, IR_BROADCAST, t, 1, &e->results[0]);
+  return pass_spread(s->m, b, v, t);
 }
 
 /* The positions 0 .. C-1 of the lanes of a chunk of shape t, as i32 (each row's). */

@@ -79,6 +79,32 @@ bool pass_has(const ir_module *m, pass_feature f) {
   return tg_has(m->arch, bits[f]);
 }
 
+typedef struct {
+  ir_opcode opc;
+  ir_op **out;
+  int n, cap;
+} collector;
+
+static void collect_one(ir_op *op, void *arg) {
+  collector *c = arg;
+  if (op->opc == c->opc && c->n < c->cap) c->out[c->n++] = op;
+}
+
+int pass_collect(ir_block *blk, ir_opcode opc, ir_op **out, int cap) {
+  collector c = {opc, out, 0, cap};
+  ir_walk(blk, collect_one, &c);
+  return c.n;
+}
+
+ir_value *pass_spread(ir_module *m, ir_builder *b, ir_value *v, const ir_type *t) {
+  if (v->type->kind != IR_TILE) return ir_build1(b, IR_SPLAT, t, 1, &v);
+  int col[2] = {t->shape[0], 1};
+  const ir_type *ct = ir_type_tile(m, v->type->elem, 2, col);
+  ir_op *e = ir_build(b, IR_EXPAND_DIMS, 1, &v, 1, &ct);
+  e->attr2 = 1;
+  return ir_build1(b, IR_BROADCAST, t, 1, &e->results[0]);
+}
+
 bool pass_op_within(const ir_op *op, const ir_block *blk) {
   for (const ir_block *b = op->parent; b; b = b->parent ? b->parent->parent : NULL)
     if (b == blk) return true;

@@ -373,28 +373,19 @@ static void rewrite(rot *r) {
   ir_op_erase(L);
 }
 
-typedef struct {
-  ir_op *loops[64];
-  int n;
-} finder;
-
-static void find(ir_op *op, void *arg) {
-  finder *fd = arg;
-  /* not a while loop (attr 1): its first iteration may not run */
-  if (op->opc == IR_FOR && !op->attr && fd->n < 64) fd->loops[fd->n++] = op;
-}
-
 bool pass_rotate(ir_module *m, ir_func *f) {
   if (!pass_has(m, PASS_WGMMA)) return false;
-  finder fd = {{0}, 0};
-  ir_walk(f->body, find, &fd);
+  ir_op *loops[64];
+  int nl = pass_collect(f->body, IR_FOR, loops, 64);
   bool changed = false, turns = false;
-  for (int i = 0; i < fd.n; i++) {
+  for (int i = 0; i < nl; i++) {
+    /* not a while loop (attr 1): its first iteration may not run */
+    if (loops[i]->attr) continue;
     rot r;
     memset(&r, 0, sizeof r);
     r.m = m;
     r.f = f;
-    r.L = fd.loops[i];
+    r.L = loops[i];
     r.body = r.L->regions[0];
     /* the bounds: lower, upper, step */
     int wgs = f->num_warps / WG_WARPS;

@@ -29,16 +29,6 @@
 
 enum { ROWSUM_N = 8 };
 
-typedef struct {
-  ir_op *loops[64];
-  int n;
-} loops;
-
-static void find(ir_op *op, void *arg) {
-  loops *l = arg;
-  if (op->opc == IR_FOR && l->n < 64) l->loops[l->n++] = op;
-}
-
 /* The dot in body whose A operand is x and which runs on wgmma, or NULL. */
 static ir_op *product_of(const ir_module *m, const ir_func *f, const ir_block *body, const ir_value *x) {
   for (ir_op *op = body->first; op; op = op->next)
@@ -95,13 +85,10 @@ static bool match(const ir_module *m, const ir_func *f, ir_block *body, int k, u
   return (u->dot = product_of(m, f, body, u->x)) != NULL;
 }
 
-/* [M] -> [M, n]: each row's value in every column. */
-static ir_value *widen(ir_module *m, ir_builder *b, ir_value *v, int n) {
-  int shape[2] = {v->type->shape[0], 1};
-  ir_value *e = ir_build1(b, IR_EXPAND_DIMS, ir_type_tile(m, v->type->elem, 2, shape), 1, &v);
-  e->def->attr2 = 1;
-  shape[1] = n;
-  return ir_build1(b, IR_BROADCAST, ir_type_tile(m, v->type->elem, 2, shape), 1, &e);
+/* [M] -> [M, 8]: each row's value in every column. */
+static ir_value *widen(ir_module *m, ir_builder *b, ir_value *v) {
+  int shape[2] = {v->type->shape[0], ROWSUM_N};
+  return pass_spread(m, b, v, ir_type_tile(m, v->type->elem, 2, shape));
 }
 
 static void rewrite(ir_module *m, ir_func *f, ir_op *L, int k, const update *u) {
@@ -119,9 +106,9 @@ static void rewrite(ir_module *m, ir_func *f, ir_op *L, int k, const update *u) 
   ones->def->ints = perm;
   ones->def->nints = 2;
   ir_value *arg;
-  ir_value *res = ir_for_add_carried(m, L, widen(m, &pre, L->operands[3 + k], ROWSUM_N), &arg);
+  ir_value *res = ir_for_add_carried(m, L, widen(m, &pre, L->operands[3 + k]), &arg);
   ir_builder in = {m, body, u->add, u->add->loc};
-  ir_value *scaled = ir_binary(&in, IR_MUL, arg, widen(m, &in, u->alpha, ROWSUM_N));
+  ir_value *scaled = ir_binary(&in, IR_MUL, arg, widen(m, &in, u->alpha));
   ir_value *ops[3] = {u->x, ones, scaled};
   int acc_shape[2] = {mm, ROWSUM_N};
   ir_op *dot = ir_build(&in, IR_DOT, 3, ops, 1, (const ir_type *[]){ir_type_tile(m, ir_type_scalar(m, TK_F32), 2, acc_shape)});
@@ -142,11 +129,11 @@ static void rewrite(ir_module *m, ir_func *f, ir_op *L, int k, const update *u) 
 
 bool pass_rowsum(ir_module *m, ir_func *f) {
   if (!pass_has(m, PASS_WGMMA)) return false;
-  loops ls = {{0}, 0};
-  ir_walk(f->body, find, &ls);
+  ir_op *loops[64];
+  int nl = pass_collect(f->body, IR_FOR, loops, 64);
   bool changed = false;
-  for (int i = 0; i < ls.n; i++) {
-    ir_op *L = ls.loops[i];
+  for (int i = 0; i < nl; i++) {
+    ir_op *L = loops[i];
     ir_block *body = L->regions[0];
     int n = L->noperands - 3;
     for (int k = 0; k < n; k++) {
