@@ -15,16 +15,18 @@
  * Registers move to the consumers (setmaxnreg): the producer keeps PRODUCER_REGS (24,
  * setmaxnreg's least: it holds slot indices and coordinates only, and ptxas reports no
  * spill in it; 40, CUTLASS's figure, left causal attention's consumers 232 and ptxas
- * spilled its row statistics there, measured on the H200 2026-12-03) — but 40 in a
+ * spilled its row statistics there, measured on the H200 2026-12-03) — but 32 in a
  * stream-K kernel (a workspace op: streamk.c), whose producer also walks the units' tile
- * and step ranges (24 spilled 20 bytes there, ptxas -v), the
+ * and step ranges (24 spilled 20 bytes there, ptxas -v; 32 spill nothing in the matmul
+ * and attention stream-K kernels, and 40 cost four-warpgroup attention's consumers 8
+ * registers, 112 -> 104, and a spilling loop), the
  * consumers share the rest of what the CTA has at entry (its share of the 64K register
  * file: all of it, or 1/N at `programs_per_sm = N`), at most CONSUMER_MAX each.
  * Applied when the kernel has TMA copies, its warps are whole warpgroups and warp
  * specialization is not turned off (`@launch(warp_specialize = false)`). */
 #include "pass_util.h"
 
-enum { PRODUCER_WARPS = 4, PRODUCER_REGS = 24, PRODUCER_REGS_UNITS = 40, CONSUMER_MAX = 240, REG_FILE = 65536,
+enum { PRODUCER_WARPS = 4, PRODUCER_REGS = 24, PRODUCER_REGS_UNITS = 32, CONSUMER_MAX = 240, REG_FILE = 65536,
        ENTRY_MAX = 248 };
 
 static void find_workspace(ir_op *op, void *arg) { *(bool *)arg |= op->opc == IR_WORKSPACE; }
