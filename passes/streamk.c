@@ -140,6 +140,23 @@ static ir_value *peel(ir_value *v) {
   return v;
 }
 
+/* Whether op (an expand_dims or broadcast) keeps its operand's rows as its own: a row
+ * vector [M] made a column [M, 1], a column [M, 1] made [M, N]. The factor e^(-m') is one
+ * per row: only such spreads carry it. */
+static bool keeps_rows(const ir_op *op) {
+  const ir_type *x = op->operands[0]->type, *r = op->results[0]->type;
+  if (x->kind != IR_TILE || r->kind != IR_TILE || x->rank < 1 || x->shape[0] != r->shape[0]) return false;
+  return op->opc == IR_BROADCAST || (op->opc == IR_EXPAND_DIMS && op->attr2 >= 1);
+}
+
+/* v seen through the row-keeping spreads and layout moves. */
+static ir_value *peel_rows(ir_value *v) {
+  while (v->def && (v->def->opc == IR_CONVERT_LAYOUT ||
+                    ((v->def->opc == IR_BROADCAST || v->def->opc == IR_EXPAND_DIMS) && keeps_rows(v->def))))
+    v = v->def->operands[0];
+  return v;
+}
+
 static ir_value *carried_arg(const sk_carry *c, int i) { return c->K->regions[0]->args[1 + i]; }
 static ir_value *carried_next(const sk_carry *c, int i) {
   const ir_block *kb = c->K->regions[0];
@@ -163,14 +180,14 @@ static bool is_weight(sk_carry *c, const ir_op *e, int depth) {
   ir_value *mn = carried_next(c, c->mi);
   const ir_op *d = e->operands[0]->def;
   if (e->opc == IR_EXP)
-    return d && d->opc == IR_SUB && peel(d->operands[1]) == mn && (deg(c, d->operands[0], depth + 1) & D0);
+    return d && d->opc == IR_SUB && peel_rows(d->operands[1]) == mn && (deg(c, d->operands[0], depth + 1) & D0);
   if (e->opc != IR_EXP2 || !d || d->opc != IR_FMA) return false;
   if (!(deg(c, d->operands[0], depth + 1) & D0) || !(deg(c, d->operands[1], depth + 1) & D0)) return false;
-  const ir_op *ng = peel(d->operands[2])->def;
-  const ir_op *ml = ng && ng->opc == IR_NEG ? peel(ng->operands[0])->def : NULL;
+  const ir_op *ng = peel_rows(d->operands[2])->def;
+  const ir_op *ml = ng && ng->opc == IR_NEG ? peel_rows(ng->operands[0])->def : NULL;
   if (!ml || ml->opc != IR_MUL) return false;
   for (int k = 0; k < 2; k++) {
-    ir_value *x = peel(ml->operands[k]), *y = peel(ml->operands[1 - k]);
+    ir_value *x = peel_rows(ml->operands[k]), *y = ml->operands[1 - k];
     if (x == mn && pass_is_const(y) && pass_const_float(y) == (double)(float)1.4426950408889634) return true;
   }
   return false;
@@ -194,7 +211,7 @@ static int deg_of(sk_carry *c, ir_value *v, int depth) {
   case IR_MUL: {
     for (int k = 0; k < 2; k++)
       for (int i = 0; i < c->n; i++)
-        if (c->role[i] == SK_SCALED && op->operands[k] == carried_arg(c, i) && is_alpha(c, peel(op->operands[1 - k])))
+        if (c->role[i] == SK_SCALED && op->operands[k] == carried_arg(c, i) && is_alpha(c, peel_rows(op->operands[1 - k])))
           return D1;
     int r = 0;
     if ((a & D0) && (b & D0)) r |= D0;
@@ -203,15 +220,18 @@ static int deg_of(sk_carry *c, ir_value *v, int depth) {
   }
   case IR_DIV: return b & D0 ? a : 0;
   case IR_ADD: case IR_SUB: return a & b;
-  case IR_NEG: case IR_EXPAND_DIMS: case IR_BROADCAST: case IR_CONVERT_LAYOUT: case IR_TRANS: return a;
+  case IR_NEG: case IR_CONVERT_LAYOUT: return a;
+  /* the factor is one per row (axis 0): what moves rows elsewhere, or mixes them, loses it */
+  case IR_EXPAND_DIMS: case IR_BROADCAST: return keeps_rows(op) ? a : a & D0;
   case IR_CAST: return ir_type_elem(v->type)->dtype == TK_F32 || ir_type_elem(v->type)->dtype == TK_F16 ||
                        ir_type_elem(v->type)->dtype == TK_BF16 ? a : a & D0;
-  case IR_REDUCE: return a; /* a sum, max or min of e^(-m') x is e^(-m') times that of x */
+  /* a row's sum, max or min of e^(-m') x is e^(-m') times that of x (not a column's) */
+  case IR_REDUCE: return op->attr2 >= 1 ? a : a & D0;
   case IR_SELECT: return a & D0 ? b & deg(c, op->operands[2], depth + 1) : 0;
-  case IR_DOT: {
+  case IR_DOT: { /* rows of a are rows of the product; b's rows are summed over */
     int r = 0;
     if ((a & D0) && (b & D0)) r |= D0;
-    if (((a & D1) && (b & D0)) || ((a & D0) && (b & D1))) r |= D1;
+    if ((a & D1) && (b & D0)) r |= D1;
     return op->noperands > 2 ? r & deg(c, op->operands[2], depth + 1) : r;
   }
   case IR_EXP: case IR_EXP2:
@@ -323,7 +343,7 @@ static ir_op *k_loop(ir_module *m, ir_block *body, sk_carry *c, const char **why
       continue;
     }
     if (!use || use->opc != IR_MUL) continue;
-    ir_value *other = peel(use->operands[use->operands[0] == arg ? 1 : 0]);
+    ir_value *other = peel_rows(use->operands[use->operands[0] == arg ? 1 : 0]);
     const ir_op *e = other->def, *d = e && e->opc == IR_EXP ? e->operands[0]->def : NULL;
     if (!d || d->opc != IR_SUB) continue;
     for (int j = 0; j < c->n; j++)
