@@ -198,7 +198,7 @@ static int deg_of(sk_carry *c, ir_value *v, int depth) {
   const ir_block *kb = c->K->regions[0];
   if (!op) {
     for (int i = 0; i < c->n; i++)
-      if (v == carried_arg(c, i)) return 0;
+      if (v == carried_arg(c, i)) return c->role[i] == SK_SAME ? D0 : 0; /* SAME: its initial value */
     /* the K loop's variable, or a value of an enclosing block: the same for every step */
     return v->owner == kb || pass_op_within(c->K, v->owner) || v->owner == c->K->parent ? D0 : 0;
   }
@@ -378,12 +378,19 @@ static ir_op *k_loop(ir_module *m, ir_block *body, sk_carry *c, const char **why
     c->words += ir_type_numel(c->slot_t[i]);
   }
   if (!c->words) return NULL;
-  /* each SCALED value's next is e^(-m') times what the carried values do not change */
-  for (int i = 0; i < c->n; i++)
+  /* each SCALED value's next is e^(-m') times what the carried values do not change; a
+   * SUM's products read nothing the loop carries */
+  for (int i = 0; i < c->n; i++) {
     if (c->role[i] == SK_SCALED && !(deg(c, carried_next(c, i), 0) & D1)) {
       *why = "the K loop's rescaled sum adds a term that is not e^(-m') times values the loop does not carry";
       return NULL;
     }
+    const ir_op *d = carried_next(c, i)->def;
+    if (c->role[i] == SK_SUM && (!(deg(c, d->operands[0], 0) & D0) || !(deg(c, d->operands[1], 0) & D0))) {
+      *why = "the K loop's product reads a value the loop carries";
+      return NULL;
+    }
+  }
   return found;
 }
 

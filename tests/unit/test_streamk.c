@@ -168,8 +168,26 @@ static void not_homogeneous(void **state) {
   }
 }
 
+/* A second product summed from zeros (SUM) that reads the running max: a piece's sum
+ * depends on the max its own steps found, so the pieces' sums do not add up. */
+static void sum_reads_carried(void **state) {
+  (void)state;
+  char src[sizeof ATTN + 256];
+  const char *decl = strstr(ATTN, "    for start"), *upd = strstr(ATTN, "        m = m_new;"), *out = strstr(ATTN, "acc / l[:, None]");
+  assert_true(decl && upd && out && decl < upd && upd < out);
+  snprintf(src, sizeof src, "%.*s    var acc2 = zeros<f32>(16, 16);\n%.*s"
+           "        acc2 = dot(s - m[:, None], tv, acc2, input_precision = \"ieee\");\n%.*sacc2 + %s",
+           (int)(decl - ATTN), ATTN, (int)(upd - decl), decl, (int)(out - upd), upd, out);
+  su_arena *a = su_arena_new();
+  ir_module *m = pk_compile_arch(a, src, NULL, 0, STREAMK, IR_KEEP_AUTO, "sm_90a");
+  assert_true(m->funcs[0]->persistent);
+  assert_int_equal(count_workspace_ops(m), 0);
+  su_arena_free(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(online_softmax), cmocka_unit_test(with_slack),
-                                     cmocka_unit_test(rounded_weights), cmocka_unit_test(not_homogeneous)};
+                                     cmocka_unit_test(rounded_weights), cmocka_unit_test(not_homogeneous),
+                                     cmocka_unit_test(sum_reads_carried)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
