@@ -30,28 +30,37 @@ static const at_case AT_CASES[] = {
 };
 
 /* D, BM, BN, warps, stages, programs_per_sm (0: the kernel's own), SLACK (the sample's
- * row-max slack, 0: none): what each head dimension tries. The slack pays on short loops
+ * row-max slack, 0: none), streamk (1: the last rounds split along the keys; non-causal
+ * rows only, causal attention is not persistent): what each head dimension tries. The slack pays on short loops
  * (causal D64: 3-5%) and costs elsewhere (bench/RESULTS.md, eighteenth session), so the
  * two D64 configurations the causal rows pick are also tried with it. BM = 256 gives 4
  * consumer warpgroups, which only D = 64 fits in registers; BM = 64 with 4 warps is one
  * consumer warpgroup a program, and 2 or 3 programs an SM put 2 or 3 of them side by side
  * without a barrier between them (measured on causal D64, S4096: 720-741 us against 800
  * for the 8-warp kernel, docs/decisions.md, fourteenth session). */
-static const int AT_CFG[][7] = {{128, 128, 128, 8, 2, 0, 0}, {128, 128, 64, 8, 2, 0, 0}, {128, 64, 64, 4, 2, 2, 0},
-                                {64, 128, 128, 8, 2, 0, 0},  {64, 256, 64, 16, 2, 0, 0}, {64, 128, 64, 8, 3, 0, 0},
-                                {64, 64, 128, 4, 2, 2, 0},   {64, 64, 128, 4, 3, 2, 0},  {64, 64, 64, 4, 2, 3, 0},
-                                {64, 64, 64, 4, 3, 3, 0},    {64, 64, 64, 4, 2, 3, 8},   {64, 128, 128, 8, 2, 0, 8}};
+static const int AT_CFG[][8] = {
+    {128, 128, 128, 8, 2, 0, 0, 0}, {128, 128, 64, 8, 2, 0, 0, 0}, {128, 64, 64, 4, 2, 2, 0, 0},
+    {64, 128, 128, 8, 2, 0, 0, 0},  {64, 256, 64, 16, 2, 0, 0, 0}, {64, 128, 64, 8, 3, 0, 0, 0},
+    {64, 64, 128, 4, 2, 2, 0, 0},   {64, 64, 128, 4, 3, 2, 0, 0},  {64, 64, 64, 4, 2, 3, 0, 0},
+    {64, 64, 64, 4, 3, 3, 0, 0},    {64, 64, 64, 4, 2, 3, 8, 0},   {64, 128, 128, 8, 2, 0, 8, 0},
+    {128, 128, 128, 8, 2, 0, 0, 1}, {64, 256, 64, 16, 2, 0, 0, 1}, {64, 128, 128, 8, 2, 0, 0, 1}};
 
 static double val(bool bf, const uint16_t *p, size_t i) {
   return bf ? tb_bf16_to_f32(p[i]) : tb_f16_to_f32(p[i]);
 }
 
-/* 24 sampled rows (the last of a head among them) against a double reference. */
+/* 36 sampled rows (the last of a head among them) against a double reference; every
+ * third in the last batch's last quarter of rows, where a persistent kernel's last rounds
+ * (stream-K's split tiles, in persist's grouped order with the batch outermost) fall. */
 static const char *check(bench *b, const at_case *c, bool bf, const uint16_t *q, const uint16_t *k,
                          const uint16_t *v, const uint16_t *o, const float *lse, double *s) {
   long S = c->s, D = c->d;
-  for (int t = 0; t < 24; t++) {
+  for (int t = 0; t < 36; t++) {
     long bh = (long)(tb_rng_next(b) % (AT_B * AT_H)), i = t == 0 ? S - 1 : (long)(tb_rng_next(b) % (uint64_t)S);
+    if (t % 3 == 2) {
+      bh = (AT_B - 1) * AT_H + bh % AT_H;
+      i = S - 1 - i % (S / 4);
+    }
     size_t base = (size_t)bh * S * D;
     long n = c->causal ? i + 1 : S;
     double mx = -INFINITY, sum = 0, scale = 1.0 / sqrt((double)D);
@@ -108,7 +117,7 @@ static void run_case(bench *b, const at_case *c) {
   char lastbad[200] = "";
   const char *kernel = "attention";
   for (size_t ci = 0; !why && ci < sizeof AT_CFG / sizeof *AT_CFG; ci++) {
-    if (AT_CFG[ci][0] != c->d || !tb_config_wanted(b, (int)ci)) continue;
+    if (AT_CFG[ci][0] != c->d || !tb_config_wanted(b, (int)ci) || (AT_CFG[ci][7] && c->causal)) continue;
     const int *cf = AT_CFG[ci] + 1;
     char path[512], v[7][16];
     snprintf(path, sizeof path, "%s/attention.tk", b->samples);
@@ -116,11 +125,12 @@ static void run_case(bench *b, const at_case *c) {
     snprintf(v[4], sizeof v[4], "%d", c->d);
     snprintf(v[5], sizeof v[5], "%d", cf[4]);
     snprintf(v[6], sizeof v[6], "%d", cf[5]);
-    tk_define df[8] = {{"BM", v[0]}, {"BN", v[1]}, {"warps", v[2]}, {"stages", v[3]}, {"D", v[4]},
+    tk_define df[9] = {{"BM", v[0]}, {"BN", v[1]}, {"warps", v[2]}, {"stages", v[3]}, {"D", v[4]},
                        {"CAUSAL", c->causal ? "true" : "false"}, {"T", c->dtype}};
     int nd = 7;
     if (cf[4]) df[nd++] = (tk_define){"programs_per_sm", v[5]};
     if (cf[5]) df[nd++] = (tk_define){"SLACK", v[6]};
+    if (cf[6]) df[nd++] = (tk_define){"streamk", "true"};
     tk_compile_options o = {.defines = df, .ndefines = nd, .opt_level = 3};
     tk_module *m = NULL;
     tk_kernel *k = NULL;
@@ -141,8 +151,9 @@ static void run_case(bench *b, const at_case *c) {
     b->runs = (int)fmax(10, fmin(runs, 0.5 / (flops / 4e14)));
     double t = bad ? NAN : tb_time_launches(b, k, g, args, 22);
     b->runs = runs;
-    fprintf(stderr, "tkbench:   BM=%d BN=%d warps=%d stages=%d programs/SM=%d slack=%d: %s %.1f us (%.0f TFLOP/s)\n",
-            cf[0], cf[1], cf[2], cf[3], cf[4] ? cf[4] : 1, cf[5], bad ? bad : "ok", t, flops / (t * 1e-6) / 1e12);
+    fprintf(stderr, "tkbench:   BM=%d BN=%d warps=%d stages=%d programs/SM=%d slack=%d%s: %s %.1f us (%.0f TFLOP/s)\n",
+            cf[0], cf[1], cf[2], cf[3], cf[4] ? cf[4] : 1, cf[5], cf[6] ? " streamk" : "", bad ? bad : "ok", t,
+            flops / (t * 1e-6) / 1e12);
     if (bad) snprintf(lastbad, sizeof lastbad, "%s", bad);
     if (!isnan(t) && (isnan(best) || t < best)) {
       best = t;
@@ -154,9 +165,9 @@ static void run_case(bench *b, const at_case *c) {
   tb_emit_roofline(name, pred, bound, best);
   char note[240];
   if (bi >= 0)
-    snprintf(note, sizeof note, "checked, BM=%d BN=%d warps=%d stages=%d programs/SM=%d slack=%d, %.0f TFLOP/s",
+    snprintf(note, sizeof note, "checked, BM=%d BN=%d warps=%d stages=%d programs/SM=%d slack=%d%s, %.0f TFLOP/s",
              AT_CFG[bi][1], AT_CFG[bi][2], AT_CFG[bi][3], AT_CFG[bi][4], AT_CFG[bi][5] ? AT_CFG[bi][5] : 1,
-             AT_CFG[bi][6], flops / (best * 1e-6) / 1e12);
+             AT_CFG[bi][6], AT_CFG[bi][7] ? " streamk" : "", flops / (best * 1e-6) / 1e12);
   else
     snprintf(note, sizeof note, "%s", why ? why : lastbad);
   tb_emit(name, best, "us", note);
