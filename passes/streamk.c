@@ -514,7 +514,7 @@ bool pass_streamk(ir_module *m, ir_func *f) {
   /* program p's region of the workspace, in 4-byte words: [2 counters, pad, slot 0, slot 1] */
   ir_value *words = c64(&s, per / 4);
   ir_value *slot0 = bin(&s, IR_ADD, bin(&s, IR_MUL, pid64, words), c64(&s, 4));
-  ir_value *mine = bin(&s, IR_ADD, slot0, sel(&s, cmp(&s, IR_CMP_EQ, cast(&s, j, s.i64), jlo), c64(&s, 0), c64(&s, numel)));
+  ir_value *mine = bin(&s, IR_ADD, slot0, sel(&s, cmp(&s, IR_CMP_EQ, j, jfirst), c64(&s, 0), c64(&s, numel)));
   for (int i = 0; i < n; i++) {
     if (!c.slot_t[i]) continue;
     ir_value *v = c.slot_t[i] == res[i]->type ? res[i] : spread(&s, res[i], c.slot_t[i]);
