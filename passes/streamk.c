@@ -48,6 +48,8 @@
  * decisions.md), so no kernel gets it unasked. */
 #include "pass_util.h"
 
+#include <stdint.h>
+
 typedef struct {
   ir_module *m;
   ir_func *f;
@@ -437,26 +439,31 @@ bool pass_streamk(ir_module *m, ir_func *f) {
   ir_value *cand = bin(&s, IR_ADD, tail, np);
   ir_value *ok = bin(&s, IR_AND, cmp(&s, IR_CMP_GE, rounds, c32(&s, 1)), cmp(&s, IR_CMP_GT, tail, c32(&s, 0)));
   ok = bin(&s, IR_AND, ok, cmp(&s, IR_CMP_GE, iters, c32(&s, 2)));
+  /* The unit arithmetic is i32, so that few registers stay live across the K loop (the
+   * four-warpgroup attention loop spilled with it in i64): every product below is at most
+   * U * P, U = sk * iters, which must fit; a launch past that (10^5-step K loops) stays
+   * plain persist. */
+  ir_value *up = bin(&s, IR_MUL, bin(&s, IR_MUL, cast(&s, cand, s.i64), cast(&s, iters, s.i64)), cast(&s, np, s.i64));
+  ok = bin(&s, IR_AND, ok, cmp(&s, IR_CMP_LE, up, c64(&s, INT32_MAX)));
   ir_value *sk = sel(&s, ok, cand, c32(&s, 0));
   ir_value *dp = bin(&s, IR_SUB, total, sk);
-  ir_value *iters64 = cast(&s, iters, s.i64), *np64 = cast(&s, np, s.i64), *pid64 = cast(&s, pid, s.i64);
-  ir_value *units = bin(&s, IR_MUL, cast(&s, sk, s.i64), iters64);
-  ir_value *lo = bin(&s, IR_DIV, bin(&s, IR_MUL, pid64, units), np64);
-  ir_value *hi = bin(&s, IR_DIV, bin(&s, IR_MUL, bin(&s, IR_ADD, pid64, c64(&s, 1)), units), np64);
-  ir_value *safe_iters = bin(&s, IR_MAX, iters64, c64(&s, 1)); /* no division by 0 where sk is 0 */
+  ir_value *units = bin(&s, IR_MUL, sk, iters);
+  ir_value *lo = bin(&s, IR_DIV, bin(&s, IR_MUL, pid, units), np);
+  ir_value *hi = bin(&s, IR_DIV, bin(&s, IR_MUL, bin(&s, IR_ADD, pid, c32(&s, 1)), units), np);
+  ir_value *safe_iters = bin(&s, IR_MAX, iters, c32(&s, 1)); /* no division by 0 where sk is 0 */
   ir_value *jlo = bin(&s, IR_DIV, lo, safe_iters);
   ir_value *jhi = sel(&s, cmp(&s, IR_CMP_GT, hi, lo),
-                      bin(&s, IR_ADD, bin(&s, IR_DIV, bin(&s, IR_SUB, hi, c64(&s, 1)), safe_iters), c64(&s, 1)), jlo);
+                      bin(&s, IR_ADD, bin(&s, IR_DIV, bin(&s, IR_SUB, hi, c32(&s, 1)), safe_iters), c32(&s, 1)), jlo);
   ir_value *ndp = sel(&s, cmp(&s, IR_CMP_GT, dp, pid),
                       bin(&s, IR_DIV, bin(&s, IR_ADD, bin(&s, IR_SUB, dp, pid), bin(&s, IR_SUB, np, c32(&s, 1))), np),
                       c32(&s, 0));
-  ir_value *nunits = bin(&s, IR_ADD, ndp, cast(&s, bin(&s, IR_SUB, jhi, jlo), s.i32));
-  /* what a unit needs, in i32 (the producer of a warp-specialized kernel recomputes it on
-   * 24 registers): the first and last tile the range meets and where in them it starts
-   * and ends */
-  ir_value *jfirst = cast(&s, jlo, s.i32), *jlast = cast(&s, bin(&s, IR_SUB, jhi, c64(&s, 1)), s.i32);
-  ir_value *lo_off = cast(&s, bin(&s, IR_SUB, lo, bin(&s, IR_MUL, jlo, iters64)), s.i32);
-  ir_value *hi_off = cast(&s, bin(&s, IR_SUB, hi, bin(&s, IR_MUL, bin(&s, IR_SUB, jhi, c64(&s, 1)), iters64)), s.i32);
+  ir_value *nunits = bin(&s, IR_ADD, ndp, bin(&s, IR_SUB, jhi, jlo));
+  /* what a unit needs (the producer of a warp-specialized kernel recomputes it on few
+   * registers): the first and last tile the range meets and where in them it starts and
+   * ends */
+  ir_value *jfirst = jlo, *jlast = bin(&s, IR_SUB, jhi, c32(&s, 1));
+  ir_value *lo_off = bin(&s, IR_SUB, lo, bin(&s, IR_MUL, jlo, iters));
+  ir_value *hi_off = bin(&s, IR_SUB, hi, bin(&s, IR_MUL, jlast, iters));
   const ir_type *pf = ir_type_ptr(m, ws_t), *pi = ir_type_ptr(m, s.i32);
   ir_op *wsf = ir_build(&s.b, IR_WORKSPACE, 0, NULL, 1, &pf), *wsi = ir_build(&s.b, IR_WORKSPACE, 0, NULL, 1, &pi);
   wsf->attr2 = wsi->attr2 = per;
@@ -510,10 +517,10 @@ bool pass_streamk(ir_module *m, ir_func *f) {
     ir_build(&yes, IR_YIELD, n + 1, y, 0, NULL);
   }
   s.b = (ir_builder){m, W->regions[1], NULL, K->loc};
-  ir_value *ju = bin(&s, IR_MUL, cast(&s, j, s.i64), iters64);
+  ir_value *ju = bin(&s, IR_MUL, j, iters);
   /* program p's region of the workspace, in 4-byte words: [2 counters, pad, slot 0, slot 1] */
   ir_value *words = c64(&s, per / 4);
-  ir_value *slot0 = bin(&s, IR_ADD, bin(&s, IR_MUL, pid64, words), c64(&s, 4));
+  ir_value *slot0 = bin(&s, IR_ADD, bin(&s, IR_MUL, cast(&s, pid, s.i64), words), c64(&s, 4));
   ir_value *mine = bin(&s, IR_ADD, slot0, sel(&s, cmp(&s, IR_CMP_EQ, j, jfirst), c64(&s, 0), c64(&s, numel)));
   for (int i = 0; i < n; i++) {
     if (!c.slot_t[i]) continue;
@@ -529,9 +536,9 @@ bool pass_streamk(ir_module *m, ir_func *f) {
   ticket->attr = IR_ATOM_ADD;
   ticket->attr2 = IR_SEM_ACQ_REL;
   /* the programs whose ranges meet tile j: p_of(u) = ((u + 1) P - 1) / U owns unit u */
-  ir_value *last_u = bin(&s, IR_SUB, bin(&s, IR_ADD, ju, iters64), c64(&s, 1));
-  ir_value *p0 = bin(&s, IR_DIV, bin(&s, IR_SUB, bin(&s, IR_MUL, bin(&s, IR_ADD, ju, c64(&s, 1)), np64), c64(&s, 1)), units);
-  ir_value *p1 = bin(&s, IR_DIV, bin(&s, IR_SUB, bin(&s, IR_MUL, bin(&s, IR_ADD, last_u, c64(&s, 1)), np64), c64(&s, 1)), units);
+  ir_value *last_u = bin(&s, IR_SUB, bin(&s, IR_ADD, ju, iters), c32(&s, 1));
+  ir_value *p0 = bin(&s, IR_DIV, bin(&s, IR_SUB, bin(&s, IR_MUL, bin(&s, IR_ADD, ju, c32(&s, 1)), np), c32(&s, 1)), units);
+  ir_value *p1 = bin(&s, IR_DIV, bin(&s, IR_SUB, bin(&s, IR_MUL, bin(&s, IR_ADD, last_u, c32(&s, 1)), np), c32(&s, 1)), units);
   ir_value *last = cmp(&s, IR_CMP_EQ, ticket->results[0], c32(&s, 1)); /* the second of two */
   ir_op *LAST = ir_build_if(&s.b, last, n, rt);
   {
@@ -548,10 +555,10 @@ bool pass_streamk(ir_module *m, ir_func *f) {
   reset->attr = IR_ATOM_XCHG;
   /* the other piece's partial, from the slot its program stored it in: slot 0 when j is
    * the first tile that program's range meets */
-  ir_value *other = sel(&s, cmp(&s, IR_CMP_EQ, pid64, p0), p1, p0);
-  ir_value *olo = bin(&s, IR_DIV, bin(&s, IR_MUL, other, units), np64);
-  ir_value *ofirst = cmp(&s, IR_CMP_EQ, bin(&s, IR_DIV, olo, safe_iters), cast(&s, j, s.i64));
-  ir_value *at = bin(&s, IR_ADD, bin(&s, IR_ADD, bin(&s, IR_MUL, other, words), c64(&s, 4)),
+  ir_value *other = sel(&s, cmp(&s, IR_CMP_EQ, pid, p0), p1, p0);
+  ir_value *olo = bin(&s, IR_DIV, bin(&s, IR_MUL, other, units), np);
+  ir_value *ofirst = cmp(&s, IR_CMP_EQ, bin(&s, IR_DIV, olo, safe_iters), j);
+  ir_value *at = bin(&s, IR_ADD, bin(&s, IR_ADD, bin(&s, IR_MUL, cast(&s, other, s.i64), words), c64(&s, 4)),
                      sel(&s, ofirst, c64(&s, 0), c64(&s, numel)));
   ir_value *got[SK_STATES], *merged[SK_STATES];
   for (int i = 0; i < n; i++) {
