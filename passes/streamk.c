@@ -24,8 +24,8 @@
  * the softmax's merge below is symmetric too): the result is deterministic
  * (docs/language.md: a dot's K sum, or an online softmax, may be cut in two pieces). The
  * last piece holds its own values and reads the other's, never three tiles at once.
- * sk is 0 — plain persist — when T mod P = 0, when no full round exists, or when a tile has
- * fewer than 2 steps.
+ * sk is 0 — plain persist — when T mod P = 0, when no full round exists, when a tile has
+ * fewer than 2 steps, or when U * P does not fit the unit arithmetic's i32.
  *
  * What the K loop carries is merged by its role (sk_carry, below): a dot's sum by adding,
  * attention's online softmax — the running row max m, and O and l rescaled by
