@@ -129,6 +129,14 @@ bool pass_loop_uniform(const ir_func *f, const ir_op *L) {
   return true;
 }
 
+static void find_workspace(ir_op *op, void *arg) { *(bool *)arg |= op->opc == IR_WORKSPACE; }
+
+bool pass_has_workspace(ir_func *f) {
+  bool found = false;
+  ir_walk(f->body, find_workspace, &found);
+  return found;
+}
+
 static bool defined_within(const ir_value *v, const ir_block *region) {
   if (v->def) return pass_op_within(v->def, region);
   for (const ir_block *b = v->owner; b; b = b->parent ? b->parent->parent : NULL)

@@ -112,6 +112,8 @@ bool pass_varies(const ir_func *f, const ir_value *v);
 /* Whether every program runs for loop L the same number of times (its bounds vary with
  * neither the program id nor an enclosing loop: pass_varies). */
 bool pass_loop_uniform(const ir_func *f, const ir_op *L);
+/* Whether f has a workspace op: stream-K (streamk.c) split its persistent tile loop. */
+bool pass_has_workspace(ir_func *f);
 
 /* ---- block pointers (blockptr.c) ---- */
 /* A tile load that reads one box of a strided tensor (see blockptr.c): the tensor at

@@ -30,7 +30,7 @@
  *
  * Turns are taken only where every program runs the loop the same number of times
  * (its bounds depend on neither the program id nor an enclosing loop: non-causal
- * attention). Measured on the H200 (f16 S4096 D128, 2026-12-02, same run): non-causal
+ * attention), or nearly (stream-K's K loop: long_everywhere). Measured on the H200 (f16 S4096 D128, 2026-12-02, same run): non-causal
  * 2295 -> 2105 us with turns, causal 1197 -> 1253 us, where the trip count grows with the
  * query block and the short loops of the first blocks pay the hand-offs without the
  * overlap to win them back.
@@ -373,6 +373,13 @@ static void rewrite(rot *r) {
   ir_op_erase(L);
 }
 
+/* Whether L is long in every program, so that turns pay (above): its trip count is the
+ * same in every program, or it is a stream-K kernel's K loop (a workspace op: streamk.c),
+ * which persist found uniform and stream-K cut into the units' ranges — whole tiles'
+ * trip counts but for at most two pieces a program. The warpgroups of one program run
+ * the same ranges either way, as the turns need. */
+static bool long_everywhere(ir_func *f, const ir_op *L) { return pass_loop_uniform(f, L) || pass_has_workspace(f); }
+
 bool pass_rotate(ir_module *m, ir_func *f) {
   if (!pass_has(m, PASS_WGMMA)) return false;
   ir_op *loops[64];
@@ -389,7 +396,7 @@ bool pass_rotate(ir_module *m, ir_func *f) {
     r.body = r.L->regions[0];
     /* the bounds: lower, upper, step */
     int wgs = f->num_warps / WG_WARPS;
-    r.turns = f->num_warps % WG_WARPS == 0 && wgs >= 2 && wgs <= MAX_TURN_WGS && pass_loop_uniform(f, r.L);
+    r.turns = f->num_warps % WG_WARPS == 0 && wgs >= 2 && wgs <= MAX_TURN_WGS && long_everywhere(f, r.L);
     if (!analyze(&r)) continue;
     rewrite(&r);
     changed = true;

@@ -29,7 +29,6 @@
 enum { PRODUCER_WARPS = 4, PRODUCER_REGS = 24, PRODUCER_REGS_UNITS = 32, CONSUMER_MAX = 240, REG_FILE = 65536,
        ENTRY_MAX = 248 };
 
-static void find_workspace(ir_op *op, void *arg) { *(bool *)arg |= op->opc == IR_WORKSPACE; }
 
 typedef struct {
   const ir_value *consumer_signaled[16];
@@ -124,8 +123,7 @@ bool pass_warpspec(ir_module *m, ir_func *f) {
   int per_sm = f->programs_per_sm > 1 ? f->programs_per_sm : 1, threads = 32 * (f->num_warps + PRODUCER_WARPS);
   int entry = REG_FILE / (per_sm * threads) / 8 * 8;
   if (entry > ENTRY_MAX) entry = ENTRY_MAX;
-  bool units = false;
-  ir_walk(f->body, find_workspace, &units);
+  bool units = pass_has_workspace(f);
   int preg = units ? PRODUCER_REGS_UNITS : PRODUCER_REGS;
   int regs = (entry * threads - PRODUCER_WARPS * 32 * preg) / (32 * f->num_warps) / 8 * 8;
   int *ints = SU_NEW_ARRAY(m->arena, int, 2);
