@@ -50,6 +50,8 @@
 
 #include <stdint.h>
 
+#define LOG2E 1.4426950408889634 /* expfold's factor, as it rounds it to f32 */
+
 typedef struct {
   ir_module *m;
   ir_func *f;
@@ -190,7 +192,7 @@ static bool is_weight(sk_carry *c, const ir_op *e, int depth) {
   if (!ml || ml->opc != IR_MUL) return false;
   for (int k = 0; k < 2; k++) {
     ir_value *x = peel_rows(ml->operands[k]), *y = ml->operands[1 - k];
-    if (x == mn && pass_is_const(y) && pass_const_float(y) == (double)(float)1.4426950408889634) return true;
+    if (x == mn && pass_is_const(y) && pass_const_float(y) == (double)(float)LOG2E) return true;
   }
   return false;
 }
@@ -202,7 +204,7 @@ static int deg_of(sk_carry *c, ir_value *v, int depth) {
     for (int i = 0; i < c->n; i++)
       if (v == carried_arg(c, i)) return c->role[i] == SK_SAME ? D0 : 0; /* SAME: its initial value */
     /* the K loop's variable, or a value of an enclosing block: the same for every step */
-    return v->owner == kb || pass_op_within(c->K, v->owner) || v->owner == c->K->parent ? D0 : 0;
+    return v->owner == kb || pass_op_within(c->K, v->owner) ? D0 : 0;
   }
   if (!pass_op_within(op, kb)) return D0;
   if (depth > 64) return 0;
