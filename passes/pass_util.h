@@ -115,6 +115,25 @@ bool pass_loop_uniform(const ir_func *f, const ir_op *L);
 /* Whether f has a workspace op: stream-K (streamk.c) split its persistent tile loop. */
 bool pass_has_workspace(ir_func *f);
 
+/* ---- what a loop carries, for cutting its steps in two pieces (carry.c) ---- */
+enum { PASS_CARRY_VALUES = 16 };
+typedef enum {
+  PASS_CARRY_SAME,   /* yielded unchanged: both pieces hold the initial value */
+  PASS_CARRY_SUM,    /* a dot's sum from zeros of products the loop does not feed: x1 + x2 */
+  PASS_CARRY_SCALED, /* an online softmax's sum rescaled by exp(m - m'): x1 e^(m1-M) + x2 e^(m2-M) */
+  PASS_CARRY_MAX     /* that running max m: M = max(m1, m2) */
+} pass_carry_role;
+typedef struct {
+  int n;                           /* the loop's carried values */
+  int role[PASS_CARRY_VALUES];     /* a pass_carry_role each */
+  int max_index;                   /* the PASS_CARRY_MAX value, -1 when none */
+} pass_carry;
+/* The role of each value for loop L carries, such that two pieces of its steps (each
+ * from the initial values) merge into what the whole loop computes, exactly in real
+ * arithmetic; false, with *why, when one has none or L writes memory (carry.c checks
+ * the rescaled sums with a degree analysis of the body, not by their shape). */
+bool pass_carry_roles(ir_op *L, pass_carry *out, const char **why);
+
 /* ---- block pointers (blockptr.c) ---- */
 /* A tile load that reads one box of a strided tensor (see blockptr.c): the tensor at
  * `base` (a pointer parameter) with `rank` dims, outermost first; per dim the box's
