@@ -100,6 +100,7 @@ ir_value *pass_spread(ir_module *m, ir_builder *b, ir_value *v, const ir_type *t
   if (v->type->kind != IR_TILE) return ir_build1(b, IR_SPLAT, t, 1, &v);
   int col[2] = {t->shape[0], 1};
   const ir_type *ct = ir_type_tile(m, v->type->elem, 2, col);
+  if (t->layout) ct = ir_type_with_layout(m, ct, t->layout); /* after tiling: t's */
   ir_op *e = ir_build(b, IR_EXPAND_DIMS, 1, &v, 1, &ct);
   e->attr2 = 1;
   return ir_build1(b, IR_BROADCAST, t, 1, &e->results[0]);

@@ -100,7 +100,8 @@ ir_value *pass_clone_slice(ir_module *m, ir_builder *b, const ir_block *region, 
  * most cap of them; the rest are not seen). Returns how many. */
 int pass_collect(ir_block *blk, ir_opcode opc, ir_op **out, int cap);
 /* v made a tile of type t (rank 2): a scalar splat, a tile of t's rows ([M]) stretched
- * along the last axis (expand_dims at 1, then broadcast). Built at b. */
+ * along the last axis (expand_dims at 1, then broadcast; the column in t's layout when t
+ * has one). Built at b. */
 ir_value *pass_spread(ir_module *m, ir_builder *b, ir_value *v, const ir_type *t);
 /* Whether op lies in block blk or in a region nested in it. */
 bool pass_op_within(const ir_op *op, const ir_block *blk);

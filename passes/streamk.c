@@ -27,7 +27,7 @@
  * sk is 0 — plain persist — when T mod P = 0, when no full round exists, when a tile has
  * fewer than 2 steps, or when U * P does not fit the unit arithmetic's i32.
  *
- * What the K loop carries is merged by its role (sk_carry, below): a dot's sum by adding,
+ * What the K loop carries is merged by its role (passes/carry.c, pass_carry_roles): a dot's sum by adding,
  * attention's online softmax — the running row max m, and O and l rescaled by
  * e^(m - m') at each step — by M = max(m1, m2) and x1 e^(m1 - M) + x2 e^(m2 - M), exact
  * in real arithmetic since each piece's x is e^(-m) times a sum that does not depend on
@@ -50,7 +50,6 @@
 
 #include <stdint.h>
 
-
 typedef struct {
   ir_module *m;
   ir_func *f;
@@ -67,16 +66,6 @@ static ir_value *sel(sk_ctx *s, ir_value *c, ir_value *x, ir_value *y) {
   return ir_build1(&s->b, IR_SELECT, x->type, 3, o);
 }
 static ir_value *cast(sk_ctx *s, ir_value *x, const ir_type *t) { return ir_build1(&s->b, IR_CAST, t, 1, &x); }
-/* rows v ([M]) stretched to t ([M, N]) along the last axis, in t's layout when it has one */
-static ir_value *spread(sk_ctx *s, ir_value *v, const ir_type *t) {
-  int col[2] = {t->shape[0], 1};
-  const ir_type *ct = ir_type_tile(s->m, ir_type_elem(t), 2, col);
-  if (t->layout) ct = ir_type_with_layout(s->m, ct, t->layout);
-  ir_op *e = ir_build(&s->b, IR_EXPAND_DIMS, 1, &v, 1, &ct);
-  e->attr2 = 1;
-  return ir_build1(&s->b, IR_BROADCAST, t, 1, &e->results[0]);
-}
-
 /* The persistent tile loop persist built: a top-level `for` from program_id(0) by
  * num_programs(0). */
 static ir_op *tile_loop(const ir_func *f) {
@@ -305,7 +294,7 @@ bool pass_streamk(ir_module *m, ir_func *f) {
   ir_value *mine = bin(&s, IR_ADD, slot0, sel(&s, cmp(&s, IR_CMP_EQ, j, jfirst), c64(&s, 0), c64(&s, numel)));
   for (int i = 0; i < n; i++) {
     if (!c.slot_t[i]) continue;
-    ir_value *v = c.slot_t[i] == res[i]->type ? res[i] : spread(&s, res[i], c.slot_t[i]);
+    ir_value *v = c.slot_t[i] == res[i]->type ? res[i] : pass_spread(m, &s.b, res[i], c.slot_t[i]);
     ir_value *st[2] = {bin(&s, IR_ADDPTR, wsf->results[0], bin(&s, IR_ADD, mine, c64(&s, c.off[i]))), v};
     ir_build(&s.b, IR_SLOT_STORE, 2, st, 0, NULL);
   }
@@ -374,8 +363,8 @@ bool pass_streamk(ir_module *m, ir_func *f) {
     default: {
       ir_value *sa = fa, *sb = fb;
       if (res[i]->type->rank == 2) {
-        sa = spread(&s, fa, res[i]->type);
-        sb = spread(&s, fb, res[i]->type);
+        sa = pass_spread(m, &s.b, fa, res[i]->type);
+        sb = pass_spread(m, &s.b, fb, res[i]->type);
       }
       merged[i] = bin(&s, IR_ADD, bin(&s, IR_MUL, res[i], sa), bin(&s, IR_MUL, got[i], sb));
     }
