@@ -116,7 +116,9 @@ const ck_case ck_cases[] = {
      {{{1024, 1024, 2}}, {{1000, 1537, 1}}, {{333, 333, 3}}, {{64, 64, 1}}}, 0, ck_run_attention},
     /* stream-K (streamk = true, non-causal: persistent): on 132 SMs every tile of these
      * GPU shapes (144, 192, 256 tiles) lies in the split rounds, two pieces merged (m, O
-     * and rowsum's l), the second shape's launch on the tickets the first reset */
+     * and rowsum's l), the second shape's launch on the tickets the first reset. The
+     * interpreter runs the target-independent IR (no persist, no stream-K): there these
+     * are plain attention cases, the split is checked on the GPU only */
     {"attention_streamk", "attention.tk", "attention",
      {{"BM", "128"}, {"BN", "128"}, {"D", "128"}, {"streamk", "true"}}, 4, CK_ATTN, {{{130, 200, 1}}, {{1, 129, 2}}},
      {{{1100, 384, 4}}, {{2000, 200, 3}}, {{4000, 1000, 2}}}, 0, ck_run_attention},
