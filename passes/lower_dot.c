@@ -40,12 +40,22 @@ static ir_op *slot_read(lower *l, ir_value *v, bool *trans) {
   return d;
 }
 
-/* Where a staged operand is stored: right after its definition when that stands outside
- * the loop around the dot (it is staged once, not each iteration), else before the dot. */
+/* Where a staged operand is stored: when its definition stands outside the loop around
+ * the dot (it is staged once, not each iteration), right before the op of the
+ * definition's block that holds the dot — after what that block does first, the
+ * pipeline's prologue loads among it; else before the dot. Right after the definition,
+ * the barrier behind the store would wait for the operand's load before any later load
+ * is issued: decode's q, then the sequence length its key loads need, then those loads,
+ * three round trips to memory in a row where two do (q's beside the first key blocks'). */
 static ir_op *stage_point(ir_op *dot, ir_value *v) {
   ir_op *d = v->def;
   for (ir_op *L = dot->parent->parent; d && L; L = L->parent->parent)
-    if (L->opc == IR_FOR) return pass_op_within(d, L->regions[0]) ? dot : d->next;
+    if (L->opc == IR_FOR) {
+      if (pass_op_within(d, L->regions[0])) return dot;
+      ir_op *at = dot;
+      while (at && at->parent != d->parent) at = at->parent->parent;
+      return at ? at : d->next;
+    }
   return dot;
 }
 
@@ -59,8 +69,10 @@ static ir_value *stage(lower *l, ir_op *at, ir_value *v, bool async) {
   const ir_type *bt = pass_slots_type(m, t->elem, 1, t->shape[0], t->shape[1], pass_swizzle_for(t->shape[1] * eb));
   ir_value *buf = ir_build1(&top, IR_SMEM_ALLOC, bt, 0, NULL);
   ir_builder b = {m, at->parent, at, at->loc};
+  /* two operands staged at one point share the barrier between their stores */
+  bool fenced = at->prev && at->prev->opc == IR_BARRIER && at->prev->noperands == 0;
   ir_value *zero = ir_const_int(&b, ir_type_scalar(m, TK_I32), 0);
-  ir_build(&b, IR_BARRIER, 0, NULL, 0, NULL);
+  if (!fenced) ir_build(&b, IR_BARRIER, 0, NULL, 0, NULL);
   ir_value *opnds[3] = {buf, zero, v};
   ir_build(&b, IR_SMEM_STORE, 3, opnds, 0, NULL);
   if (async) ir_build(&b, IR_FENCE_ASYNC, 0, NULL, 0, NULL);
