@@ -16,7 +16,7 @@ for v in new lw; do
 done
 echo "t=$SECONDS"
 for r in 1 2 3; do
-  [ $SECONDS -gt 360 ] && break
+  [ $SECONDS -gt ${ROUNDS_UNTIL:-360} ] && break
   for v in old new sk lw; do
     B=$E/tkbench-$v; S=samples; [ $v = old ] && B=$E/tkx && S=$E/old; [ $v = sk ] && B=$E/tkbench-new
     for w in "f16 B4 H32 S4096 D128:0:12" "f16 B4 H32 S4096 D64:4:13,14" "f16 B4 H32 S4096 D64 causal:10:" "bf16 B4 H32 S4096 D64:4:13"; do
@@ -28,7 +28,7 @@ for r in 1 2 3; do
   echo "round $r t=$SECONDS"
 done
 for v in old new sk lw; do echo "== $v"; grep -E "tkbench: attention|tkbench:   " $OUT/$v.err | sed 's/programs\/SM=/pp/; s/stages=2 //; s/tkbench: attention //; s/tkbench:   //; s/B4 H32 S4096 //; s/warps=/w/'; done
-if echo "$G" | grep -q H200 && [ $SECONDS -lt 420 ]; then
+if echo "$G" | grep -q H200 && [ $SECONDS -lt ${SOFTMAX_UNTIL:-420} ]; then
   TK_CACHE_DIR=/tmp/tkc-new timeout 90 $E/tkbench-new --samples samples --only "one tile" > $OUT/sm.tsv 2> $OUT/sm.err
   timeout $((590-SECONDS)) python3 bench/anchors.py --tk $OUT/sm.tsv --only "softmax f32" --no-compile > $OUT/sm_anchors.txt 2>&1
   tail -12 $OUT/sm_anchors.txt
