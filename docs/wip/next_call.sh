@@ -10,14 +10,14 @@ set -u
 . .gpu/env.sh
 E=.exp/next
 G=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$G"
-for v in new lw; do
+for v in ${SAMPLES:-new lw}; do
   TK_CACHE_DIR=$(mktemp -d) timeout 150 $E/tk-samples-$v --gpu --only attention > $OUT/samples-$v.txt 2>&1
   echo "samples $v rc=$?"; grep -E 'FAIL|samples:' $OUT/samples-$v.txt | tail -4
 done
 echo "t=$SECONDS"
 for r in 1 2 3; do
   [ $SECONDS -gt ${ROUNDS_UNTIL:-360} ] && break
-  for v in old new sk lw; do
+  for v in ${VARIANTS:-old new sk lw}; do
     B=$E/tkbench-$v; S=samples; [ $v = old ] && B=$E/tkx && S=$E/old; [ $v = sk ] && B=$E/tkbench-new
     for w in "f16 B4 H32 S4096 D128:0:12" "f16 B4 H32 S4096 D64:4:13,14" "f16 B4 H32 S4096 D64 causal:10:" "bf16 B4 H32 S4096 D64:4:13"; do
       IFS=: read -r wl base skc <<< "$w"
