@@ -1,5 +1,5 @@
 #!/bin/bash
-# The second device call (docs/wip/README.md): decode before / after e3c25c4 (q staged
+# The second device call (docs/wip/README.md): decode before / after 7aadb1d (q staged
 # after the prologue; old = .exp/next/tkx, c1e54cb, whose decode sample is main's),
 # interleaved, two rounds, f16, the configurations the rows pick (0: BN32 s5, 1: BN32 s4,
 # 11: BN32 s3 8/SM); then the full S4096 attention sweep and decode with main, and the
