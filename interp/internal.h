@@ -211,10 +211,12 @@ const char *ip_mem_access(ip_memory *mem, uint32_t buf, int64_t off, int size, v
  * neither made nor freed while a launch runs, so this stays valid through it. */
 bool ip_mem_buffer(const ip_memory *mem, uint32_t id, uint8_t **data, uint64_t *size);
 /* The id of mem's workspace (workspace ops: one buffer a memory, kept across launches as
- * a GPU context keeps its own) of at least `bytes` (> 0): the one there is when it is that
- * large, else a new zeroed one that replaces it (the old one is freed). False with a
- * message in err when it cannot be allocated. ip_memory_free frees it with the rest. */
-bool ip_mem_workspace(ip_memory *mem, size_t bytes, uint32_t *id, su_buf *err);
+ * a GPU context keeps its own) of at least `bytes` (> 0) for the kernel whose ir_func uid
+ * is owner: the one there is when it is that large — zeroed first when another kernel
+ * used it last, whose data may lie where owner keeps its counters — else a new zeroed one
+ * that replaces it (the old one is freed). False with a message in err when it cannot be
+ * allocated. ip_memory_free frees it with the rest. */
+bool ip_mem_workspace(ip_memory *mem, size_t bytes, uint64_t owner, uint32_t *id, su_buf *err);
 /* Splits a device address into (buffer id, byte offset) and back. */
 void ip_mem_split(tk_devptr p, uint32_t *buf, int64_t *off);
 tk_devptr ip_mem_join(uint32_t buf, int64_t off);

@@ -95,8 +95,8 @@ typedef enum {
  * failure writes one line (no trailing newline) to err and returns the status; the
  * effects of the programs that ran stay in memory. A kernel with workspace ops gets mem's
  * one workspace buffer (per_program bytes per program it runs), zero when made and kept
- * from launch to launch as the GPU keeps its own, replaced by a zeroed larger one when a
- * launch needs more. */
+ * from launch to launch as the GPU keeps its own, zeroed again when another kernel used
+ * it last, replaced by a zeroed larger one when a launch needs more. */
 ip_status ip_launch(ip_memory *mem, const ir_module *m, const ir_func *f, tk_grid grid,
                     const tk_arg *args, int nargs, FILE *out, su_buf *err);
 

@@ -147,14 +147,15 @@ static ip_status alloc_scratch(ip_exec *x, uint64_t programs) {
 }
 
 /* The memory's workspace, for a kernel with workspace ops: zero when first made and kept
- * from launch to launch (the GPU's contract: the kernel leaves it as it found it). */
+ * from launch to launch of one kernel (the GPU's contract: the kernel resets its
+ * counters), zeroed again when another kernel used it last. */
 static ip_status find_or_grow_workspace(ip_exec *x, uint64_t programs) {
   uint64_t per;
   size_t bytes;
   su_buf why = {0};
   bool ok = program_bytes(x, IR_WORKSPACE, programs, &per, &bytes);
   if (ok && !per) return IP_OK;
-  if (!ok || !ip_mem_workspace(x->mem, bytes, &x->gworkspace, &why))
+  if (!ok || !ip_mem_workspace(x->mem, bytes, x->f->uid, &x->gworkspace, &why))
     return buffer_failed(x, "workspace", programs, per, &why);
   return IP_OK;
 }

@@ -24,6 +24,7 @@ struct ip_memory {
   uint32_t space;
   uint32_t free_head, free_tail, nfree; /* the quarantine, a FIFO of freed slots */
   uint32_t workspace; /* the buffer id of the workspace ops' buffer (ip_mem_workspace), 0: none */
+  uint64_t workspace_owner; /* the ir_func uid of the kernel that used it last */
 };
 
 enum {
@@ -137,10 +138,13 @@ bool ip_mem_free(ip_memory *mem, tk_devptr p, su_buf *err) {
   return true;
 }
 
-bool ip_mem_workspace(ip_memory *mem, size_t bytes, uint32_t *id, su_buf *err) {
+bool ip_mem_workspace(ip_memory *mem, size_t bytes, uint64_t owner, uint32_t *id, su_buf *err) {
   const buffer *b = mem->workspace ? find(mem, mem->workspace) : NULL;
   bool have = b && b->live; /* (b moves if ip_mem_alloc grows the table) */
   if (have && b->size >= bytes) {
+    /* Another kernel's slots may lie where this one keeps its counters: zero, as new. */
+    if (mem->workspace_owner != owner) memset(b->data, 0, b->size);
+    mem->workspace_owner = owner;
     *id = mem->workspace;
     return true;
   }
@@ -151,6 +155,7 @@ bool ip_mem_workspace(ip_memory *mem, size_t bytes, uint32_t *id, su_buf *err) {
   if (have && !ip_mem_free(mem, ip_mem_join(mem->workspace, 0), err)) return false;
   int64_t off;
   ip_mem_split(p, &mem->workspace, &off);
+  mem->workspace_owner = owner;
   *id = mem->workspace;
   return true;
 }

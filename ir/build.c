@@ -2,6 +2,7 @@
  * for passes live in edit.c. */
 #include "ir.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 /* Appends p to the n-element list old of owner (a block's args, a kernel's parameter
@@ -43,8 +44,13 @@ static ir_block *block_new(ir_module *m, ir_op *parent) {
   return b;
 }
 
+static atomic_uint_fast64_t last_uid;
+
+uint64_t ir_func_new_uid(void) { return (uint64_t)atomic_fetch_add(&last_uid, 1) + 1; }
+
 ir_func *ir_func_new(ir_module *m, const char *name, ir_loc loc) {
   ir_func *f = SU_NEW(m->arena, ir_func);
+  f->uid = ir_func_new_uid();
   f->name = su_strdup(m->arena, name);
   f->loc = loc;
   f->body = block_new(m, NULL);

@@ -155,6 +155,7 @@ static void clone_block_into(ir_module *m, const ir_block *from, ir_block *to, i
 ir_func *ir_func_clone(ir_module *m, const ir_func *f) {
   ir_func *g = SU_NEW(m->arena, ir_func);
   *g = *f;
+  g->uid = ir_func_new_uid();
   g->body = SU_NEW(m->arena, ir_block);
   ir_vmap *vm = ir_vmap_new(m->arena);
   for (int i = 0; i < f->body->nargs; i++) {

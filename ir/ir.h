@@ -271,6 +271,10 @@ typedef struct {
 typedef struct ir_func {
   const char *name;
   ir_loc loc;
+  /* Unique in the process, never reused (ir_func_new, ir_func_clone): what the
+   * interpreter's workspace remembers of the kernel whose counters it holds, where a
+   * pointer could name a later function allocated at the same address. */
+  uint64_t uid;
   ir_block *body;           /* args = the kernel's parameters, in order */
   const char **param_names; /* parallel to body->args */
   int num_warps, num_stages;
@@ -355,6 +359,9 @@ ir_module *ir_module_new(su_arena *a, const char *source_name);
 /* Appends a kernel with an empty body (no params), with the default launch attributes
  * (TG_DEFAULT_WARPS, TG_DEFAULT_STAGES). */
 ir_func *ir_func_new(ir_module *m, const char *name, ir_loc loc);
+/* A fresh ir_func uid (> 0, thread-safe): ir_func_new and ir_func_clone give each
+ * function its own. */
+uint64_t ir_func_new_uid(void);
 /* Appends a parameter to the kernel and returns its value. */
 ir_value *ir_func_add_param(ir_module *m, ir_func *f, const char *name, const ir_type *t);
 /* The known divisibility of f's parameter i (1 when nothing is known). */

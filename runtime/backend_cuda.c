@@ -59,6 +59,7 @@ typedef struct cuda_state {
    * as they found it), so such launches must not overlap either */
   CUdeviceptr workspace;
   size_t workspace_bytes;
+  uint64_t workspace_layout; /* rt_hidden.layout of the variant that used it last */
   CUevent ev[2];
 } cuda_state;
 
@@ -600,9 +601,9 @@ typedef struct {
 
 /* Makes b hold programs x per bytes for a launch of k on stream: kept when it does, else
  * freed (once the launches in flight that may use it are done) and allocated anew, zeroed
- * on the stream ahead of the launch when b.zeroed. */
+ * on the stream ahead of the launch when b.zeroed (*fresh set, when not NULL). */
 static tk_status fit_buffer(rt_context *ctx, const rt_kernel *k, context_buffer b, uint64_t programs,
-                            uint64_t per, CUstream stream) {
+                            uint64_t per, CUstream stream, bool *fresh) {
   cuda_state *st = state(ctx);
   if (programs > SIZE_MAX / per)
     return rt_error(ctx, TK_ERR_MEMORY, "kernel '%s': %llu programs x %llu bytes of %s do not fit "
@@ -628,6 +629,7 @@ static tk_status fit_buffer(rt_context *ctx, const rt_kernel *k, context_buffer 
     }
   }
   *b.bytes = need;
+  if (fresh) *fresh = true;
   return TK_OK;
 }
 
@@ -639,14 +641,24 @@ static tk_status hidden_buffers(rt_context *ctx, const rt_kernel *k, rt_hidden *
   cuda_state *st = state(ctx);
   if (h->abi.scratch) {
     context_buffer b = {&st->scratch, &st->scratch_bytes, "scratch", false};
-    tk_status s = fit_buffer(ctx, k, b, logical, (uint64_t)h->abi.scratch, stream);
+    tk_status s = fit_buffer(ctx, k, b, logical, (uint64_t)h->abi.scratch, stream, NULL);
     if (s != TK_OK) return s;
     h->scratch = (uint64_t)st->scratch;
   }
   if (h->abi.workspace) {
     context_buffer b = {&st->workspace, &st->workspace_bytes, "workspace", true};
-    tk_status s = fit_buffer(ctx, k, b, launched, (uint64_t)h->abi.workspace, stream);
+    bool fresh = false;
+    tk_status s = fit_buffer(ctx, k, b, launched, (uint64_t)h->abi.workspace, stream, &fresh);
     if (s != TK_OK) return s;
+    if (!fresh && st->workspace_layout != h->layout) {
+      /* A kernel resets its own counters, but another kernel's slots may lie where this
+       * one keeps them (D64 stream-K attention at BM = 128 after BM = 256: wrong output): the
+       * buffer is zeroed, on the stream ahead of the launch, whenever the variant using
+       * it changes. */
+      CUresult r = st->cu.MemsetD8Async(st->workspace, 0, st->workspace_bytes, stream);
+      if (r != CUDA_SUCCESS) return fail(ctx, r, "cuMemsetD8Async (zeroing the workspace buffer)");
+    }
+    st->workspace_layout = h->layout;
     h->workspace = (uint64_t)st->workspace;
   }
   return TK_OK;

@@ -23,6 +23,7 @@
  */
 #include "jit.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 _Static_assert((int)RT_SPEC_DIV == (int)DRV_SPEC_DIV, "the cache keys and the driver disagree on the divisor");
@@ -127,6 +128,9 @@ bool rt_jit_use(rt_jit_kernel *jk, uint64_t key) {
   return false;
 }
 
+/* the last rt_hidden.layout given out */
+static atomic_uint_fast64_t last_layout;
+
 void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned shmem,
                 const cg_abi *abi) {
   if (jk->nvariants == jk->capvariants) {
@@ -154,6 +158,7 @@ void rt_jit_add(su_arena *a, rt_jit_kernel *jk, uint64_t key, void *fn, unsigned
     for (int i = 0; abi->persistent && i < 3; i++) v.argv[n + abi->ntmaps + i] = &h->grid[i];
     if (abi->scratch) v.argv[buffers++] = &h->scratch;
     if (abi->workspace) v.argv[buffers++] = &h->workspace;
+    if (abi->workspace) h->layout = (uint64_t)atomic_fetch_add(&last_layout, 1) + 1;
     SU_ASSERT(buffers == total);
     v.hidden = h;
   }

@@ -24,6 +24,8 @@ typedef struct {
   uint32_t grid[3];            /* a persistent kernel's launched grid */
   uint64_t scratch;            /* the context's scratch buffer (CUdeviceptr), for abi.scratch */
   uint64_t workspace;          /* the context's workspace buffer (CUdeviceptr), for abi.workspace */
+  uint64_t layout;             /* with abi.workspace: this variant's id, unique in the process
+                                * (rt_jit_add), which the context's workspace remembers */
   int64_t last[CG_MAX_TMAPS][1 + 2 * IR_MAX_RANK]; /* the values the maps were built from */
   bool built;
 } rt_hidden;

@@ -929,8 +929,9 @@ static const fake_memory_calls *memory_calls(void *lib) {
 /* A kernel with workspace ops takes the context's workspace as its last hidden pointer
  * (after a persistent kernel's grid): allocated for the programs the launch runs (a
  * persistent kernel's resident grid, not the grid asked for), zeroed on the launch's
- * stream when allocated, kept as it is for a launch that fits, replaced by a larger
- * zeroed one for a launch that does not. */
+ * stream when allocated, kept as it is for a launch of the same kernel that fits, zeroed
+ * on the launch's stream for another kernel, replaced by a larger zeroed one for a launch
+ * that does not fit. */
 static void test_fake_workspace(void **state) {
   (void)state;
   void *lib;
@@ -985,10 +986,18 @@ static void test_fake_workspace(void **state) {
   assert_true(*(uint64_t *)last_launch(lib)->params[1] == ws);
   assert_int_equal(mc->memsets, memsets + 1);
   assert_int_equal(((unsigned char *)(uintptr_t)ws)[4 * 64 - 1], 0x55);
-  assert_int_equal(tk_launch(pk, (tk_grid){1000, 1, 1}, stream, args, 1), TK_OK); /* 3 x 32 fit */
+  /* another kernel: 3 x 32 fit, but what count left may lie where pcount keeps its
+   * counters, so the whole buffer is zeroed on the launch's stream first */
+  assert_int_equal(tk_launch(pk, (tk_grid){1000, 1, 1}, stream, args, 1), TK_OK);
   assert_true(*(uint64_t *)last_launch(lib)->params[4] == ws);
+  assert_true(mc->memset == ws && mc->memset_bytes == 4 * 64 && mc->memsets == memsets + 2);
+  assert_ptr_equal(mc->memset_stream, stream);
+  assert_int_equal(tk_launch(pk, (tk_grid){1000, 1, 1}, stream, args, 1), TK_OK); /* its own: kept */
+  assert_int_equal(mc->memsets, memsets + 2);
+  assert_int_equal(tk_launch(k, (tk_grid){2, 2, 1}, stream, args, 1), TK_OK); /* back: zeroed */
+  assert_int_equal(mc->memsets, memsets + 3);
   assert_int_equal(tk_launch(k, (tk_grid){2, 2, 2}, stream, args, 1), TK_OK);
-  assert_true(mc->alloc_bytes == 8 * 64 && mc->memset_bytes == 8 * 64 && mc->memsets == memsets + 2);
+  assert_true(mc->alloc_bytes == 8 * 64 && mc->memset_bytes == 8 * 64 && mc->memsets == memsets + 4);
   assert_int_equal(fake_get_int(lib, "fake_cuda_live_allocs"), live + 1); /* grown, not added */
   tk_module_destroy(m);
   tk_context_destroy(ctx);

@@ -781,14 +781,15 @@ static int32_t count_launch(kit *k, unsigned gx, tk_devptr out, tk_devptr ticket
 /* The workspace buffer of k's memory: its id, bytes and counter (workspace[0]). */
 static int32_t *workspace_of(kit *k, uint32_t *id, uint64_t *bytes) {
   uint8_t *data;
-  assert_true(ip_mem_workspace(k->mem, 1, id, &k->err)); /* there is one: no new one */
+  assert_true(ip_mem_workspace(k->mem, 1, k->f->uid, id, &k->err)); /* there is one: no new one */
   assert_true(ip_mem_buffer(k->mem, *id, &data, bytes));
   return (int32_t *)data;
 }
 
-/* The workspace is zero when first made, kept from launch to launch on the same memory
- * (what a launch leaves there the next one sees), sized by the programs launched, and
- * replaced by a zeroed larger one when a launch needs more. */
+/* The workspace is zero when first made, kept from launch to launch of one kernel on the
+ * same memory (what a launch leaves there the next one sees), zeroed when another kernel
+ * used it last, sized by the programs launched, and replaced by a zeroed larger one when
+ * a launch needs more. */
 static void test_workspace(void **state) {
   (void)state;
   kit *k = kit_parse(WORKSPACE_IR, "count");
@@ -809,6 +810,21 @@ static void test_workspace(void **state) {
   assert_int_equal(count_launch(k, 3, out, tickets, t), -1); /* no ticket 2: no count */
   for (int i = 0; i < 3; i++) assert_int_equal(t[i], 7 + i);
   assert_int_equal(workspace_of(k, &again, &bytes)[0], 10);
+  assert_int_equal(again, id);
+  /* another kernel finds it zeroed (what count left may be where it keeps its counters),
+   * in the same buffer, and so does count after it */
+  ir_func *count = k->f;
+  for (int i = 0; i < k->m->nfuncs; i++)
+    if (!strcmp(k->m->funcs[i]->name, "pcount")) k->f = k->m->funcs[i];
+  assert_ptr_not_equal(k->f, count);
+  assert_int_equal(count_launch(k, 3, out, tickets, t), 3);
+  for (int i = 0; i < 3; i++) assert_int_equal(t[i], i);
+  workspace_of(k, &again, &bytes)[0] = 5;
+  assert_int_equal(again, id);
+  k->f = count;
+  assert_int_equal(count_launch(k, 4, out, tickets, t), 4);
+  for (int i = 0; i < 4; i++) assert_int_equal(t[i], i);
+  workspace_of(k, &again, &bytes)[0] = 10;
   assert_int_equal(again, id);
   /* 8 programs need 512 bytes: a new buffer, zero whatever the old one held */
   assert_int_equal(count_launch(k, 8, out, tickets, t), 8);
