@@ -1,25 +1,38 @@
 #!/bin/bash
-# The second device call (docs/wip/README.md): decode before / after 7aadb1d (q staged
-# after the prologue; old = .exp/next/tkx, c1e54cb, whose decode sample is main's),
-# interleaved, two rounds, f16, the configurations the rows pick (0: BN32 s5, 1: BN32 s4,
-# 11: BN32 s3 8/SM); then the full S4096 attention sweep and decode with main, and the
-# anchors of both in the same call. bash docs/wip/call2.sh (carry [".gpu", ".exp"]).
+# The next device call (docs/wip/README.md), after docs/wip/prepare.sh; carry [".gpu",
+# ".exp"]; ~9 minutes, each step behind a time check. In order: tk-samples' attention
+# cases; stream-K configuration 14 alone and after 13 (the workspace fix, 175e315);
+# decode's split rows before / after 7aadb1d (old = .exp/next/tkx, c1e54cb); the full
+# S4096 attention sweep with the anchors in the same run; on an H200, issue 10's one-tile
+# softmax with its anchors.
 set -u
 . .gpu/env.sh
 E=.exp/next
-nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader | head -1
+G=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$G"
+TK_CACHE_DIR=$(mktemp -d) timeout 120 $E/tk-samples-new --gpu --only attention > $OUT/samples.txt 2>&1
+echo "samples rc=$?"; grep -E 'FAIL|samples:' $OUT/samples.txt | tail -3
+for c in 14 13,14; do
+  TK_CACHE_DIR=/tmp/tkn timeout 60 $E/tkbench-new --samples samples --only "attention f16 B4 H32 S4096 D64" --configs $c 2>&1 >/dev/null | grep "tkbench:   " | sed "s/^/cfg $c: /"
+done
+echo "t=$SECONDS"
 for r in 1 2; do
   for v in old new; do
     B=$E/tkbench-new; [ $v = old ] && B=$E/tkx
-    TK_CACHE_DIR=/tmp/tkd-$v timeout 80 $B --samples samples --only "decode f16" --configs 0,1,11 >> $OUT/dec-$v.tsv 2>> $OUT/dec-$v.err
+    for w in "decode f16 B1" "decode f16 B4"; do
+      TK_CACHE_DIR=/tmp/tkd-$v timeout 50 $B --samples samples --only "$w" >> $OUT/dec-$v.tsv 2>> $OUT/dec-$v.err
+    done
   done
   echo "decode round $r t=$SECONDS"
+  [ $SECONDS -gt 200 ] && break
 done
-for v in old new; do echo "== $v"; grep -E "^decode" $OUT/dec-$v.tsv | cut -f1-3; done
-TK_CACHE_DIR=/tmp/tkd-new timeout 240 $E/tkbench-new --samples samples --only "B4 H32 S4096" > $OUT/att.tsv 2> $OUT/att.err
+for v in old new; do echo "== $v"; awk -F'\t' '$4 == "us" && $2 ~ /^decode f16 B[0-9]+ Hq32 Hkv8 S[0-9]+ D128$/ {print $2, $3}' $OUT/dec-$v.tsv; done
+TK_CACHE_DIR=/tmp/tkn timeout 200 $E/tkbench-new --samples samples --only "B4 H32 S4096" > $OUT/att.tsv 2> $OUT/att.err
 echo "sweep t=$SECONDS"
-timeout 100 python3 bench/anchors.py --tk $OUT/dec-new.tsv --only "decode f16" --no-compile > $OUT/dec-anchors.txt 2>&1
-tail -8 $OUT/dec-anchors.txt; echo "t=$SECONDS"
-timeout $((590-SECONDS)) python3 bench/anchors.py --tk $OUT/att.tsv --only "H32 S4096" --no-compile > $OUT/anchors.txt 2>&1
-tail -24 $OUT/anchors.txt
+timeout $((480-SECONDS)) python3 bench/anchors.py --tk $OUT/att.tsv --only "H32 S4096" --no-compile > $OUT/anchors.txt 2>&1
+tail -24 $OUT/anchors.txt; echo "t=$SECONDS"
+if echo "$G" | grep -q H200 && [ $SECONDS -lt 470 ]; then
+  TK_CACHE_DIR=/tmp/tkn timeout 60 $E/tkbench-new --samples samples --only "one tile" > $OUT/sm.tsv 2> $OUT/sm.err
+  timeout $((590-SECONDS)) python3 bench/anchors.py --tk $OUT/sm.tsv --only "softmax f32" --no-compile > $OUT/sm_anchors.txt 2>&1
+  tail -12 $OUT/sm_anchors.txt
+fi
 echo "end t=$SECONDS"

@@ -1,23 +1,20 @@
 #!/bin/bash
-# Builds what docs/wip/next_call.sh runs (here, not on the GPU host): main's release build
-# in build/, and in .exp/next/ the tkbench of c1e54cb (before rowsum) with that commit's
-# sample, and tkbench / tk-samples with docs/wip/latewait.patch. Then ../shared/gpu/stage
-# if .gpu/ is missing. Run from the repository root; ~10 minutes on 2 cores.
+# Builds what docs/wip/call2.sh runs (here, not on the GPU host): main's release build,
+# copied to .exp/next/tkbench-new and tk-samples-new, and (once) the tkbench of c1e54cb
+# as .exp/next/tkx, the "old" side of the decode A/B. Then ../shared/gpu/stage if .gpu/
+# is missing. Run from the repository root.
 set -eu
-R=$PWD
 . scripts/setup >/dev/null
 [ -f build/build.ninja ] || meson setup build --buildtype=release
 ninja -C build bench/tkbench samples/tk-samples
-mkdir -p .exp/next/old
+mkdir -p .exp/next
 grep -qx '.exp/' .git/info/exclude || echo '.exp/' >> .git/info/exclude
-for v in old lw; do
-  rm -rf /tmp/tk-$v && git worktree add -f /tmp/tk-$v HEAD --detach -q
-  if [ $v = old ]; then git -C /tmp/tk-$v checkout -q c1e54cb; else git -C /tmp/tk-$v apply "$R/docs/wip/latewait.patch"; fi
-  (cd /tmp/tk-$v && meson setup build --buildtype=release >/dev/null && ninja -C build bench/tkbench samples/tk-samples)
-done
-cp /tmp/tk-old/build/bench/tkbench .exp/next/tkx
-git show c1e54cb:samples/attention.tk > .exp/next/old/attention.tk
-cp /tmp/tk-lw/build/bench/tkbench .exp/next/tkbench-lw
-cp /tmp/tk-lw/build/samples/tk-samples .exp/next/tk-samples-lw
+if [ ! -x .exp/next/tkx ]; then
+  rm -rf /tmp/tk-old && git worktree add -f /tmp/tk-old c1e54cb --detach -q
+  (cd /tmp/tk-old && meson setup build --buildtype=release >/dev/null && ninja -C build bench/tkbench)
+  cp /tmp/tk-old/build/bench/tkbench .exp/next/tkx
+fi
+cp build/bench/tkbench .exp/next/tkbench-new
+cp build/samples/tk-samples .exp/next/tk-samples-new
 [ -d .gpu ] || ../shared/gpu/stage
-echo "ready: run with carry [\".gpu\", \"build\", \".exp\"] (or copy build's two binaries into .exp/next)"
+echo 'ready: bash docs/wip/call2.sh with carry [".gpu", ".exp"]'
