@@ -18,8 +18,6 @@
  * either). */
 #include "pass_util.h"
 
-#define LOG2E 1.4426950408889634 /* expfold's factor, as it rounds it to f32 */
-
 enum { CR_MEMO = 512, D0 = 1, D1 = 2 };
 
 typedef struct {
@@ -87,7 +85,8 @@ static bool is_weight(cr_ctx *c, const ir_op *e, int depth) {
   if (!ml || ml->opc != IR_MUL) return false;
   for (int k = 0; k < 2; k++) {
     ir_value *x = peel_rows(ml->operands[k]), *y = ml->operands[1 - k];
-    if (x == mn && pass_is_const(y) && pass_const_float(y) == (double)(float)LOG2E) return true;
+    /* log2 e as expfold rounds it to f32 */
+    if (x == mn && pass_is_const(y) && pass_const_float(y) == (double)(float)PASS_LOG2E) return true;
   }
   return false;
 }

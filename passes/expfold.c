@@ -26,8 +26,6 @@
 
 #include <math.h>
 
-#define LOG2E 1.4426950408889634
-
 enum { MAX_UNSCALED = 16 };
 
 typedef struct {
@@ -149,12 +147,12 @@ static void visit(ir_op *op, void *arg) {
   ir_value *x, *c, *k;
   bool unscaled = unscale(fd, a, &x, &c);
   if (unscaled) {
-    k = scale_times(&at, c, a->type, LOG2E);
+    k = scale_times(&at, c, a->type, PASS_LOG2E);
   } else {
     x = a;
-    k = ir_const_float(&at, a->type, LOG2E);
+    k = ir_const_float(&at, a->type, PASS_LOG2E);
   }
-  ir_value *rl = ir_unary(&at, IR_NEG, ir_binary(&at, IR_MUL, r, ir_const_float(&at, r->type, LOG2E)));
+  ir_value *rl = ir_unary(&at, IR_NEG, ir_binary(&at, IR_MUL, r, ir_const_float(&at, r->type, PASS_LOG2E)));
   ir_value *nb = ir_build1(&at, b->def->opc, b->type, 1, &rl);
   ir_value *f3[3] = {x, k, nb};
   ir_value *xe = ir_build1(&at, IR_FMA, a->type, 3, f3);

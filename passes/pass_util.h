@@ -116,6 +116,10 @@ bool pass_loop_uniform(const ir_func *f, const ir_op *L);
 /* Whether f has a workspace op: stream-K (streamk.c) split its persistent tile loop. */
 bool pass_has_workspace(ir_func *f);
 
+/* log2(e): the factor expfold writes exp(x) with (ex2(x log2 e)), and carry.c looks for
+ * in expfold's output; one definition so that what one writes the other recognizes. */
+#define PASS_LOG2E 1.4426950408889634
+
 /* ---- what a loop carries, for cutting its steps in two pieces (carry.c) ---- */
 enum { PASS_CARRY_VALUES = 16 };
 typedef enum {

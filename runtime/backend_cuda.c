@@ -55,8 +55,9 @@ typedef struct cuda_state {
   CUdeviceptr scratch;
   size_t scratch_bytes;
   /* workspace ops' buffer (cg_abi.workspace), zero when allocated and grown (zeroed anew)
-   * to the largest launch; one per context, kept between launches (the kernels leave it
-   * as they found it), so such launches must not overlap either */
+   * to the largest launch; one per context, kept between launches of one variant (a
+   * kernel resets its own counters) and zeroed when the variant changes
+   * (workspace_layout), so such launches must not overlap either */
   CUdeviceptr workspace;
   size_t workspace_bytes;
   uint64_t workspace_layout; /* rt_hidden.layout of the variant that used it last */
